@@ -1,0 +1,60 @@
+// config.h - the model's shape and a run's settings (spec: shared/spec/model.md).
+// defines: hp_model_config, hp_model_config_by_name, hp_run_config, hp_run_config_default
+#ifndef HYPERPAR_CONFIG_H
+#define HYPERPAR_CONFIG_H
+#include <stdint.h>
+
+typedef enum { HP_SCORE_SOFTMAX = 0, HP_SCORE_SIGMOID = 1 } hp_score_func;
+
+typedef struct hp_model_config {
+    char  name[32];
+    int   vocab_size;      // V
+    int   dim;             // D
+    int   n_layers;        // L
+    int   n_heads;         // H
+    int   n_kv_heads;      // Hkv  (H % Hkv == 0; head_dim = D / H, even)
+    int   ffn_hidden;      // F    (dense FFN width)
+    float norm_eps;
+    float rope_theta;
+    int   num_experts;     // E (0 = dense model)
+    int   top_k;           // K
+    int   moe_hidden;      // Fe (width of one expert)
+    int   n_shared_experts;// 0 or 1 (shared FFN width Fe * n_shared)
+    int   n_dense_layers;  // the first n blocks stay dense
+    hp_score_func score_func;
+    int   route_norm;      // renormalise the K top scores to sum 1
+    float route_scale;
+} hp_model_config;
+
+// Fills *out with a named config ("tiny", "tiny-moe", "small", "bench", "bench-moe").
+// Returns 0, or -1 for an unknown name.
+int hp_model_config_by_name(const char *name, hp_model_config *out);
+// The names hp_model_config_by_name knows, NULL-terminated.
+extern const char *const hp_model_config_names[];
+
+static inline int hp_model_head_dim(const hp_model_config *m) { return m->dim / m->n_heads; }
+static inline int hp_model_is_moe_layer(const hp_model_config *m, int l) {
+    return m->num_experts > 0 && l >= m->n_dense_layers;
+}
+
+typedef enum { HP_OPT_SGD = 0, HP_OPT_ADAMW = 1 } hp_optimizer;
+typedef enum { HP_ROTATE_ALLGATHER = 0, HP_ROTATE_RING = 1 } hp_cp_rotate;
+typedef enum { HP_DISPATCH_ALLTOALL = 0, HP_DISPATCH_ALLGATHER = 1 } hp_dispatcher;
+
+typedef struct hp_run_config {
+    int          seq_len;       // S
+    int          batch;         // global batch, in sequences
+    uint64_t     seed;
+    int          steps;
+    hp_optimizer optimizer;
+    float        lr;
+    float        max_norm;      // <= 0: no clipping
+    const char  *data_path;     // NULL: synthetic data; else a text file read as bytes
+    hp_cp_rotate cp_rotate;
+    int          cp_load_balance; // 1: head-tail chunks (default), 0: contiguous split
+    hp_dispatcher dispatcher;
+} hp_run_config;
+
+void hp_run_config_default(hp_run_config *rc);
+
+#endif

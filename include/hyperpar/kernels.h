@@ -1,0 +1,109 @@
+// kernels.h - fp32 layer kernels over plain buffers (llm.c style).
+// Conventions: outputs first, grads have a `d` prefix, dims last; every backward
+// ACCUMULATES (+=) into its grads. Shapes are in the comments; all row-major.
+// defines: linear, embedding, rmsnorm, rope, attention (blockwise, log-sum-exp merge),
+//          swiglu, router scores / top-k, cross-entropy pieces (vocab-parallel), optimisers
+#ifndef HYPERPAR_KERNELS_H
+#define HYPERPAR_KERNELS_H
+#include <stddef.h>
+#include <stdint.h>
+
+// ---- linear: y = x @ w^T  (w is [out, in] like torch.nn.Linear) ----------------------
+void hp_linear_forward(float *y,            // (N, out)  overwritten
+                       const float *x,      // (N, in)
+                       const float *w,      // (out, in)
+                       int N, int in, int out);
+void hp_linear_backward(float *dx,          // (N, in)   += dy @ w     (may be NULL)
+                        float *dw,          // (out, in) += dy^T @ x   (may be NULL)
+                        const float *dy,    // (N, out)
+                        const float *x,     // (N, in)
+                        const float *w,     // (out, in)
+                        int N, int in, int out);
+
+// ---- embedding over a vocab slice [v0, v0+Vl) (rowwise TP); other ids give zero rows --
+void hp_embedding_forward(float *out,        // (N, D) overwritten
+                          const int *tokens, // (N)
+                          const float *table,// (Vl, D)
+                          int v0, int Vl, int N, int D);
+void hp_embedding_backward(float *dtable,    // (Vl, D) +=
+                           const float *dout,// (N, D)
+                           const int *tokens,
+                           int v0, int Vl, int N, int D);
+
+// ---- RMSNorm: out = x / sqrt(mean(x^2) + eps) * w ---------------------------------------
+void hp_rmsnorm_forward(float *out, float *rstd,     // (N, D), (N)
+                        const float *x, const float *w, float eps, int N, int D);
+void hp_rmsnorm_backward(float *dx, float *dw,        // (N, D) +=, (D) +=
+                         const float *dout, const float *x, const float *w,
+                         const float *rstd, int N, int D);
+
+// ---- RoPE, interleaved pairs, in place on x (B, S, nh, hd); pos (S) global positions ----
+void hp_rope_forward(float *x, const int *pos, float theta, int B, int S, int nh, int hd);
+// In place: dx <- R(pos)^T dx (the gradient of the rotation).
+void hp_rope_backward(float *dx, const int *pos, float theta, int B, int S, int nh, int hd);
+
+// ---- attention, blockwise -----------------------------------------------------------
+// Queries i in [q_lo, q_hi) of q attend to keys j in [k_lo, k_hi) of k/v; key j is visible
+// to query i iff kpos[j] <= qpos[i] (causal by global position). Query head h reads kv head
+// h / (H/Hkv); scale 1/sqrt(hd). The block's result is merged into the running (out, lse)
+// by log-sum-exp: initialise out = 0 and lse = -INFINITY. Rows that see no key are untouched.
+void hp_attention_forward(float *out,        // (B, Sq, H, hd)  merged into
+                          float *lse,        // (B, Sq, H)      merged into
+                          const float *q,    // (B, Sq, H, hd)
+                          const float *k,    // (B, Sk, Hkv, hd)
+                          const float *v,    // (B, Sk, Hkv, hd)
+                          const int *qpos,   // (Sq)
+                          const int *kpos,   // (Sk)
+                          int B, int Sq, int Sk, int H, int Hkv, int hd,
+                          int q_lo, int q_hi, int k_lo, int k_hi);
+// Backward of one block, given the FINAL out and lse of the rows (after every merge).
+void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
+                           float *dk,        // (B, Sk, Hkv, hd) +=
+                           float *dv,        // (B, Sk, Hkv, hd) +=
+                           const float *dout,// (B, Sq, H, hd)
+                           const float *out, // (B, Sq, H, hd)
+                           const float *lse, // (B, Sq, H)
+                           const float *q, const float *k, const float *v,
+                           const int *qpos, const int *kpos,
+                           int B, int Sq, int Sk, int H, int Hkv, int hd,
+                           int q_lo, int q_hi, int k_lo, int k_hi);
+
+// ---- SwiGLU gate: h = silu(a) * b, elementwise -----------------------------------------
+void hp_swiglu_forward(float *h, const float *a, const float *b, size_t n);
+void hp_swiglu_backward(float *da, float *db,          // +=
+                        const float *dh, const float *a, const float *b, size_t n);
+
+// ---- MoE router -----------------------------------------------------------------------
+// scores (N, E) = softmax (score_func 0) or sigmoid (1) of logits (N, E).
+void hp_router_scores_forward(float *scores, const float *logits, int N, int E, int score_func);
+void hp_router_scores_backward(float *dlogits,        // (N, E) +=
+                               const float *dscores, const float *scores,
+                               int N, int E, int score_func);
+// Per row: the K highest scores, in descending order, a tie going to the lower expert id.
+// idx (N, K); gates (N, K) = score (renormalised to sum 1 if route_norm) * route_scale.
+void hp_router_topk(int *idx, float *gates, const float *scores,
+                    int N, int E, int K, int route_norm, float route_scale);
+void hp_router_topk_backward(float *dscores,          // (N, E) +=
+                             const float *dgates,     // (N, K)
+                             const int *idx, const float *scores,
+                             int N, int E, int K, int route_norm, float route_scale);
+
+// ---- cross-entropy over a vocab slice [v0, v0+Vl) (loss parallel) -----------------------
+// labels == -100 are ignored. The full-vocab statistics come from combining the slices:
+//   m = max over slices of local max; se = sum over slices of local sumexp(logits - m);
+//   tl = sum over slices of local target logit; loss_i = log(se) + m - tl.
+void hp_ce_local_max(float *m, const float *logits, int N, int Vl);               // m (N) =
+void hp_ce_local_sumexp(float *se, const float *logits, const float *m, int N, int Vl); // se (N) =
+void hp_ce_local_target(float *tl, const float *logits, const int *labels,
+                        int v0, int N, int Vl);                                    // tl (N) =
+// dlogits (N, Vl) += scale * (softmax - onehot(label)) for valid rows.
+void hp_ce_backward(float *dlogits, const float *logits, const float *m, const float *se,
+                    const int *labels, int v0, float scale, int N, int Vl);
+
+// ---- optimisers on flat (sharded) buffers ---------------------------------------------
+void hp_sgd_update(float *p, const float *g, size_t n, float lr);
+// AdamW (decoupled weight decay), step t >= 1, bias-corrected.
+void hp_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
+                     float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+
+#endif

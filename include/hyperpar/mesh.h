@@ -1,0 +1,46 @@
+// mesh.h - the device mesh: a pure function from (dims, rank) to coordinates and groups.
+// spec: shared/spec/torchtitan-semantics.md §2. No MPI here: tests run it for every config.
+//
+// Dense layout: [pp, dp_replicate, dp_shard, cp, tp], row-major, tp innermost:
+//   t = rank % T, c = (rank / T) % C, s = (rank / (T*C)) % S, r = ..., p = ...
+// Sparse layout (ETP era): the inner S*C*T block re-split as [efsdp, ep, etp], etp innermost.
+//
+//   hp_coords c;  hp_mesh_coords(&dims, 5, &c);                   // rank 5's coordinates
+//   int members[64], me;
+//   int n = hp_mesh_group(&dims, HP_G_FSDP, 5, members, &me);      // its fsdp group
+#ifndef HYPERPAR_MESH_H
+#define HYPERPAR_MESH_H
+#include "dims.h"
+
+typedef enum hp_group_kind {
+    HP_G_WORLD = 0,
+    HP_G_PP,
+    HP_G_DP_REPLICATE,
+    HP_G_DP_SHARD,
+    HP_G_CP,
+    HP_G_TP,
+    HP_G_FSDP,       // dp_shard x cp      (FSDP shard group, dense parameters)
+    HP_G_BATCH,      // dp_replicate x dp_shard (data loading; valid-token count)
+    HP_G_LOSS,       // dp_replicate x dp_shard x cp (legacy name dp_cp)
+    HP_G_EP,         // expert parallel
+    HP_G_ETP,        // expert tensor parallel (= tp group when etp == tp)
+    HP_G_EFSDP,      // expert FSDP
+    HP_G_EP_ETP,     // ep x etp
+    HP_G_COUNT
+} hp_group_kind;
+
+typedef struct hp_coords {
+    int p, r, s, c, t;        // dense coordinates
+    int efsdp, ep, etp;       // sparse coordinates
+    int fsdp, batch, loss;    // flattened indices: s*C+c, r*S+s, batch*C+c
+} hp_coords;
+
+const char *hp_group_name(hp_group_kind g);
+void hp_mesh_coords(const hp_dims *d, int rank, hp_coords *out);
+// Writes the world ranks of rank's group of kind g, in group-local order, into members
+// (room for d->world ints); *my_index (may be NULL) gets rank's index. Returns the group size.
+int hp_mesh_group(const hp_dims *d, hp_group_kind g, int rank, int *members, int *my_index);
+// Size of every group of kind g (all groups of one kind have the same size).
+int hp_mesh_group_size(const hp_dims *d, hp_group_kind g);
+
+#endif

@@ -1,0 +1,66 @@
+// moe.h - the MoE block (router, routed experts, shared experts) with expert parallel
+// dispatch. spec: shared/spec/model.md (MoE), torchtitan-semantics.md §4.2-4.3, §8.
+// defines: hp_moe_dims, hp_moe_weights, hp_moe_grads, hp_moe_state (opaque), forward/backward
+//
+// The block runs INSIDE a tensor-parallel region: its input rows x are replicated over the
+// tp group, and its output is a PARTIAL sum over tp (the caller reduces it once, reduce-
+// scatter under SP or all-reduce without). With every degree 1 it is the plain MoE of model.md.
+//
+//  - EP (ep > 1): experts split on dim 0 over HP_G_EP; tokens go to their experts' owners
+//    by all-to-all (counts exchanged first) or, with HP_DISPATCH_ALLGATHER, by all-gather of
+//    tokens + local selection + reduce-scatter back.
+//  - token_split > 1 (ep > 1, etp == 1, tp > 1: EP borrows the tp ranks): tp rank t routes
+//    only rows [t*n, (t+1)*n), n = N / token_split; the other rows' output is 0 here, so the
+//    output is a true partial sum over tp.
+//  - expert hidden split (expert_tp > 1: etp == tp with ep > 1, or tp with ep == 1): each
+//    rank holds Fe/expert_tp of every local expert's hidden dim; outputs are partial.
+//  - shared experts: w1/w3 colwise, w2 rowwise over tp (Fs/tp), output partial.
+//  - the router gate is replicated; its gradient is partial over tp (the caller all-reduces it).
+#ifndef HYPERPAR_MOE_H
+#define HYPERPAR_MOE_H
+#include "comm.h"
+#include "config.h"
+
+typedef struct hp_moe_dims {
+    int N;             // rows (tokens) of x on this rank (replicated over tp)
+    int D, E, K;       // model dim, experts, top-k
+    int El, e0;        // local experts: global ids [e0, e0+El)
+    int Fel;           // local hidden width of one expert (Fe / expert_tp)
+    int Fsl;           // local shared-expert width (Fe*n_shared / tp), 0 = no shared experts
+    int token_split;   // tp ranks splitting the rows for dispatch (1 = no split)
+    int token_rank;    // this rank's slice index (tp coordinate) when token_split > 1
+    hp_score_func score_func;
+    int route_norm;
+    float route_scale;
+    hp_dispatcher dispatcher;
+} hp_moe_dims;
+
+typedef struct hp_moe_weights {
+    const float *gate;     // (E, D)
+    const float *w1;       // (El, Fel, D)
+    const float *w2;       // (El, D, Fel)
+    const float *w3;       // (El, Fel, D)
+    const float *sw1;      // (Fsl, D)   shared experts (NULL when Fsl == 0)
+    const float *sw2;      // (D, Fsl)
+    const float *sw3;      // (Fsl, D)
+} hp_moe_weights;
+
+typedef struct hp_moe_grads {  // every one accumulated into (+=)
+    float *gate, *w1, *w2, *w3, *sw1, *sw2, *sw3;
+} hp_moe_grads;
+
+typedef struct hp_moe_state hp_moe_state;   // activations saved for backward
+
+hp_moe_state *hp_moe_state_init(const hp_moe_dims *md);
+void          hp_moe_state_free(hp_moe_state *st);
+// out (N, D) overwritten with this rank's partial output; x (N, D).
+void hp_moe_forward(hp_moe_state *st, hp_comm *comm, float *out, const float *x,
+                    const hp_moe_weights *w);
+// dx (N, D) += partial input grad; grads accumulated. Must follow hp_moe_forward on st.
+void hp_moe_backward(hp_moe_state *st, hp_comm *comm, float *dx, hp_moe_grads *g,
+                     const float *dout, const hp_moe_weights *w);
+// The experts each row chose in the last forward, (N, K) global ids, descending score:
+// all N rows (the router runs on every row even when dispatch is split).
+const int *hp_moe_routing(const hp_moe_state *st);
+
+#endif

@@ -1,0 +1,64 @@
+// train.h - a training job on one rank of the mesh: parameters sharded as their placements
+// say, forward + backward with every parallel style, gradient reduction, clipping and the
+// optimiser on shards. The single-process reference is the same job with every degree 1.
+// defines: hp_trainer (opaque), hp_step_stats, init/free, step phases, gathering to full
+//
+//   hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &model, &dims, &run, err, sizeof err);
+//   for (int i = 0; i < run.steps; i++) { hp_step_stats st; hp_trainer_step(tr, &st); }
+//   hp_trainer_free(tr);
+#ifndef HYPERPAR_TRAIN_H
+#define HYPERPAR_TRAIN_H
+#include <mpi.h>
+#include <stddef.h>
+#include "comm.h"
+#include "config.h"
+#include "dims.h"
+#include "params.h"
+
+typedef struct hp_trainer hp_trainer;
+
+typedef struct hp_step_stats {
+    int    step;
+    double loss;          // global mean loss of the step (same on every rank)
+    double grad_norm;     // global grad norm before clipping
+    double ms;            // wall time of the step
+    double tokens_per_s;  // global tokens / wall time
+} hp_step_stats;
+
+// Collective over world. dims must be validated for world's size. Returns NULL with one
+// line in err on failure (e.g. a data file that cannot be read).
+hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
+                            const hp_run_config *rc, char *err, size_t errlen);
+void hp_trainer_free(hp_trainer *tr);
+
+// The step in phases (each collective over the job): forward + backward of the next batch
+// leaving fully reduced gradient shards; the global grad norm with clipping (if max_norm > 0);
+// the optimiser update. hp_trainer_step runs the three and times them.
+double hp_trainer_forward_backward(hp_trainer *tr);   // returns the global loss
+double hp_trainer_clip(hp_trainer *tr);               // returns the norm before clipping
+void   hp_trainer_optimizer_step(hp_trainer *tr);
+void   hp_trainer_step(hp_trainer *tr, hp_step_stats *st);
+
+// Full tensors on world rank 0, in table order with full shapes (offsets: hp_param.full_offset);
+// full has hp_trainer_params(tr)->full_numel floats on rank 0, may be NULL elsewhere.
+// Returns (on rank 0) the largest difference between two ranks holding the same element
+// (replicas must agree: a non-zero value is a bug), 0 elsewhere.
+double hp_trainer_gather_params(hp_trainer *tr, float *full);
+double hp_trainer_gather_grads(hp_trainer *tr, float *full);
+// Sets every parameter from full tensors given on every rank (table order, full shapes).
+void   hp_trainer_set_params(hp_trainer *tr, const float *full);
+
+// The experts each token chose in the last forward, gathered on world rank 0 as
+// (n_moe_layers, B, S, K) global ids; returns the number of MoE layers (0 for dense).
+int    hp_trainer_gather_routing(hp_trainer *tr, int *routing);
+
+const hp_param_table *hp_trainer_params(const hp_trainer *tr);
+hp_comm *hp_trainer_comm(hp_trainer *tr);
+int      hp_trainer_rank(const hp_trainer *tr);
+// Persistent bytes on this rank: parameter, gradient and optimiser shards; and the largest
+// unsharded unit (the working buffers of one gathered FSDP unit).
+void     hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *working);
+// The ids of global sequence g of step `step` (tokens = ids[0..S), labels = ids[1..S]).
+void     hp_trainer_sequence(const hp_trainer *tr, int *ids, int step, int g);
+
+#endif

@@ -1,0 +1,80 @@
+// verify.h - proves a parallel configuration computes the single-process step: gathers the
+// loss, every gradient of step 1 and every parameter after the step to full tensors,
+// runs the reference (every degree 1, same seed, same global batch) and compares per tensor.
+// defines: hp_verify_opts, hp_tensor_diff, hp_verify_result, hp_verify_run, hp_verify_print
+//
+//   hp_verify_opts o = hp_verify_opts_default();
+//   hp_verify_result r;
+//   hp_verify_run(MPI_COMM_WORLD, &model, &dims, &run, &o, &r);   // collective
+//   if (rank == 0) hp_verify_print(stdout, &r);
+//   hp_verify_result_free(&r);
+#ifndef HYPERPAR_VERIFY_H
+#define HYPERPAR_VERIFY_H
+#include <mpi.h>
+#include <stdio.h>
+#include "comm.h"
+#include "config.h"
+#include "dims.h"
+
+typedef struct hp_verify_opts {
+    int    steps;        // length of the loss trajectory compared (>= 1)
+    double tol_loss;     // |a-b| <= tol_loss * |ref| for the loss of step 1
+    double tol_grad;     // relative Frobenius error per gradient tensor
+    double tol_param;    // relative Frobenius error per parameter after the step
+    double tol_traj;     // relative error of each loss of the trajectory
+    const char *dump_dir;   // write full tensors of the parallel run (NULL: none)
+    const float *load_full; // start from these full parameters (NULL: seeded init)
+} hp_verify_opts;
+
+hp_verify_opts hp_verify_opts_default(const hp_run_config *rc);
+
+typedef struct hp_tensor_diff {
+    char    name[64];
+    double  max_abs;     // max |a - ref|
+    double  rel_fro;     // ||a - ref|| / ||ref||
+    int64_t worst;       // flat index of the max |a - ref|
+    double  tol;
+    int     pass;
+} hp_tensor_diff;
+
+typedef struct hp_traffic_row {
+    int      group, op;   // hp_group_kind, hp_op_kind
+    uint64_t counted;     // bytes this rank (rank 0) moved in step 1
+    uint64_t predicted;   // what docs/traffic.md's formula says; UINT64_MAX: data-dependent
+} hp_traffic_row;
+
+typedef struct hp_verify_result {
+    int     pass;
+    int     world;
+    double  loss, loss_ref, loss_err;          // step 1
+    double  grad_norm, grad_norm_ref;
+    int     n;                                  // tensors
+    hp_tensor_diff *grads, *params;
+    int     worst_grad, worst_param;            // indices of the worst relative errors
+    int     init_equal;                         // initial parameters bit-identical to reference
+    double  replica_diff;                       // largest disagreement between replicas
+    int     steps;
+    double *losses, *losses_ref;                // [steps]
+    double  traj_worst;                         // worst relative loss error over the steps
+    int     n_moe_layers, tokens;               // route-flip report
+    int    *route_flips;                        // [n_moe_layers] tokens whose expert set differs
+    int     n_traffic;
+    hp_traffic_row traffic[HP_G_COUNT * HP_OP_COUNT];
+    int     traffic_ok;
+    double  seconds, seconds_ref;
+    const char *failure;                        // first failed check, or NULL
+} hp_verify_result;
+
+// Collective over world. Fills *res on world rank 0 (others get pass only). Returns 0 when
+// every check passes, HP_EXIT_FAIL otherwise.
+int  hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
+                   const hp_run_config *rc, const hp_verify_opts *o, hp_verify_result *res);
+void hp_verify_print(FILE *out, const hp_verify_result *res);
+void hp_verify_result_free(hp_verify_result *res);
+
+// The bytes each (group, op) moves in one training step on `rank` by docs/traffic.md.
+// UINT64_MAX where the amount depends on the data (MoE dispatch).
+void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                        int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]);
+
+#endif

@@ -1,0 +1,53 @@
+#!/bin/sh
+# setup.sh - make a fresh Debian 12 machine ready and build hyperpar. Idempotent: it installs
+# only what is missing and re-runs cmake on an existing build folder.
+#   scripts/setup.sh                         # -> build/ (RelWithDebInfo)
+#   BUILD_DIR=build-asan HP_CMAKE_ARGS=-DHP_SANITIZE=ON scripts/setup.sh
+# Needs: a C compiler, make, cmake, pkg-config, python3, Open MPI (mpicc, mpirun),
+# OpenBLAS (cblas.h), cJSON (cjson/cJSON.h).
+set -eu
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+HP_CMAKE_ARGS=${HP_CMAKE_ARGS:-}
+
+have() { command -v "$1" >/dev/null 2>&1; }
+# has_header NAME: the C compiler finds #include <NAME>
+has_header() { have cc && printf '#include <%s>\n' "$1" | cc -E -x c - >/dev/null 2>&1; }
+
+missing=""
+need() { case " $missing " in *" $1 "*) ;; *) missing="$missing $1" ;; esac; }
+have cc         || { need gcc; need libc6-dev; }
+have make       || need make
+have cmake      || need cmake
+have pkg-config || need pkg-config
+have python3    || need python3
+have mpicc      || need libopenmpi-dev
+have mpirun     || need openmpi-bin
+if have cc; then
+  has_header cblas.h       || need libopenblas-dev
+  has_header cjson/cJSON.h || need libcjson-dev
+else
+  need libopenblas-dev; need libcjson-dev
+fi
+# pkg-config must know openblas (CMakeLists asks it for the CBLAS flags)
+if have pkg-config && ! pkg-config --exists openblas; then need libopenblas-dev; fi
+
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    SUDO=""
+  elif have sudo && sudo -n true 2>/dev/null; then
+    SUDO="sudo -n"
+  else
+    echo "setup.sh: missing packages; install them as root: apt-get install -y --no-install-recommends$missing" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing$missing"
+  $SUDO apt-get update
+  # shellcheck disable=SC2086
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo $HP_CMAKE_ARGS
+cmake --build "$BUILD_DIR" -j"$jobs"

@@ -1,0 +1,113 @@
+// comm_move.c - collectives that move data without arithmetic: all-gather, all-to-all
+// (variable and equal split), broadcast, send/recv, barrier. Deterministic by nature,
+// so both modes use the plain MPI calls. Groups of size 1 copy locally (0 bytes).
+#include <string.h>
+#include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
+
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+// recv (size*n) = every member's send (n), in group-rank order. send may be the
+// rank's own slot recv + me*n (gather of a shard that lives in the full buffer).
+static void allgather(hp_comm *comm, hp_group_kind g, void *recv, const void *send, size_t n,
+                      MPI_Datatype dt, size_t esz, const char *who) {
+    int size = hp_comm_count(comm, g, HP_OP_ALLGATHER, (uint64_t)n * esz, who);
+    if (n == 0) return;
+    char *own = (char *)recv + (size_t)comm->rank[g] * n * esz;
+    if (size == 1) { memmove(recv, send, n * esz); return; }
+    int cnt = hp_comm_int_count(n, who);
+    const void *src = (const char *)send == own ? MPI_IN_PLACE : send;
+    HP_MPI_CHECK(MPI_Allgather(src, cnt, dt, recv, cnt, dt, comm->group[g]));
+}
+
+void hp_allgather(hp_comm *comm, hp_group_kind g, float *recv, const float *send, size_t n) {
+    allgather(comm, g, recv, send, n, MPI_FLOAT, sizeof(float), "hp_allgather");
+}
+
+void hp_allgather_int(hp_comm *comm, hp_group_kind g, int *recv, const int *send, size_t n) {
+    allgather(comm, g, recv, send, n, MPI_INT, sizeof(int), "hp_allgather_int");
+}
+
+// Counts are packed in group-rank order: member j's elements start at the sum of the
+// counts before j, on both the send and the receive side.
+void hp_alltoallv(hp_comm *comm, hp_group_kind g, float *recv, const int *recv_counts,
+                  const float *send, const int *send_counts) {
+    const char *who = "hp_alltoallv";
+    int size = hp_comm_group_size(comm, g, who);
+    int me = comm->rank[g];
+    int *displ = hp_comm_scratch(comm, 2 * (size_t)size * sizeof(int));
+    int *sdispl = displ, *rdispl = displ + size;
+    int64_t stot = 0, rtot = 0;
+    uint64_t bytes = 0;
+    for (int j = 0; j < size; j++) {
+        if (send_counts[j] < 0 || recv_counts[j] < 0)
+            HP_COMM_FAIL("%s: negative count for member %d (send %d, recv %d)", who, j,
+                         send_counts[j], recv_counts[j]);
+        if (stot > INT_MAX || rtot > INT_MAX)
+            HP_COMM_FAIL("%s: displacement exceeds INT_MAX at member %d", who, j);
+        sdispl[j] = (int)stot;
+        rdispl[j] = (int)rtot;
+        stot += send_counts[j];
+        rtot += recv_counts[j];
+        if (j != me) bytes += (uint64_t)send_counts[j] * sizeof(float);
+    }
+    hp_comm_count(comm, g, HP_OP_ALLTOALL, bytes, who);
+    if (size == 1) {
+        if (send_counts[0] != recv_counts[0])
+            HP_COMM_FAIL("%s: group of size 1 sends %d but receives %d", who, send_counts[0],
+                         recv_counts[0]);
+        if (send_counts[0] > 0) memmove(recv, send, (size_t)send_counts[0] * sizeof(float));
+        return;
+    }
+    HP_MPI_CHECK(MPI_Alltoallv(send, send_counts, sdispl, MPI_FLOAT,
+                               recv, recv_counts, rdispl, MPI_FLOAT, comm->group[g]));
+}
+
+void hp_alltoall_int(hp_comm *comm, hp_group_kind g, int *recv, const int *send, int n_per_rank) {
+    const char *who = "hp_alltoall_int";
+    int size = hp_comm_group_size(comm, g, who);
+    if (n_per_rank < 0) HP_COMM_FAIL("%s: n_per_rank %d is negative", who, n_per_rank);
+    hp_comm_count(comm, g, HP_OP_ALLTOALL, (uint64_t)(size - 1) * (uint64_t)n_per_rank * sizeof(int), who);
+    if (n_per_rank == 0) return;
+    if (size == 1) { memmove(recv, send, (size_t)n_per_rank * sizeof(int)); return; }
+    HP_MPI_CHECK(MPI_Alltoall(send, n_per_rank, MPI_INT, recv, n_per_rank, MPI_INT, comm->group[g]));
+}
+
+// root is a group-local rank.
+void hp_broadcast(hp_comm *comm, hp_group_kind g, float *buf, size_t n, int root) {
+    const char *who = "hp_broadcast";
+    int size = hp_comm_group_size(comm, g, who);
+    if (root < 0 || root >= size)
+        HP_COMM_FAIL("%s: root %d out of range for group %s of size %d", who, root,
+                     hp_group_name(g), size);
+    hp_comm_count(comm, g, HP_OP_BROADCAST, comm->rank[g] == root ? (uint64_t)n * sizeof(float) : 0, who);
+    if (size == 1) return;
+    for (size_t off = 0; off < n; off += (size_t)INT_MAX) {
+        int len = (int)min_sz(n - off, (size_t)INT_MAX);
+        HP_MPI_CHECK(MPI_Bcast(buf + off, len, MPI_FLOAT, root, comm->group[g]));
+    }
+}
+
+// src and dst are group-local ranks; both sides of a pair must pass the same n.
+// Sending to oneself is a local copy and counts 0 bytes (as in the all-to-all rule).
+void hp_sendrecv(hp_comm *comm, hp_group_kind g, float *recv, int src, const float *send,
+                 int dst, size_t n) {
+    const char *who = "hp_sendrecv";
+    int size = hp_comm_group_size(comm, g, who);
+    if (src < 0 || src >= size || dst < 0 || dst >= size)
+        HP_COMM_FAIL("%s: src %d / dst %d out of range for group %s of size %d", who, src, dst,
+                     hp_group_name(g), size);
+    int me = comm->rank[g];
+    hp_comm_count(comm, g, HP_OP_SENDRECV, dst != me ? (uint64_t)n * sizeof(float) : 0, who);
+    if (n == 0) return;
+    if (src == me && dst == me) { memmove(recv, send, n * sizeof(float)); return; }
+    for (size_t off = 0; off < n; off += (size_t)INT_MAX) {
+        int len = (int)min_sz(n - off, (size_t)INT_MAX);
+        HP_MPI_CHECK(MPI_Sendrecv(send + off, len, MPI_FLOAT, dst, 0, recv + off, len, MPI_FLOAT,
+                                  src, 0, comm->group[g], MPI_STATUS_IGNORE));
+    }
+}
+
+void hp_barrier(hp_comm *comm, hp_group_kind g) {
+    int size = hp_comm_group_size(comm, g, "hp_barrier");
+    if (size > 1) HP_MPI_CHECK(MPI_Barrier(comm->group[g]));
+}

@@ -1,0 +1,159 @@
+// dims.c - parallel degrees: defaults, inference of dp_shard, and every validation rule.
+// spec: shared/spec/torchtitan-semantics.md §1, §3, §9; shared/spec/recipes.md (negative cases).
+// defines: hp_dims_default, hp_dims_validate
+//
+// The rules run in a fixed order so that one configuration always fails the same way:
+// mesh rules (degrees, pp, dp_shard inference, world, ep/etp) first, then the model's sizes,
+// then the run's sizes. Each failure is one line that starts with the rule and gives the numbers.
+#include <stdarg.h>
+#include <stdio.h>
+#include "hyperpar/dims.h"
+
+hp_dims hp_dims_default(void) {
+    hp_dims d = { .dp_replicate = 1, .dp_shard = -1, .cp = 1, .tp = 1, .pp = 1,
+                  .ep = 1, .etp = 1, .sp = -1, .world = 0 };
+    return d;
+}
+
+// Writes one line into err (when there is room) and returns HP_EXIT_CONFIG.
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return HP_EXIT_CONFIG;
+}
+
+// ---------------------------------------------------------------------------------------------
+// mesh rules (§1 steps 1-6, ETP era)
+
+static int check_mesh(hp_dims *d, char *err, size_t n) {
+    const struct { const char *name; int v; } deg[] = {
+        { "dp_replicate", d->dp_replicate }, { "cp", d->cp }, { "tp", d->tp },
+        { "pp", d->pp }, { "ep", d->ep }, { "etp", d->etp },
+    };
+    for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++)
+        if (deg[i].v < 1)
+            return fail(err, n, "degree must be >= 1 (except dp_shard): %s = %d", deg[i].name, deg[i].v);
+    if (d->dp_shard == 0 || d->dp_shard < -1)
+        return fail(err, n, "dp_shard must be -1 (infer) or >= 1: dp_shard = %d", d->dp_shard);
+    if (d->sp < -1 || d->sp > 1)
+        return fail(err, n, "sp must be -1 (default), 0 or 1: sp = %d", d->sp);
+    if (d->world < 0)
+        return fail(err, n, "world size must be >= 1 (0 = the product of the degrees): world = %d", d->world);
+    if (d->pp > 1)
+        return fail(err, n, "not implemented: pipeline parallel (pp=%d)", d->pp);
+
+    const int R = d->dp_replicate, C = d->cp, T = d->tp, P = d->pp;
+    // Guard the products against int overflow on absurd input (every degree is >= 1 here).
+    long long rctp = (long long)R * C * T * P;
+    if (rctp > (1 << 24) || (d->dp_shard > 0 && rctp * d->dp_shard > (1 << 24)))
+        return fail(err, n, "world size: product of the degrees is too large (dp_replicate*dp_shard*cp*tp*pp > %d)",
+                    1 << 24);
+
+    if (d->dp_shard == -1) {
+        if (d->world == 0) {
+            d->dp_shard = 1;   // no world given: nothing to infer from, the product decides
+        } else {
+            long long s = d->world / rctp;
+            if (s < 1 || d->world % rctp != 0)
+                return fail(err, n, "dp_shard inference: world size %d is not a multiple of "
+                            "dp_replicate*cp*tp*pp = %d*%d*%d*%d = %lld",
+                            d->world, R, C, T, P, rctp);
+            d->dp_shard = (int)s;
+        }
+    }
+    const int S = d->dp_shard;
+    int prod = hp_dims_product(d);
+    if (d->world == 0) d->world = prod;
+    if (prod != d->world)
+        return fail(err, n, "world size: dp_replicate(%d)*dp_shard(%d)*cp(%d)*tp(%d)*pp(%d) = %d != %d ranks launched",
+                    R, S, C, T, P, prod, d->world);
+
+    const int EP = d->ep, ET = d->etp;
+    if (ET > 1 && EP == 1)
+        return fail(err, n, "etp (%d) > 1 needs ep > 1: ep = %d", ET, EP);
+    if (EP > 1 && ET != 1 && ET != T)
+        return fail(err, n, "etp must be 1 or tp when ep > 1: etp = %d, tp = %d", ET, T);
+    if ((S * C * T) % EP != 0)
+        return fail(err, n, "ep (%d) must divide dp_shard*cp*tp = %d*%d*%d = %d", EP, S, C, T, S * C * T);
+    // etp == tp: the tp coordinate is the etp coordinate, so ep must fit in the dp_shard*cp part.
+    if (EP > 1 && ET == T && T > 1 && (S * C) % EP != 0)
+        return fail(err, n, "ep (%d) must divide dp_shard*cp = %d*%d = %d when etp = tp (%d)",
+                    EP, S, C, S * C, T);
+
+    // sequence parallel: default on iff tp > 1; asking for it at tp == 1 is a no-op.
+    if (d->sp == -1) d->sp = T > 1;
+    if (d->sp == 1 && T == 1) d->sp = 0;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// model rules: sizes that a degree must divide (model.md "Config")
+
+static int check_model(const hp_dims *d, const hp_model_config *m, char *err, size_t n) {
+    const int T = d->tp, EP = d->ep;
+    const int moe = m->num_experts > 0;
+    if (EP > 1 && !moe)
+        return fail(err, n, "ep (%d) > 1 needs a MoE model: '%s' is dense (num_experts = 0)", EP, m->name);
+    if (moe && m->num_experts % EP != 0)
+        return fail(err, n, "ep (%d) must divide num_experts (%d)", EP, m->num_experts);
+    const struct { const char *name; int v; } tp_sizes[] = {
+        { "n_heads", m->n_heads }, { "n_kv_heads", m->n_kv_heads },
+        { "ffn_hidden", m->ffn_hidden }, { "vocab_size", m->vocab_size },
+    };
+    for (size_t i = 0; i < sizeof tp_sizes / sizeof tp_sizes[0]; i++)
+        if (tp_sizes[i].v % T != 0)
+            return fail(err, n, "tp (%d) must divide %s (%d)", T, tp_sizes[i].name, tp_sizes[i].v);
+    if (moe) {
+        int etp = hp_dims_expert_tp(d);
+        if (etp > 1 && m->moe_hidden % etp != 0)
+            return fail(err, n, "expert tp (%d, %s) must divide moe_hidden (%d)", etp,
+                        EP > 1 ? "etp" : "tp when ep = 1", m->moe_hidden);
+        int shared = m->moe_hidden * m->n_shared_experts;
+        if (T > 1 && shared % T != 0)
+            return fail(err, n, "tp (%d) must divide the shared-expert width moe_hidden*n_shared = %d*%d = %d",
+                        T, m->moe_hidden, m->n_shared_experts, shared);
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// run rules: how one global batch of seq_len tokens splits over the mesh (§3 seq_len_divisor)
+
+static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_t n) {
+    const int R = d->dp_replicate, S = d->dp_shard, C = d->cp, T = d->tp;
+    if (rc->seq_len < 1)
+        return fail(err, n, "seq_len must be >= 1: seq_len = %d", rc->seq_len);
+    if (rc->batch < 1)
+        return fail(err, n, "global batch must be >= 1: batch = %d", rc->batch);
+    // load-balanced CP cuts each sequence into 2*cp chunks; with SP each chunk splits over tp.
+    if (C > 1 && rc->seq_len % (2 * C * T) != 0)
+        return fail(err, n, "context parallel: 2*cp*tp = 2*%d*%d = %d must divide seq_len (%d)",
+                    C, T, 2 * C * T, rc->seq_len);
+    if (d->sp == 1 && rc->seq_len % T != 0)
+        return fail(err, n, "sequence parallel: tp (%d) must divide seq_len (%d)", T, rc->seq_len);
+    if (rc->batch % (R * S) != 0)
+        return fail(err, n, "dp_replicate*dp_shard = %d*%d = %d must divide the global batch (%d)",
+                    R, S, R * S, rc->batch);
+    int split = hp_dims_token_split(d);
+    if (split > 1) {
+        int local_b = rc->batch / (R * S), local_s = rc->seq_len / C;
+        if (((long long)local_b * local_s) % split != 0)
+            return fail(err, n, "expert dispatch over tp: tp (%d) must divide the tokens of one rank "
+                        "(batch/(dp_replicate*dp_shard))*(seq_len/cp) = %d*%d = %d",
+                        split, local_b, local_s, local_b * local_s);
+    }
+    return 0;
+}
+
+int hp_dims_validate(hp_dims *d, const hp_model_config *model, const hp_run_config *run,
+                     char *err, size_t errlen) {
+    if (err && errlen > 0) err[0] = '\0';
+    int rc = check_mesh(d, err, errlen);
+    if (rc == 0 && model) rc = check_model(d, model, err, errlen);
+    if (rc == 0 && run) rc = check_run(d, run, err, errlen);
+    return rc;
+}

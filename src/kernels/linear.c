@@ -1,0 +1,33 @@
+// linear.c - fully connected layer without bias, torch.nn.Linear layout (w is [out, in]).
+// All three products go to cblas_sgemm; backward accumulates (beta = 1) so that grads of
+// a weight used several times (micro-batches, experts) simply add up.
+// defines: hp_linear_forward, hp_linear_backward
+#include <string.h>
+#include <cblas.h>
+#include "hyperpar/kernels.h"
+
+void hp_linear_forward(float *y,            // (N, out)
+                       const float *x,      // (N, in)
+                       const float *w,      // (out, in)
+                       int N, int in, int out) {
+    if (N <= 0 || out <= 0) return;
+    if (in <= 0) { memset(y, 0, (size_t)N * out * sizeof(float)); return; }
+    // y = x @ w^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in,
+                1.0f, x, in, w, in, 0.0f, y, out);
+}
+
+void hp_linear_backward(float *dx,          // (N, in)   +=
+                        float *dw,          // (out, in) +=
+                        const float *dy,    // (N, out)
+                        const float *x,     // (N, in)
+                        const float *w,     // (out, in)
+                        int N, int in, int out) {
+    if (N <= 0 || in <= 0 || out <= 0) return; // an empty product adds nothing
+    if (dx) // dx += dy @ w
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out,
+                    1.0f, dy, out, w, in, 1.0f, dx, in);
+    if (dw) // dw += dy^T @ x
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N,
+                    1.0f, dy, out, x, in, 1.0f, dw, in);
+}

@@ -1,0 +1,57 @@
+// config.c - the named model shapes and a run's default settings (spec: shared/spec/model.md).
+// defines: hp_model_config_names, hp_model_config_by_name, hp_run_config_default
+//
+// "tiny" and "tiny-moe" are the test models of model.md's table, exactly; "small" is a wider
+// dense model for quick experiments; "bench" and "bench-moe" are sized for throughput runs.
+#include <stdio.h>
+#include <string.h>
+#include "hyperpar/config.h"
+
+const char *const hp_model_config_names[] = { "tiny", "tiny-moe", "small", "bench", "bench-moe", NULL };
+
+// A dense model: every MoE field 0 (score_func/route_* keep TorchTitan's defaults).
+static hp_model_config dense(const char *name, int V, int D, int L, int H, int Hkv, int F) {
+    hp_model_config m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    m.vocab_size = V; m.dim = D; m.n_layers = L; m.n_heads = H; m.n_kv_heads = Hkv;
+    m.ffn_hidden = F;
+    m.norm_eps = 1e-5f;
+    m.rope_theta = 10000.0f;
+    m.score_func = HP_SCORE_SOFTMAX;
+    m.route_norm = 0;
+    m.route_scale = 1.0f;
+    return m;
+}
+
+static hp_model_config moe(hp_model_config m, int E, int K, int Fe, int n_shared) {
+    m.num_experts = E; m.top_k = K; m.moe_hidden = Fe; m.n_shared_experts = n_shared;
+    m.n_dense_layers = 0;
+    return m;
+}
+
+int hp_model_config_by_name(const char *name, hp_model_config *out) {
+    if (!name) return -1;
+    //                               V    D    L  H  Hkv  F
+    if (!strcmp(name, "tiny"))      { *out = dense(name, 256, 64, 2, 8, 4, 128); return 0; }
+    if (!strcmp(name, "tiny-moe"))  { *out = moe(dense(name, 256, 64, 2, 8, 4, 128), 8, 2, 64, 1); return 0; }
+    if (!strcmp(name, "small"))     { *out = dense(name, 256, 128, 4, 8, 4, 256); return 0; }
+    if (!strcmp(name, "bench"))     { *out = dense(name, 256, 512, 8, 8, 8, 1536); return 0; }
+    if (!strcmp(name, "bench-moe")) { *out = moe(dense(name, 256, 256, 4, 8, 4, 512), 8, 2, 256, 1); return 0; }
+    return -1;
+}
+
+void hp_run_config_default(hp_run_config *rc) {
+    memset(rc, 0, sizeof *rc);
+    rc->seq_len = 32;
+    rc->batch = 8;
+    rc->seed = 1234;
+    rc->steps = 1;
+    rc->optimizer = HP_OPT_SGD;
+    rc->lr = 1e-2f;
+    rc->max_norm = 0.0f;
+    rc->data_path = NULL;
+    rc->cp_rotate = HP_ROTATE_ALLGATHER;
+    rc->cp_load_balance = 1;
+    rc->dispatcher = HP_DISPATCH_ALLTOALL;
+}

@@ -1,0 +1,261 @@
+// moe.c - the MoE block: router (gate linear, score function, top-k), routed experts run
+// over expert-parallel dispatch, shared experts, forward and backward.
+// spec: shared/spec/model.md (MoE), torchtitan-semantics.md §4.2-4.3; docs/moe.md.
+// defines: hp_moe_state_init, hp_moe_state_free, hp_moe_forward, hp_moe_backward,
+//          hp_moe_routing
+//
+// Data flow of one forward (N rows, this rank handles rows [r0, r0+n)):
+//   logits = x gate^T (N,E) -> scores -> top-K ids/gates for ALL N rows (hp_moe_routing)
+//   handled rows -> dispatch (ep) -> xe (Mr,D) expert-major -> per local expert:
+//     h1 = xe w1^T, h3 = xe w3^T, a = silu(h1) * h3, ye = a w2^T
+//   -> combine: out[r] = sum_k g_k y_k on handled rows, 0 on the others
+//   + shared experts on all N rows: sw2(silu(sw1 x) * (sw3 x)) with a tp slice of the hidden.
+// The output is partial over tp in every layout: rows are split (token_split), or the
+// expert hidden dim is split (expert_tp), and the shared hidden dim is split. The caller's
+// one tp reduction sums all of them. Backward is linear in each of these partial pieces
+// (gate grads included: dgate_k = dout . y_k with y_k partial), so the input and router-gate
+// grads it returns are partial over tp as well (TorchTitan #4054: declare them Partial).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/kernels.h"
+#include "hyperpar/moe.h"
+#include "parallel/ep_dispatch.h"   // defines: hp_ep_dispatch and its steps
+
+struct hp_moe_state {
+    hp_moe_dims md;
+    int n, r0;             // handled rows [r0, r0+n)
+    int ready;             // buffers sized for the comm (after the first forward)
+    int forwarded;         // a forward has run (backward needs it)
+    hp_ep_dispatch ep;
+    // router, all N rows
+    float *x;              // (N, D) copy of the input (backward needs it)
+    float *logits;         // (N, E)
+    float *scores;         // (N, E)
+    int   *idx;            // (N, K)
+    float *gates;          // (N, K)
+    // routed experts, expert-major rows (room for n_ep*n*K entries)
+    float *xe, *ye;        // (cap, D)
+    float *h1, *h3, *act;  // (cap, Fel)
+    // shared experts, all N rows
+    float *sh1, *sh3, *sact; // (N, Fsl)
+    float *sy;             // (N, D)
+    // backward scratch
+    float *dye, *dxe;      // (cap, D)
+    float *dact, *dh1, *dh3; // (cap, Fel)
+    float *dgates;         // (n, K)
+    float *dscores, *dlogits; // (n, E)
+    float *dsact, *dsh1, *dsh3; // (N, Fsl)
+};
+
+static float *fbuf(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+
+hp_moe_state *hp_moe_state_init(const hp_moe_dims *md) {
+    const hp_moe_dims *m = md;
+    const char *rule = NULL;
+    char msg[256];
+    if (!m) { fprintf(stderr, "hp_moe_state_init: dims is NULL\n"); return NULL; }
+    if (m->N < 1 || m->D < 1) {
+        snprintf(msg, sizeof msg, "rows and dim must be >= 1: N = %d, D = %d", m->N, m->D); rule = msg;
+    } else if (m->E < 1 || m->K < 1 || m->K > m->E) {
+        snprintf(msg, sizeof msg, "need 1 <= top_k <= num_experts: top_k = %d, num_experts = %d", m->K, m->E); rule = msg;
+    } else if (m->El < 1 || m->E % m->El != 0 || m->e0 < 0 || m->e0 % m->El != 0 || m->e0 + m->El > m->E) {
+        snprintf(msg, sizeof msg, "local experts [e0, e0+El) = [%d, %d) must be an El-aligned block of %d experts",
+                 m->e0, m->e0 + m->El, m->E); rule = msg;
+    } else if (m->Fel < 1 || m->Fsl < 0) {
+        snprintf(msg, sizeof msg, "expert width Fel = %d must be >= 1 and shared width Fsl = %d >= 0", m->Fel, m->Fsl); rule = msg;
+    } else if (m->token_split < 1 || m->token_rank < 0 || m->token_rank >= m->token_split) {
+        snprintf(msg, sizeof msg, "token_rank %d must lie in [0, token_split = %d)", m->token_rank, m->token_split); rule = msg;
+    } else if (m->N % m->token_split != 0) {
+        snprintf(msg, sizeof msg, "rows N = %d must be divisible by token_split = %d (tp ranks splitting the tokens)",
+                 m->N, m->token_split); rule = msg;
+    } else if (m->score_func != HP_SCORE_SOFTMAX && m->score_func != HP_SCORE_SIGMOID) {
+        snprintf(msg, sizeof msg, "score_func %d is neither softmax (0) nor sigmoid (1)", (int)m->score_func); rule = msg;
+    } else if (m->dispatcher != HP_DISPATCH_ALLTOALL && m->dispatcher != HP_DISPATCH_ALLGATHER) {
+        snprintf(msg, sizeof msg, "dispatcher %d is neither alltoall (0) nor allgather (1)", (int)m->dispatcher); rule = msg;
+    }
+    if (rule) { fprintf(stderr, "hp_moe_state_init: %s\n", rule); return NULL; }
+
+    hp_moe_state *st = calloc(1, sizeof *st);
+    if (!st) { fprintf(stderr, "hp_moe_state_init: out of memory\n"); return NULL; }
+    st->md = *m;
+    st->n = m->N / m->token_split;
+    st->r0 = m->token_rank * st->n;
+    const size_t N = m->N, D = m->D, E = m->E, K = m->K, Fs = m->Fsl, n = st->n;
+    st->x = fbuf(N * D);
+    st->logits = fbuf(N * E);
+    st->scores = fbuf(N * E);
+    st->idx = calloc(N * K, sizeof(int));
+    st->gates = fbuf(N * K);
+    st->sh1 = fbuf(N * Fs); st->sh3 = fbuf(N * Fs); st->sact = fbuf(N * Fs);
+    st->sy = fbuf(N * D);
+    st->dgates = fbuf(n * K);
+    st->dscores = fbuf(n * E); st->dlogits = fbuf(n * E);
+    st->dsact = fbuf(N * Fs); st->dsh1 = fbuf(N * Fs); st->dsh3 = fbuf(N * Fs);
+    if (!st->x || !st->logits || !st->scores || !st->idx || !st->gates || !st->sh1 || !st->sh3 ||
+        !st->sact || !st->sy || !st->dgates || !st->dscores || !st->dlogits || !st->dsact ||
+        !st->dsh1 || !st->dsh3) {
+        fprintf(stderr, "hp_moe_state_init: out of memory (N = %d, D = %d)\n", m->N, m->D);
+        hp_moe_state_free(st);
+        return NULL;
+    }
+    return st;
+}
+
+static void free_routed(hp_moe_state *st) {
+    hp_ep_free(&st->ep);
+    free(st->xe); free(st->ye); free(st->h1); free(st->h3); free(st->act);
+    free(st->dye); free(st->dxe); free(st->dact); free(st->dh1); free(st->dh3);
+    st->xe = st->ye = st->h1 = st->h3 = st->act = NULL;
+    st->dye = st->dxe = st->dact = st->dh1 = st->dh3 = NULL;
+    st->ready = 0;
+}
+
+void hp_moe_state_free(hp_moe_state *st) {
+    if (!st) return;
+    free_routed(st);
+    free(st->x); free(st->logits); free(st->scores); free(st->idx); free(st->gates);
+    free(st->sh1); free(st->sh3); free(st->sact); free(st->sy);
+    free(st->dgates); free(st->dscores); free(st->dlogits);
+    free(st->dsact); free(st->dsh1); free(st->dsh3);
+    free(st);
+}
+
+const int *hp_moe_routing(const hp_moe_state *st) { return st ? st->idx : NULL; }
+
+// A misuse the void API cannot report back: one line, then the whole job goes down (a
+// lone failing rank would leave its peers waiting inside a collective).
+static _Noreturn void moe_fail(const char *what) {
+    fprintf(stderr, "hp_moe: %s\n", what);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort();
+}
+
+// The routed buffers depend on the ep group size (a rank may receive up to n_ep*n*K rows),
+// so they are sized on the first forward, when the comm is known.
+static void ensure_routed(hp_moe_state *st, hp_comm *comm) {
+    const hp_moe_dims *m = &st->md;
+    if (st->ready) {
+        if (st->ep.n_ep != hp_comm_size(comm, HP_G_EP))
+            moe_fail("the ep group changed size between calls on one state");
+        return;
+    }
+    if (hp_ep_init(&st->ep, comm, m->dispatcher, st->n, m->K, m->E, m->El, m->e0, m->D) != 0)
+        moe_fail("expert-parallel dispatch does not fit the comm (see the line above)");
+    const size_t cap = st->ep.cap, D = m->D, F = m->Fel;
+    st->xe = fbuf(cap * D); st->ye = fbuf(cap * D);
+    st->h1 = fbuf(cap * F); st->h3 = fbuf(cap * F); st->act = fbuf(cap * F);
+    st->dye = fbuf(cap * D); st->dxe = fbuf(cap * D);
+    st->dact = fbuf(cap * F); st->dh1 = fbuf(cap * F); st->dh3 = fbuf(cap * F);
+    if (!st->xe || !st->ye || !st->h1 || !st->h3 || !st->act || !st->dye || !st->dxe ||
+        !st->dact || !st->dh1 || !st->dh3)
+        moe_fail("out of memory for the routed expert buffers");
+    st->ready = 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// forward
+
+void hp_moe_forward(hp_moe_state *st, hp_comm *comm, float *out, const float *x,
+                    const hp_moe_weights *w) {
+    if (!st || !comm || !out || !x || !w) moe_fail("hp_moe_forward: NULL argument");
+    const hp_moe_dims *m = &st->md;
+    const int N = m->N, D = m->D, E = m->E, K = m->K, F = m->Fel, Fs = m->Fsl;
+    const int r0 = st->r0;
+    ensure_routed(st, comm);
+    memcpy(st->x, x, (size_t)N * D * sizeof(float));
+
+    // router on every row (replicated gate; hp_moe_routing reports all N rows)
+    hp_linear_forward(st->logits, x, w->gate, N, D, E);
+    hp_router_scores_forward(st->scores, st->logits, N, E, m->score_func);
+    hp_router_topk(st->idx, st->gates, st->scores, N, E, K, m->route_norm, m->route_scale);
+
+    // routed experts on this rank's rows, wherever their experts live
+    hp_ep_dispatch *ep = &st->ep;
+    hp_ep_route(ep, comm, st->idx + (size_t)r0 * K, st->gates + (size_t)r0 * K);
+    hp_ep_dispatch_rows(ep, comm, st->xe, x + (size_t)r0 * D);
+    // one GEMM per local expert over its contiguous row range (a grouped GEMM without the
+    // padding TorchTitan needs for its kernels: fp32 sgemm takes any row count, even 0)
+    for (int l = 0; l < m->El; l++) {
+        const int o = ep->off[l], c = ep->off[l + 1] - o;
+        const size_t we = (size_t)l * F * D;
+        hp_linear_forward(st->h1 + (size_t)o * F, st->xe + (size_t)o * D, w->w1 + we, c, D, F);
+        hp_linear_forward(st->h3 + (size_t)o * F, st->xe + (size_t)o * D, w->w3 + we, c, D, F);
+    }
+    hp_swiglu_forward(st->act, st->h1, st->h3, (size_t)ep->Mr * F);
+    for (int l = 0; l < m->El; l++) {
+        const int o = ep->off[l], c = ep->off[l + 1] - o;
+        hp_linear_forward(st->ye + (size_t)o * D, st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
+    }
+    // rows handled by another tp rank stay 0 here: the output is a true partial sum over tp
+    memset(out, 0, (size_t)N * D * sizeof(float));
+    hp_ep_combine_rows(ep, comm, out + (size_t)r0 * D, st->ye);
+
+    // shared experts on all N rows (hidden dim split over tp, output partial)
+    if (Fs > 0) {
+        hp_linear_forward(st->sh1, x, w->sw1, N, D, Fs);
+        hp_linear_forward(st->sh3, x, w->sw3, N, D, Fs);
+        hp_swiglu_forward(st->sact, st->sh1, st->sh3, (size_t)N * Fs);
+        hp_linear_forward(st->sy, st->sact, w->sw2, N, Fs, D);
+        for (size_t i = 0; i < (size_t)N * D; i++) out[i] += st->sy[i];
+    }
+    st->forwarded = 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// backward
+
+static float *at(float *p, size_t off) { return p ? p + off : NULL; }
+
+void hp_moe_backward(hp_moe_state *st, hp_comm *comm, float *dx, hp_moe_grads *g,
+                     const float *dout, const hp_moe_weights *w) {
+    if (!st || !comm || !dx || !g || !dout || !w) moe_fail("hp_moe_backward: NULL argument");
+    if (!st->forwarded) moe_fail("hp_moe_backward called before hp_moe_forward on this state");
+    const hp_moe_dims *m = &st->md;
+    const int N = m->N, D = m->D, E = m->E, K = m->K, F = m->Fel, Fs = m->Fsl;
+    const int n = st->n, r0 = st->r0;
+    hp_ep_dispatch *ep = &st->ep;
+    const size_t MF = (size_t)ep->Mr * F;
+
+    // dy of each entry = gate * dout[row], sent to the experts; dgate_k = dout . y_k
+    hp_ep_dispatch_grad(ep, comm, st->dye, st->dgates, dout + (size_t)r0 * D, st->ye);
+    memset(st->dact, 0, MF * sizeof(float));
+    for (int l = 0; l < m->El; l++) {
+        const int o = ep->off[l], c = ep->off[l + 1] - o;
+        hp_linear_backward(st->dact + (size_t)o * F, at(g->w2, (size_t)l * D * F), st->dye + (size_t)o * D,
+                           st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
+    }
+    memset(st->dh1, 0, MF * sizeof(float));
+    memset(st->dh3, 0, MF * sizeof(float));
+    hp_swiglu_backward(st->dh1, st->dh3, st->dact, st->h1, st->h3, MF);
+    memset(st->dxe, 0, (size_t)ep->Mr * D * sizeof(float));
+    for (int l = 0; l < m->El; l++) {
+        const int o = ep->off[l], c = ep->off[l + 1] - o;
+        const size_t we = (size_t)l * F * D;
+        hp_linear_backward(st->dxe + (size_t)o * D, at(g->w1, we), st->dh1 + (size_t)o * F,
+                           st->xe + (size_t)o * D, w->w1 + we, c, D, F);
+        hp_linear_backward(st->dxe + (size_t)o * D, at(g->w3, we), st->dh3 + (size_t)o * F,
+                           st->xe + (size_t)o * D, w->w3 + we, c, D, F);
+    }
+    hp_ep_combine_grad(ep, comm, dx + (size_t)r0 * D, st->dxe);
+
+    // router: only the handled rows (the other tp ranks cover the rest)
+    memset(st->dscores, 0, (size_t)n * E * sizeof(float));
+    memset(st->dlogits, 0, (size_t)n * E * sizeof(float));
+    hp_router_topk_backward(st->dscores, st->dgates, st->idx + (size_t)r0 * K, st->scores + (size_t)r0 * E,
+                            n, E, K, m->route_norm, m->route_scale);
+    hp_router_scores_backward(st->dlogits, st->dscores, st->scores + (size_t)r0 * E, n, E, m->score_func);
+    hp_linear_backward(dx + (size_t)r0 * D, g->gate, st->dlogits, st->x + (size_t)r0 * D, w->gate, n, D, E);
+
+    // shared experts on all N rows
+    if (Fs > 0) {
+        const size_t NF = (size_t)N * Fs;
+        memset(st->dsact, 0, NF * sizeof(float));
+        memset(st->dsh1, 0, NF * sizeof(float));
+        memset(st->dsh3, 0, NF * sizeof(float));
+        hp_linear_backward(st->dsact, g->sw2, dout, st->sact, w->sw2, N, Fs, D);
+        hp_swiglu_backward(st->dsh1, st->dsh3, st->dsact, st->sh1, st->sh3, NF);
+        hp_linear_backward(dx, g->sw1, st->dsh1, st->x, w->sw1, N, D, Fs);
+        hp_linear_backward(dx, g->sw3, st->dsh3, st->x, w->sw3, N, D, Fs);
+    }
+}

@@ -1,0 +1,258 @@
+// params.c - the parameter table of model.md with each parameter's placement as data.
+//
+// The parallelize step of TorchTitan is, here, nothing but the placement columns filled in
+// below: which dim tp splits (colwise 0, rowwise 1), which dim ep splits (experts 0), which
+// dim of the tp/ep-local tensor FSDP chunks, and over which group. Everything a rank needs
+// (local shape, its slice of the full tensor, its FSDP shard) is derived from them.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/params.h"
+
+// ---------------------------------------------------------------------------------------
+// building the table
+
+typedef struct builder {
+    hp_param_table *t;
+    int cap;
+} builder;
+
+static hp_param *add(builder *b, const char *name, int ndim, int64_t s0, int64_t s1, int64_t s2,
+                     int unit, hp_stack stack, float std, int tp_dim, int ep_dim) {
+    if (b->t->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 64;
+        hp_param *np = realloc(b->t->p, (size_t)b->cap * sizeof *np);
+        if (!np) return NULL;
+        b->t->p = np;
+    }
+    hp_param *p = &b->t->p[b->t->n++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->shape[0] = s0; p->shape[1] = s1; p->shape[2] = s2;
+    p->unit = unit;
+    p->stack = stack;
+    p->init_std = std;
+    p->tp_dim = tp_dim;
+    p->ep_dim = ep_dim;
+    p->fsdp_dim = 0;
+    return p;
+}
+
+// Appends the whole model in FSDP-unit order; inside a unit dense parameters come first and
+// routed experts last, so each (unit, stack) is one contiguous range of the shard buffer.
+static int add_model(builder *b, const hp_model_config *m, const hp_dims *d) {
+    const int V = m->vocab_size, D = m->dim, L = m->n_layers, hd = hp_model_head_dim(m);
+    const int tp_on = d->tp > 1, sp_on = d->sp > 0 && tp_on;
+    char nm[64];
+    hp_param *p;
+#define ADD(...) do { if (!(p = add(b, __VA_ARGS__))) return -1; } while (0)
+    ADD("tok_embeddings.weight", 2, V, D, 0, 0, HP_STACK_DENSE, 1.0f, 0, HP_REPLICATE);
+    for (int l = 0; l < L; l++) {
+        const int u = 1 + l;
+        const float std_out = 0.02f / sqrtf(2.0f * (float)(l + 1));
+        snprintf(nm, sizeof nm, "layers.%d.attention_norm.weight", l);
+        ADD(nm, 1, D, 0, 0, u, HP_STACK_DENSE, 0.0f, HP_REPLICATE, HP_REPLICATE);
+        p->tp_grad_partial = sp_on;   // SequenceParallel: each tp rank sees its own tokens
+        snprintf(nm, sizeof nm, "layers.%d.attention.wq.weight", l);
+        ADD(nm, 2, (int64_t)m->n_heads * hd, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
+        snprintf(nm, sizeof nm, "layers.%d.attention.wk.weight", l);
+        ADD(nm, 2, (int64_t)m->n_kv_heads * hd, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
+        snprintf(nm, sizeof nm, "layers.%d.attention.wv.weight", l);
+        ADD(nm, 2, (int64_t)m->n_kv_heads * hd, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
+        snprintf(nm, sizeof nm, "layers.%d.attention.wo.weight", l);
+        ADD(nm, 2, D, (int64_t)m->n_heads * hd, 0, u, HP_STACK_DENSE, std_out, 1, HP_REPLICATE);
+        snprintf(nm, sizeof nm, "layers.%d.ffn_norm.weight", l);
+        ADD(nm, 1, D, 0, 0, u, HP_STACK_DENSE, 0.0f, HP_REPLICATE, HP_REPLICATE);
+        p->tp_grad_partial = sp_on;
+        if (!hp_model_is_moe_layer(m, l)) {
+            snprintf(nm, sizeof nm, "layers.%d.feed_forward.w1.weight", l);
+            ADD(nm, 2, m->ffn_hidden, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
+            snprintf(nm, sizeof nm, "layers.%d.feed_forward.w2.weight", l);
+            ADD(nm, 2, D, m->ffn_hidden, 0, u, HP_STACK_DENSE, std_out, 1, HP_REPLICATE);
+            snprintf(nm, sizeof nm, "layers.%d.feed_forward.w3.weight", l);
+            ADD(nm, 2, m->ffn_hidden, D, 0, u, HP_STACK_DENSE, std_out, 0, HP_REPLICATE);
+            continue;
+        }
+        const int E = m->num_experts, Fe = m->moe_hidden, Fs = m->moe_hidden * m->n_shared_experts;
+        snprintf(nm, sizeof nm, "layers.%d.moe.router.gate.weight", l);
+        ADD(nm, 2, E, D, 0, u, HP_STACK_DENSE, 0.02f, HP_REPLICATE, HP_REPLICATE);
+        // NoParallel gate: replicated compute, but the gradient arriving from the (tp-split)
+        // experts is partial over tp: the #4054 lesson.
+        p->tp_grad_partial = tp_on;
+        if (Fs > 0) {
+            snprintf(nm, sizeof nm, "layers.%d.moe.shared_experts.w1.weight", l);
+            ADD(nm, 2, Fs, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
+            snprintf(nm, sizeof nm, "layers.%d.moe.shared_experts.w2.weight", l);
+            ADD(nm, 2, D, Fs, 0, u, HP_STACK_DENSE, std_out, 1, HP_REPLICATE);
+            snprintf(nm, sizeof nm, "layers.%d.moe.shared_experts.w3.weight", l);
+            ADD(nm, 2, Fs, D, 0, u, HP_STACK_DENSE, std_out, 0, HP_REPLICATE);
+        }
+        const int etp_on = hp_dims_expert_tp(d) > 1;
+        snprintf(nm, sizeof nm, "layers.%d.moe.experts.w1", l);
+        ADD(nm, 3, E, Fe, D, u, HP_STACK_EXPERT, 0.02f, etp_on ? 1 : HP_REPLICATE, 0);
+        snprintf(nm, sizeof nm, "layers.%d.moe.experts.w2", l);
+        ADD(nm, 3, E, D, Fe, u, HP_STACK_EXPERT, std_out, etp_on ? 2 : HP_REPLICATE, 0);
+        snprintf(nm, sizeof nm, "layers.%d.moe.experts.w3", l);
+        ADD(nm, 3, E, Fe, D, u, HP_STACK_EXPERT, std_out, etp_on ? 1 : HP_REPLICATE, 0);
+    }
+    ADD("norm.weight", 1, D, 0, 0, L + 1, HP_STACK_DENSE, 0.0f, HP_REPLICATE, HP_REPLICATE);
+    p->tp_grad_partial = sp_on;
+    ADD("output.weight", 2, V, D, 0, L + 1, HP_STACK_DENSE, 1.0f / sqrtf((float)D), 0,
+        HP_REPLICATE);
+#undef ADD
+    return 0;
+}
+
+
+// Fills the derived columns of p for the rank with coordinates co.
+static void place(hp_param *p, const hp_model_config *m, const hp_dims *d, const hp_coords *co) {
+    // the tp split: dense params over tp; experts over the expert-tp group (= tp ranks)
+    const int expert = p->stack == HP_STACK_EXPERT;
+    p->tp_size = p->tp_dim == HP_REPLICATE ? 1 : (expert ? hp_dims_expert_tp(d) : d->tp);
+    p->tp_rank = p->tp_size > 1 ? co->t : 0;
+    p->ep_size = p->ep_dim == HP_REPLICATE ? 1 : d->ep;
+    p->ep_rank = p->ep_size > 1 ? co->ep : 0;
+    p->full_numel = 1;
+    p->local_numel = 1;
+    for (int i = 0; i < p->ndim; i++) {
+        int64_t n = p->shape[i], start = 0;
+        if (i == p->tp_dim) { n /= p->tp_size; start = n * p->tp_rank; }
+        if (i == p->ep_dim) { n /= p->ep_size; start = n * p->ep_rank; }
+        p->local_shape[i] = n;
+        p->local_start[i] = start;
+        p->full_numel *= p->shape[i];
+        p->local_numel *= n;
+    }
+    // FSDP: dense params over fsdp (= dp_shard x cp); experts over efsdp when EP is on
+    // (their own stack), else over the same fsdp group. Experts are chunked on dim 1 when
+    // dim 0 would leave shards empty (efsdp * ep > E), TorchTitan's #1561 rule.
+    if (expert && d->ep > 1) {
+        p->fsdp_group = HP_G_EFSDP;
+        p->fsdp_size = hp_dims_efsdp(d);
+        p->fsdp_rank = co->efsdp;
+    } else {
+        p->fsdp_group = HP_G_FSDP;
+        p->fsdp_size = hp_dims_fsdp(d);
+        p->fsdp_rank = co->fsdp;
+    }
+    if (expert) p->fsdp_dim = p->fsdp_size * d->ep > m->num_experts ? 1 : 0;
+    const int64_t rows = p->local_shape[p->fsdp_dim];
+    p->fsdp_chunk = (rows + p->fsdp_size - 1) / p->fsdp_size;
+    int64_t own = rows - (int64_t)p->fsdp_rank * p->fsdp_chunk;
+    p->shard_rows = own < 0 ? 0 : (own > p->fsdp_chunk ? p->fsdp_chunk : own);
+    p->shard_numel = rows ? p->fsdp_chunk * (p->local_numel / rows) : 0;
+}
+
+int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *d, int rank) {
+    memset(t, 0, sizeof *t);
+    builder b = { t, 0 };
+    if (add_model(&b, m, d) != 0) { hp_params_free(t); return -1; }
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    t->n_units = m->n_layers + 2;
+    t->unit_work_numel = calloc((size_t)t->n_units, sizeof(int64_t));
+    t->unit_shard_start = calloc((size_t)t->n_units + 1, sizeof(int64_t));
+    if (!t->unit_work_numel || !t->unit_shard_start) { hp_params_free(t); return -1; }
+    int64_t shard = 0, full = 0;
+    for (int i = 0; i < t->n; i++) {
+        hp_param *p = &t->p[i];
+        place(p, m, d, &co);
+        p->work_offset = t->unit_work_numel[p->unit];
+        t->unit_work_numel[p->unit] += p->local_numel;
+        p->shard_offset = shard;
+        shard += p->shard_numel;
+        p->full_offset = full;
+        full += p->full_numel;
+        t->unit_shard_start[p->unit + 1] = shard;
+    }
+    for (int u = 1; u <= t->n_units; u++)   // units are contiguous and in order
+        if (t->unit_shard_start[u] < t->unit_shard_start[u - 1])
+            t->unit_shard_start[u] = t->unit_shard_start[u - 1];
+    t->shard_numel = shard;
+    t->full_numel = full;
+    for (int u = 0; u < t->n_units; u++)
+        if (t->unit_work_numel[u] > t->max_unit_work) t->max_unit_work = t->unit_work_numel[u];
+    return 0;
+}
+
+void hp_params_free(hp_param_table *t) {
+    free(t->p);
+    free(t->unit_work_numel);
+    free(t->unit_shard_start);
+    memset(t, 0, sizeof *t);
+}
+
+int hp_params_find(const hp_param_table *t, const char *name) {
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->p[i].name, name) == 0) return i;
+    return -1;
+}
+
+// ---------------------------------------------------------------------------------------
+// index arithmetic shared by init, FSDP gather/scatter, the verifier and checkpoints
+
+int64_t hp_param_global_index(const hp_param *p, int64_t li) {
+    int64_t idx[3] = { 0, 0, 0 };
+    for (int i = p->ndim - 1; i >= 0; i--) {
+        idx[i] = li % p->local_shape[i];
+        li /= p->local_shape[i];
+    }
+    int64_t g = 0;
+    for (int i = 0; i < p->ndim; i++) g = g * p->shape[i] + idx[i] + p->local_start[i];
+    return g;
+}
+
+int64_t hp_param_shard_to_local(const hp_param *p, int64_t k) {
+    const int fd = p->fsdp_dim;
+    const int64_t rows = p->local_shape[fd];
+    int64_t inner = 1;
+    for (int i = fd + 1; i < p->ndim; i++) inner *= p->local_shape[i];
+    const int64_t i_in = k % inner;
+    const int64_t j = (k / inner) % p->fsdp_chunk;
+    const int64_t outer = k / (inner * p->fsdp_chunk);
+    if (j >= p->shard_rows) return -1;
+    const int64_t row = (int64_t)p->fsdp_rank * p->fsdp_chunk + j;
+    return (outer * rows + row) * inner + i_in;
+}
+
+// ---------------------------------------------------------------------------------------
+// printing (hp plan)
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *s) {
+    size_t o = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)s[i]);
+    if (o < n) snprintf(buf + o, n - o, "]");
+}
+
+static void placement_str(char *buf, size_t n, const hp_param *p) {
+    char tp[24] = "R", ep[24] = "R";
+    if (p->tp_dim != HP_REPLICATE) snprintf(tp, sizeof tp, "S(%d)", p->tp_dim);
+    if (p->ep_dim != HP_REPLICATE) snprintf(ep, sizeof ep, "S(%d)", p->ep_dim);
+    snprintf(buf, n, "tp:%s%s ep:%s %s:S(%d)", tp, p->tp_grad_partial ? "+partial-grad" : "", ep,
+             hp_group_name((hp_group_kind)p->fsdp_group), p->fsdp_dim);
+}
+
+void hp_params_print(FILE *out, const hp_param_table *t, const hp_dims *d, int rank) {
+    (void)d;
+    fprintf(out, "parameters on rank %d (S(d) = sharded on dim d, R = replicated):\n", rank);
+    fprintf(out, "  %-42s %-16s %-40s %-16s %s\n", "name", "full shape", "placement",
+            "local shape", "fsdp shard (rows owned)");
+    for (int i = 0; i < t->n; i++) {
+        const hp_param *p = &t->p[i];
+        char fs[48], ls[48], pl[64], ss[48];
+        shape_str(fs, sizeof fs, p->ndim, p->shape);
+        shape_str(ls, sizeof ls, p->ndim, p->local_shape);
+        placement_str(pl, sizeof pl, p);
+        int64_t sh[3];
+        memcpy(sh, p->local_shape, sizeof sh);
+        sh[p->fsdp_dim] = p->fsdp_chunk;
+        shape_str(ss, sizeof ss, p->ndim, sh);
+        fprintf(out, "  %-42s %-16s %-40s %-16s %s (%lld)\n", p->name, fs, pl, ls, ss,
+                (long long)p->shard_rows);
+    }
+    fprintf(out, "  full model %lld floats; this rank's shard buffer %lld floats (padding "
+                 "included); largest unit unsharded %lld floats\n",
+            (long long)t->full_numel, (long long)t->shard_numel, (long long)t->max_unit_work);
+}

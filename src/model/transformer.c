@@ -1,0 +1,316 @@
+// transformer.c - forward and backward of the Llama-style model of model.md, on one rank.
+//
+// The code is the same for every parallel configuration: it works on the rank's local
+// shapes (heads, hidden and vocab divided by tp; sequence cut by cp and, between blocks, by
+// sp) and calls the styles at fixed points - FSDP unit gather/reduce around each unit,
+// tp region enter/exit around attention, FFN/MoE, embeddings and the loss, ring attention
+// for the attention core. With every degree 1 each of those is a copy, and this is the
+// single-process reference.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/cp.h"
+#include "hyperpar/kernels.h"
+#include "train/trainer_internal.h"
+
+// Index of a block parameter ("attention.wq.weight" of layer l) or a top-level one (l < 0).
+static int pid(const hp_trainer *tr, int l, const char *suffix) {
+    char name[96];
+    if (l < 0) snprintf(name, sizeof name, "%s", suffix);
+    else       snprintf(name, sizeof name, "layers.%d.%s", l, suffix);
+    return hp_params_find(&tr->pt, name);
+}
+#define W(l, s) hp_fsdp_param(tr, pid(tr, (l), (s)))
+#define G(l, s) hp_fsdp_grad(tr, pid(tr, (l), (s)))
+
+static float *falloc(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+
+static int has_shared(const hp_model_config *m) { return m->n_shared_experts > 0; }
+
+static hp_moe_weights moe_weights(hp_trainer *tr, int l) {
+    hp_moe_weights w = {
+        .gate = W(l, "moe.router.gate.weight"),
+        .w1 = W(l, "moe.experts.w1"), .w2 = W(l, "moe.experts.w2"), .w3 = W(l, "moe.experts.w3"),
+    };
+    if (has_shared(&tr->m)) {
+        w.sw1 = W(l, "moe.shared_experts.w1.weight");
+        w.sw2 = W(l, "moe.shared_experts.w2.weight");
+        w.sw3 = W(l, "moe.shared_experts.w3.weight");
+    }
+    return w;
+}
+
+static hp_moe_grads moe_grads(hp_trainer *tr, int l) {
+    hp_moe_grads g = {
+        .gate = G(l, "moe.router.gate.weight"),
+        .w1 = G(l, "moe.experts.w1"), .w2 = G(l, "moe.experts.w2"), .w3 = G(l, "moe.experts.w3"),
+    };
+    if (has_shared(&tr->m)) {
+        g.sw1 = G(l, "moe.shared_experts.w1.weight");
+        g.sw2 = G(l, "moe.shared_experts.w2.weight");
+        g.sw3 = G(l, "moe.shared_experts.w3.weight");
+    }
+    return g;
+}
+
+// ---------------------------------------------------------------------------------------
+// allocation
+
+int hp_transformer_alloc(hp_trainer *tr) {
+    const hp_model_config *m = &tr->m;
+    const hp_dims *d = &tr->d;
+    const int T = d->tp, sp = d->sp > 0 && T > 1;
+    tr->Bl = tr->rc.batch / hp_dims_batch(d);
+    tr->Sc = tr->rc.seq_len / d->cp;
+    tr->Ss = sp ? tr->Sc / T : tr->Sc;
+    tr->Nres = tr->Bl * tr->Ss;
+    tr->Nreg = tr->Bl * tr->Sc;
+    tr->D = m->dim;
+    tr->hd = hp_model_head_dim(m);
+    tr->Hl = m->n_heads / T;
+    tr->Hkvl = m->n_kv_heads / T;
+    tr->Fl = m->ffn_hidden / T;
+    tr->Vl = m->vocab_size / T;
+    tr->v0 = tr->co.t * tr->Vl;
+
+    const size_t D = (size_t)tr->D, res = (size_t)tr->Nres, reg = (size_t)tr->Nreg;
+    const size_t qd = (size_t)tr->Hl * tr->hd, kvd = (size_t)tr->Hkvl * tr->hd;
+    tr->pos = calloc((size_t)tr->Sc, sizeof(int));
+    tr->tokens = calloc(reg ? reg : 1, sizeof(int));
+    tr->labels = calloc(reg ? reg : 1, sizeof(int));
+    if (!tr->pos || !tr->tokens || !tr->labels) return -1;
+    hp_cp_positions(tr->pos, tr->rc.seq_len, d->cp, tr->co.c, tr->rc.cp_load_balance);
+
+    tr->blocks = calloc((size_t)m->n_layers, sizeof(hp_block_acts));
+    if (!tr->blocks) return -1;
+    for (int l = 0; l < m->n_layers; l++) {
+        hp_block_acts *A = &tr->blocks[l];
+        A->h_in = falloc(res * D); A->n1 = falloc(res * D); A->rstd1 = falloc(res);
+        A->g1 = falloc(reg * D);
+        A->q = falloc(reg * qd); A->k = falloc(reg * kvd); A->v = falloc(reg * kvd);
+        A->att = falloc(reg * qd); A->lse = falloc(reg * (size_t)tr->Hl);
+        A->h_mid = falloc(res * D); A->n2 = falloc(res * D); A->rstd2 = falloc(res);
+        A->g2 = falloc(reg * D);
+        if (!hp_model_is_moe_layer(m, l)) {
+            A->a1 = falloc(reg * (size_t)tr->Fl);
+            A->a3 = falloc(reg * (size_t)tr->Fl);
+            A->act = falloc(reg * (size_t)tr->Fl);
+            continue;
+        }
+        const int ep = d->ep, etp = hp_dims_expert_tp(d);
+        hp_moe_dims md = {
+            .N = tr->Nreg, .D = m->dim, .E = m->num_experts, .K = m->top_k,
+            .El = m->num_experts / ep, .e0 = (ep > 1 ? tr->co.ep : 0) * (m->num_experts / ep),
+            .Fel = m->moe_hidden / etp,
+            .Fsl = m->moe_hidden * m->n_shared_experts / T,
+            .token_split = hp_dims_token_split(d), .token_rank = tr->co.t,
+            .score_func = m->score_func, .route_norm = m->route_norm,
+            .route_scale = m->route_scale, .dispatcher = tr->rc.dispatcher,
+        };
+        if (md.token_split == 1) md.token_rank = 0;
+        A->moe = hp_moe_state_init(&md);
+        if (!A->moe) return -1;
+    }
+    tr->h_final = falloc(res * D); tr->nf = falloc(res * D); tr->rstdf = falloc(res);
+    tr->gf = falloc(reg * D);
+    tr->logits = falloc(reg * (size_t)tr->Vl); tr->dlogits = falloc(reg * (size_t)tr->Vl);
+    tr->ce_m = falloc(reg); tr->ce_se = falloc(reg); tr->ce_tl = falloc(reg);
+    tr->tp_buf = falloc(reg * D);
+    tr->res_a = falloc(res * D); tr->res_b = falloc(res * D);
+    tr->reg_a = falloc(reg * D); tr->reg_b = falloc(reg * D);
+    tr->reg_q = falloc(reg * qd); tr->reg_k = falloc(reg * kvd); tr->reg_v = falloc(reg * kvd);
+    tr->reg_att = falloc(reg * qd);
+    const size_t fl = (size_t)tr->Fl;
+    tr->reg_f1 = falloc(reg * fl); tr->reg_f2 = falloc(reg * fl); tr->reg_f3 = falloc(reg * fl);
+    return 0;
+}
+
+void hp_transformer_free(hp_trainer *tr) {
+    if (tr->blocks) {
+        for (int l = 0; l < tr->m.n_layers; l++) {
+            hp_block_acts *A = &tr->blocks[l];
+            free(A->h_in); free(A->n1); free(A->rstd1); free(A->g1);
+            free(A->q); free(A->k); free(A->v); free(A->att); free(A->lse);
+            free(A->h_mid); free(A->n2); free(A->rstd2); free(A->g2);
+            free(A->a1); free(A->a3); free(A->act);
+            if (A->moe) hp_moe_state_free(A->moe);
+        }
+        free(tr->blocks);
+    }
+    free(tr->pos); free(tr->tokens); free(tr->labels);
+    free(tr->h_final); free(tr->nf); free(tr->rstdf); free(tr->gf);
+    free(tr->logits); free(tr->dlogits); free(tr->ce_m); free(tr->ce_se); free(tr->ce_tl);
+    free(tr->tp_buf); free(tr->res_a); free(tr->res_b); free(tr->reg_a); free(tr->reg_b);
+    free(tr->reg_q); free(tr->reg_k); free(tr->reg_v); free(tr->reg_att);
+    free(tr->reg_f1); free(tr->reg_f2); free(tr->reg_f3);
+}
+
+// ---------------------------------------------------------------------------------------
+// forward
+
+static void add_into(float *out, const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+static void block_forward(hp_trainer *tr, int l, float *h_out) {
+    const hp_model_config *m = &tr->m;
+    hp_block_acts *A = &tr->blocks[l];
+    const int D = tr->D, Nr = tr->Nreg, qd = tr->Hl * tr->hd, kvd = tr->Hkvl * tr->hd;
+    const size_t nres = (size_t)tr->Nres * D;
+
+    // h_mid = h_in + Attention(RMSNorm(h_in))
+    hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, W(l, "attention_norm.weight"), m->norm_eps,
+                       tr->Nres, D);
+    hp_tp_region_enter(tr, A->g1, A->n1, D);
+    hp_linear_forward(A->q, A->g1, W(l, "attention.wq.weight"), Nr, D, qd);
+    hp_linear_forward(A->k, A->g1, W(l, "attention.wk.weight"), Nr, D, kvd);
+    hp_linear_forward(A->v, A->g1, W(l, "attention.wv.weight"), Nr, D, kvd);
+    hp_rope_forward(A->q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
+    hp_rope_forward(A->k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
+    hp_cp_attention_forward(tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance, A->att, A->lse,
+                            A->q, A->k, A->v, tr->pos, tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd);
+    hp_linear_forward(tr->reg_a, A->att, W(l, "attention.wo.weight"), Nr, qd, D);
+    hp_tp_region_exit(tr, tr->res_a, tr->reg_a, D);
+    add_into(A->h_mid, A->h_in, tr->res_a, nres);
+
+    // h_out = h_mid + (FFN or MoE)(RMSNorm(h_mid))
+    hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, W(l, "ffn_norm.weight"), m->norm_eps,
+                       tr->Nres, D);
+    hp_tp_region_enter(tr, A->g2, A->n2, D);
+    if (A->moe) {
+        hp_moe_weights w = moe_weights(tr, l);
+        hp_moe_forward(A->moe, tr->comm, tr->reg_a, A->g2, &w);
+    } else {
+        hp_linear_forward(A->a1, A->g2, W(l, "feed_forward.w1.weight"), Nr, D, tr->Fl);
+        hp_linear_forward(A->a3, A->g2, W(l, "feed_forward.w3.weight"), Nr, D, tr->Fl);
+        hp_swiglu_forward(A->act, A->a1, A->a3, (size_t)Nr * tr->Fl);
+        hp_linear_forward(tr->reg_a, A->act, W(l, "feed_forward.w2.weight"), Nr, tr->Fl, D);
+    }
+    hp_tp_region_exit(tr, tr->res_a, tr->reg_a, D);
+    add_into(h_out, A->h_mid, tr->res_a, nres);
+}
+
+double hp_transformer_forward(hp_trainer *tr) {
+    const hp_model_config *m = &tr->m;
+    const int L = m->n_layers, D = tr->D;
+    float *h0 = L > 0 ? tr->blocks[0].h_in : tr->h_final;
+
+    hp_fsdp_gather_unit(tr, 0);
+    hp_embedding_forward(tr->reg_a, tr->tokens, W(-1, "tok_embeddings.weight"), tr->v0, tr->Vl,
+                         tr->Nreg, D);
+    hp_fsdp_release_unit(tr, 0);
+    hp_tp_region_exit(tr, h0, tr->reg_a, D);   // rowwise embedding: partial over tp
+
+    for (int l = 0; l < L; l++) {
+        hp_fsdp_gather_unit(tr, 1 + l);
+        block_forward(tr, l, l + 1 < L ? tr->blocks[l + 1].h_in : tr->h_final);
+        hp_fsdp_release_unit(tr, 1 + l);
+    }
+
+    hp_fsdp_gather_unit(tr, L + 1);
+    hp_rmsnorm_forward(tr->nf, tr->rstdf, tr->h_final, W(-1, "norm.weight"), m->norm_eps,
+                       tr->Nres, D);
+    hp_tp_region_enter(tr, tr->gf, tr->nf, D);
+    hp_linear_forward(tr->logits, tr->gf, W(-1, "output.weight"), tr->Nreg, D, tr->Vl);
+    const double ce_sum = hp_tp_cross_entropy(tr, tr->logits, tr->labels, tr->ce_m, tr->ce_se);
+    hp_fsdp_release_unit(tr, L + 1);
+    tr->loss_local = ce_sum / (double)tr->n_valid_global;
+    return tr->loss_local;
+}
+
+// ---------------------------------------------------------------------------------------
+// backward: dh (res_b) flows from the loss down to the embeddings
+
+static void zeros(float *x, size_t n) { memset(x, 0, n * sizeof(float)); }
+
+static void block_backward(hp_trainer *tr, int l, float *dh) {
+    const hp_model_config *m = &tr->m;
+    hp_block_acts *A = &tr->blocks[l];
+    const int D = tr->D, Nr = tr->Nreg, qd = tr->Hl * tr->hd, kvd = tr->Hkvl * tr->hd;
+    const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tr->Fl;
+
+    // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
+    hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
+    zeros(tr->reg_b, nreg);
+    if (A->moe) {
+        hp_moe_weights w = moe_weights(tr, l);
+        hp_moe_grads g = moe_grads(tr, l);
+        hp_moe_backward(A->moe, tr->comm, tr->reg_b, &g, tr->reg_a, &w);
+    } else {
+        zeros(tr->reg_f3, nf);
+        hp_linear_backward(tr->reg_f3, G(l, "feed_forward.w2.weight"), tr->reg_a, A->act,
+                           W(l, "feed_forward.w2.weight"), Nr, tr->Fl, D);
+        zeros(tr->reg_f1, nf);
+        zeros(tr->reg_f2, nf);
+        hp_swiglu_backward(tr->reg_f1, tr->reg_f2, tr->reg_f3, A->a1, A->a3, nf);
+        hp_linear_backward(tr->reg_b, G(l, "feed_forward.w1.weight"), tr->reg_f1, A->g2,
+                           W(l, "feed_forward.w1.weight"), Nr, D, tr->Fl);
+        hp_linear_backward(tr->reg_b, G(l, "feed_forward.w3.weight"), tr->reg_f2, A->g2,
+                           W(l, "feed_forward.w3.weight"), Nr, D, tr->Fl);
+    }
+    hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_b, D);
+    hp_rmsnorm_backward(dh, G(l, "ffn_norm.weight"), tr->res_a, A->h_mid,
+                        W(l, "ffn_norm.weight"), A->rstd2, tr->Nres, D);   // dh is now dh_mid
+
+    // attention branch
+    hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
+    zeros(tr->reg_att, (size_t)Nr * qd);
+    hp_linear_backward(tr->reg_att, G(l, "attention.wo.weight"), tr->reg_a, A->att,
+                       W(l, "attention.wo.weight"), Nr, qd, D);
+    zeros(tr->reg_q, (size_t)Nr * qd);
+    zeros(tr->reg_k, (size_t)Nr * kvd);
+    zeros(tr->reg_v, (size_t)Nr * kvd);
+    hp_cp_attention_backward(tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance, tr->reg_q,
+                             tr->reg_k, tr->reg_v, tr->reg_att, A->att, A->lse, A->q, A->k, A->v,
+                             tr->pos, tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd);
+    hp_rope_backward(tr->reg_q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
+    hp_rope_backward(tr->reg_k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
+    zeros(tr->reg_b, nreg);
+    hp_linear_backward(tr->reg_b, G(l, "attention.wq.weight"), tr->reg_q, A->g1,
+                       W(l, "attention.wq.weight"), Nr, D, qd);
+    hp_linear_backward(tr->reg_b, G(l, "attention.wk.weight"), tr->reg_k, A->g1,
+                       W(l, "attention.wk.weight"), Nr, D, kvd);
+    hp_linear_backward(tr->reg_b, G(l, "attention.wv.weight"), tr->reg_v, A->g1,
+                       W(l, "attention.wv.weight"), Nr, D, kvd);
+    hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_b, D);
+    hp_rmsnorm_backward(dh, G(l, "attention_norm.weight"), tr->res_a, A->h_in,
+                        W(l, "attention_norm.weight"), A->rstd1, tr->Nres, D);  // dh_in
+}
+
+void hp_transformer_backward(hp_trainer *tr) {
+    const int L = tr->m.n_layers, D = tr->D;
+    const size_t nres = (size_t)tr->Nres * D;
+    float *dh = tr->res_b;
+
+    // loss and head: d(sum CE / N_global) / dlogits
+    hp_fsdp_gather_unit(tr, L + 1);
+    hp_fsdp_zero_unit_grads(tr, L + 1);
+    zeros(tr->dlogits, (size_t)tr->Nreg * tr->Vl);
+    hp_ce_backward(tr->dlogits, tr->logits, tr->ce_m, tr->ce_se, tr->labels, tr->v0,
+                   (float)(1.0 / (double)tr->n_valid_global), tr->Nreg, tr->Vl);
+    zeros(tr->reg_a, (size_t)tr->Nreg * D);
+    hp_linear_backward(tr->reg_a, G(-1, "output.weight"), tr->dlogits, tr->gf,
+                       W(-1, "output.weight"), tr->Nreg, D, tr->Vl);
+    hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_a, D);
+    zeros(dh, nres);
+    hp_rmsnorm_backward(dh, G(-1, "norm.weight"), tr->res_a, tr->h_final, W(-1, "norm.weight"),
+                        tr->rstdf, tr->Nres, D);
+    hp_fsdp_reduce_unit(tr, L + 1);
+    hp_fsdp_release_unit(tr, L + 1);
+
+    for (int l = L - 1; l >= 0; l--) {
+        hp_fsdp_gather_unit(tr, 1 + l);
+        hp_fsdp_zero_unit_grads(tr, 1 + l);
+        block_backward(tr, l, dh);
+        hp_fsdp_reduce_unit(tr, 1 + l);
+        hp_fsdp_release_unit(tr, 1 + l);
+    }
+
+    hp_fsdp_gather_unit(tr, 0);
+    hp_fsdp_zero_unit_grads(tr, 0);
+    hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
+    hp_embedding_backward(G(-1, "tok_embeddings.weight"), tr->reg_a, tr->tokens, tr->v0, tr->Vl,
+                          tr->Nreg, D);
+    hp_fsdp_reduce_unit(tr, 0);
+    hp_fsdp_release_unit(tr, 0);
+}

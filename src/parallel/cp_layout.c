@@ -1,0 +1,52 @@
+// cp_layout.c - which global positions a cp rank holds (spec §6), and the cp error exit.
+// Head-tail layout: S is cut into 2C chunks of k = S/(2C); rank i holds chunk i then
+// chunk 2C-1-i, so every rank has one early (cheap) and one late (expensive) chunk and the
+// causal work is balanced. Contiguous layout: rank i holds [i*S/C, (i+1)*S/C).
+// defines: hp_cp_positions, hp_cp_fail
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <mpi.h>
+#include "hyperpar/cp.h"
+#include "cp_internal.h"
+
+_Noreturn void hp_cp_fail(const char *fmt, ...) {
+    int inited = 0, finalized = 0, rank = -1;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    int live = inited && !finalized;
+    if (live) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (live) fprintf(stderr, "hp_cp: rank %d: %s\n", rank, msg);
+    else      fprintf(stderr, "hp_cp: %s\n", msg);
+    fflush(stderr);
+    if (live) MPI_Abort(MPI_COMM_WORLD, HP_EXIT_CONFIG);
+    exit(HP_EXIT_CONFIG);
+}
+
+void hp_cp_positions(int *pos, int S, int C, int cp_rank, int load_balance) {
+    if (C < 1 || cp_rank < 0 || cp_rank >= C)
+        hp_cp_fail("hp_cp_positions: need 0 <= cp_rank < C, got cp_rank=%d C=%d", cp_rank, C);
+    if (S < 0) hp_cp_fail("hp_cp_positions: sequence length S=%d is negative", S);
+    if (C == 1) { // one rank holds everything in order, whatever the layout rule
+        for (int j = 0; j < S; j++) pos[j] = j;
+        return;
+    }
+    if (load_balance) {
+        if (S % (2 * C) != 0)
+            hp_cp_fail("hp_cp_positions: load-balanced cp needs S divisible by 2*C, got S=%d C=%d (2*C=%d)",
+                       S, C, 2 * C);
+        const int k = S / (2 * C);
+        const int head = cp_rank * k, tail = (2 * C - 1 - cp_rank) * k;
+        for (int j = 0; j < k; j++) { pos[j] = head + j; pos[k + j] = tail + j; }
+    } else {
+        if (S % C != 0)
+            hp_cp_fail("hp_cp_positions: contiguous cp needs S divisible by C, got S=%d C=%d", S, C);
+        const int Sl = S / C;
+        for (int j = 0; j < Sl; j++) pos[j] = cp_rank * Sl + j;
+    }
+}

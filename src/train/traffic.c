@@ -1,0 +1,71 @@
+// traffic.c - the bytes one training step moves per (group, op) on a rank, from the
+// formulas of docs/traffic.md and comm.h's counting rules. The verifier compares them with
+// what the collectives counted, so a collective added, dropped or resized shows up.
+#include <string.h>
+#include "hyperpar/params.h"
+#include "hyperpar/verify.h"
+
+#define F4 ((uint64_t)sizeof(float))
+
+void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                        int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]) {
+    memset(bytes, 0, sizeof(uint64_t) * HP_G_COUNT * HP_OP_COUNT);
+    hp_param_table t;
+    if (hp_params_build(&t, m, d, rank) != 0) return;
+    const int T = d->tp, C = d->cp, R = d->dp_replicate, L = m->n_layers;
+    const int sp = d->sp > 0 && T > 1;
+    const uint64_t Bl = (uint64_t)(rc->batch / hp_dims_batch(d)), Sc = (uint64_t)(rc->seq_len / C);
+    const uint64_t D = (uint64_t)m->dim, Nreg = Bl * Sc, Nres = sp ? Nreg / (uint64_t)T : Nreg;
+
+    // FSDP / HSDP / DDP: per unit and stack, all-gather in forward and in backward, one
+    // reduce-scatter of the grads, and with dp_replicate > 1 one all-reduce of the shard.
+    for (int i = 0; i < t.n; i++) {
+        const hp_param *p = &t.p[i];
+        const uint64_t shard = (uint64_t)p->shard_numel * F4;
+        if (p->fsdp_size > 1) {
+            bytes[p->fsdp_group][HP_OP_ALLGATHER] += 2 * shard;
+            bytes[p->fsdp_group][HP_OP_REDUCE_SCATTER] += (uint64_t)p->fsdp_size * shard;
+        }
+        if (R > 1) bytes[HP_G_DP_REPLICATE][HP_OP_ALLREDUCE] += shard;
+        if (T > 1 && p->tp_grad_partial)
+            bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)p->local_numel * F4;
+    }
+
+    // tp regions: per block two regions (attention, FFN/MoE), plus the embedding's exit and
+    // the head's entry. SP: enter = all-gather fwd + reduce-scatter bwd, exit = reduce-scatter
+    // fwd + all-gather bwd. No SP: all-reduce in the exit's forward and the enter's backward.
+    if (T > 1) {
+        const uint64_t regions = 2 * (uint64_t)L;
+        const uint64_t enters = regions + 1, exits = regions + 1;
+        if (sp) {
+            bytes[HP_G_TP][HP_OP_ALLGATHER] += (enters + exits) * Nres * D * F4;
+            bytes[HP_G_TP][HP_OP_REDUCE_SCATTER] += (enters + exits) * (uint64_t)T * Nres * D * F4;
+        } else {
+            bytes[HP_G_TP][HP_OP_ALLREDUCE] += (enters + exits) * Nreg * D * F4;
+        }
+        // loss parallel: max, sum of exponentials, target logit
+        bytes[HP_G_TP][HP_OP_ALLREDUCE] += 3 * Nreg * F4;
+    }
+
+    // ring attention per layer: n = Bl*Sc*(Hkv/T)*hd floats of K (and as many of V)
+    if (C > 1) {
+        const uint64_t n = Bl * Sc * (uint64_t)(m->n_kv_heads / T) * (uint64_t)hp_model_head_dim(m);
+        if (rc->cp_rotate == HP_ROTATE_ALLGATHER) {
+            bytes[HP_G_CP][HP_OP_ALLGATHER] += (uint64_t)L * 2 * (2 * n * F4);
+            bytes[HP_G_CP][HP_OP_REDUCE_SCATTER] += (uint64_t)L * (uint64_t)C * 2 * n * F4;
+        } else {
+            bytes[HP_G_CP][HP_OP_SENDRECV] +=
+                (uint64_t)L * ((uint64_t)(C - 1) * 2 * n + (uint64_t)(C - 1) * 4 * n + 2 * n) * F4;
+        }
+    }
+
+    // scalars: valid-token count over the batch mesh, loss over the loss mesh, grad norm
+    if (hp_dims_batch(d) > 1) bytes[HP_G_BATCH][HP_OP_ALLREDUCE] += 8;
+    if (hp_dims_loss(d) > 1) bytes[HP_G_LOSS][HP_OP_ALLREDUCE] += 8;
+    if (d->world > 1) bytes[HP_G_WORLD][HP_OP_ALLREDUCE] += 8;
+
+    // expert dispatch depends on the routing: not predicted here (see docs/traffic_moe.md)
+    if (m->num_experts > 0 && d->ep > 1)
+        for (int op = 0; op < HP_OP_COUNT; op++) bytes[HP_G_EP][op] = UINT64_MAX;
+    hp_params_free(&t);
+}

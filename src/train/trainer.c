@@ -1,0 +1,183 @@
+// trainer.c - one rank's training job: set-up, data of each step, the step's phases,
+// global grad-norm clipping and the optimiser on shards.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "hyperpar/cp.h"
+#include "hyperpar/kernels.h"
+#include "train/trainer_internal.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
+                            const hp_run_config *rc, char *err, size_t errlen) {
+    hp_trainer *tr = calloc(1, sizeof *tr);
+    if (!tr) { snprintf(err, errlen, "out of memory"); return NULL; }
+    tr->m = *m;
+    tr->d = *d;
+    tr->rc = *rc;
+    tr->world = world;
+    MPI_Comm_rank(world, &tr->rank);
+    tr->data = hp_data_open(rc->data_path, m->vocab_size, err, errlen);
+    if (!tr->data) { free(tr); return NULL; }
+    if (hp_data_windows(tr->data, rc->seq_len) < 1) {
+        snprintf(err, errlen, "data file '%s' holds no window of seq_len+1 = %d bytes",
+                 rc->data_path ? rc->data_path : "", rc->seq_len + 1);
+        hp_data_close(tr->data);
+        free(tr);
+        return NULL;
+    }
+    tr->comm = hp_comm_init(world, d, 1);
+    hp_mesh_coords(d, tr->rank, &tr->co);
+    if (hp_params_build(&tr->pt, m, d, tr->rank) != 0 || hp_fsdp_alloc(tr) != 0 ||
+        hp_transformer_alloc(tr) != 0) {
+        snprintf(err, errlen, "out of memory setting up the model");
+        hp_trainer_free(tr);
+        return NULL;
+    }
+    hp_fsdp_init_params(tr);
+    return tr;
+}
+
+void hp_trainer_free(hp_trainer *tr) {
+    if (!tr) return;
+    hp_transformer_free(tr);
+    hp_fsdp_free(tr);
+    hp_params_free(&tr->pt);
+    if (tr->comm) hp_comm_free(tr->comm);
+    if (tr->data) hp_data_close(tr->data);
+    free(tr);
+}
+
+void hp_trainer_sequence(const hp_trainer *tr, int *ids, int step, int g) {
+    hp_data_sequence(tr->data, ids, tr->rc.seed, step, g, tr->rc.batch, tr->rc.seq_len);
+}
+
+// The batch of step tr->step: this rank's Bl sequences (its batch-mesh shard), cut to its
+// cp positions; tp ranks read the same. N_global counts valid labels before the cp cut and
+// is summed over the batch mesh only (TorchTitan #2206).
+static void load_batch(hp_trainer *tr) {
+    const int S = tr->rc.seq_len;
+    int *ids = malloc((size_t)(S + 1) * sizeof(int));
+    int64_t n_valid = 0;
+    for (int b = 0; b < tr->Bl; b++) {
+        const int g = tr->co.batch * tr->Bl + b;
+        hp_trainer_sequence(tr, ids, tr->step, g);
+        for (int j = 0; j < tr->Sc; j++) {
+            tr->tokens[b * tr->Sc + j] = ids[tr->pos[j]];
+            tr->labels[b * tr->Sc + j] = ids[tr->pos[j] + 1];
+        }
+        for (int i = 1; i <= S; i++) n_valid += ids[i] != -100;
+    }
+    free(ids);
+    hp_allreduce_sum_i64(tr->comm, HP_G_BATCH, &n_valid, 1);
+    tr->n_valid_global = n_valid > 0 ? n_valid : 1;
+}
+
+double hp_trainer_forward_backward(hp_trainer *tr) {
+    tr->step++;
+    load_batch(tr);
+    double loss = hp_transformer_forward(tr);
+    hp_transformer_backward(tr);
+    // every tp rank holds the same share; the loss mesh (dp_replicate x dp_shard x cp) sums
+    hp_allreduce_sum_f64(tr->comm, HP_G_LOSS, &loss, 1);
+    return loss;
+}
+
+// Each gradient element is counted once: by replica 0 over dp_replicate, and by tp rank 0
+// for parameters replicated over tp (norms, router gate). Shards are disjoint otherwise.
+double hp_trainer_clip(hp_trainer *tr) {
+    double sq = 0.0;
+    for (int i = 0; i < tr->pt.n; i++) {
+        const hp_param *p = &tr->pt.p[i];
+        const int owner = tr->co.r == 0 &&
+                          (p->tp_size > 1 || p->stack == HP_STACK_EXPERT || tr->co.t == 0);
+        if (!owner) continue;
+        const float *g = tr->g_shard + p->shard_offset;
+        for (int64_t k = 0; k < p->shard_numel; k++) sq += (double)g[k] * (double)g[k];
+    }
+    hp_allreduce_sum_f64(tr->comm, HP_G_WORLD, &sq, 1);
+    const double norm = sqrt(sq);
+    if (tr->rc.max_norm > 0.0f) {
+        const double coef = (double)tr->rc.max_norm / (norm + 1e-6);
+        if (coef < 1.0)
+            for (int64_t k = 0; k < tr->pt.shard_numel; k++) tr->g_shard[k] *= (float)coef;
+    }
+    return norm;
+}
+
+void hp_trainer_optimizer_step(hp_trainer *tr) {
+    const size_t n = (size_t)tr->pt.shard_numel;
+    if (tr->rc.optimizer == HP_OPT_ADAMW)
+        hp_adamw_update(tr->p_shard, tr->g_shard, tr->m_shard, tr->v_shard, n, tr->rc.lr, 0.9f,
+                        0.95f, 1e-8f, 0.1f, tr->step);
+    else
+        hp_sgd_update(tr->p_shard, tr->g_shard, n, tr->rc.lr);
+}
+
+void hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
+    MPI_Barrier(tr->world);
+    const double t0 = now_ms();
+    st->loss = hp_trainer_forward_backward(tr);
+    st->grad_norm = hp_trainer_clip(tr);
+    hp_trainer_optimizer_step(tr);
+    MPI_Barrier(tr->world);
+    st->ms = now_ms() - t0;
+    st->step = tr->step;
+    st->tokens_per_s = (double)tr->rc.batch * tr->rc.seq_len / (st->ms * 1e-3);
+}
+
+const hp_param_table *hp_trainer_params(const hp_trainer *tr) { return &tr->pt; }
+hp_comm *hp_trainer_comm(hp_trainer *tr) { return tr->comm; }
+int hp_trainer_rank(const hp_trainer *tr) { return tr->rank; }
+
+void hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *working) {
+    *persistent = (size_t)tr->pt.shard_numel * 4 * sizeof(float);   // params, grads, m, v
+    *working = (size_t)tr->pt.max_unit_work * 2 * sizeof(float);     // one unit + its grads
+}
+
+// Routing of every token of the global batch, for the verifier's route-flip report.
+int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
+    const hp_model_config *m = &tr->m;
+    int n_moe = 0;
+    for (int l = 0; l < m->n_layers; l++) n_moe += tr->blocks[l].moe != NULL;
+    if (n_moe == 0) return 0;
+    const int K = m->top_k, S = tr->rc.seq_len, per = tr->Nreg * K * n_moe;
+    int *mine = malloc((size_t)per * sizeof(int));
+    for (int l = 0, i = 0; l < m->n_layers; l++) {
+        if (!tr->blocks[l].moe) continue;
+        memcpy(mine + (size_t)i * tr->Nreg * K, hp_moe_routing(tr->blocks[l].moe),
+               (size_t)tr->Nreg * K * sizeof(int));
+        i++;
+    }
+    int world_size;
+    MPI_Comm_size(tr->world, &world_size);
+    int *all = tr->rank == 0 ? malloc((size_t)per * world_size * sizeof(int)) : NULL;
+    MPI_Gather(mine, per, MPI_INT, all, per, MPI_INT, 0, tr->world);
+    if (tr->rank == 0) {
+        int *pos = malloc((size_t)tr->Sc * sizeof(int));
+        for (int r = 0; r < world_size; r++) {
+            hp_coords co;
+            hp_mesh_coords(&tr->d, r, &co);
+            hp_cp_positions(pos, S, tr->d.cp, co.c, tr->rc.cp_load_balance);
+            const int *src = all + (size_t)r * per;
+            for (int li = 0; li < n_moe; li++)
+                for (int b = 0; b < tr->Bl; b++)
+                    for (int j = 0; j < tr->Sc; j++) {
+                        const int g = co.batch * tr->Bl + b;
+                        memcpy(routing + (((size_t)li * tr->rc.batch + g) * S + pos[j]) * K,
+                               src + ((size_t)li * tr->Nreg + (size_t)b * tr->Sc + j) * K,
+                               (size_t)K * sizeof(int));
+                    }
+        }
+        free(pos);
+    }
+    free(all);
+    free(mine);
+    return n_moe;
+}

@@ -1,0 +1,266 @@
+// verify.c - the verifier: one parallel run and the single-process reference of the same
+// seed and global batch, compared tensor by tensor on world rank 0.
+//
+// Tolerances (recipes.md, fp32): loss of step 1 within 1e-5 relative; each gradient of step
+// 1 and each parameter after one SGD step within 1e-5 relative Frobenius error; the loss
+// trajectory within 1e-4 relative per step. Parallel runs reorder sums (tp/fsdp/cp splits),
+// which in fp32 moves results by a few ulps (~1e-7 relative); 1e-5 leaves two orders of
+// magnitude of room while a real bug (a missing or doubled reduction) gives errors of
+// order 1e-1..1. After AdamW the first update is lr*sign(g) wherever |g| >> eps, so a sign
+// flip of a gradient element that is zero up to rounding moves that parameter by 2*lr: the
+// parameter tolerance is then lr-scaled (see hp_verify_opts_default).
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "hyperpar/dump.h"
+#include "hyperpar/train.h"
+#include "hyperpar/verify.h"
+
+hp_verify_opts hp_verify_opts_default(const hp_run_config *rc) {
+    hp_verify_opts o = { .steps = 5, .tol_loss = 1e-5, .tol_grad = 1e-5, .tol_param = 1e-5,
+                         .tol_traj = 1e-4, .dump_dir = NULL, .load_full = NULL };
+    if (rc && rc->optimizer == HP_OPT_ADAMW) o.tol_param = 1e-3;
+    return o;
+}
+
+static double wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void diff_tensor(hp_tensor_diff *d, const char *name, const float *a, const float *ref,
+                        int64_t n, double tol) {
+    double num = 0.0, den = 0.0;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->max_abs = 0.0;
+    d->worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double e = (double)a[i] - (double)ref[i];
+        num += e * e;
+        den += (double)ref[i] * (double)ref[i];
+        if (!(fabs(e) <= d->max_abs)) { d->max_abs = fabs(e); d->worst = i; }
+    }
+    d->rel_fro = den > 0.0 ? sqrt(num) / sqrt(den) : sqrt(num);
+    if (isnan(d->max_abs)) d->rel_fro = INFINITY;
+    d->tol = tol;
+    d->pass = d->rel_fro <= tol;
+}
+
+// What one run (parallel or reference) leaves for the comparison; full tensors on rank 0.
+typedef struct run_record {
+    float  *init, *grads, *params;
+    double *losses;
+    double  grad_norm, replica_diff, seconds;
+    int    *routing;
+    int     n_moe;
+    uint64_t bytes[HP_G_COUNT][HP_OP_COUNT];
+} run_record;
+
+static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
+                      const hp_run_config *rc, const hp_verify_opts *o, run_record *rec,
+                      const char *dump_dir) {
+    char err[256];
+    hp_trainer *tr = hp_trainer_init(comm, m, d, rc, err, sizeof err);
+    if (!tr) { fprintf(stderr, "hp: %s\n", err); MPI_Abort(MPI_COMM_WORLD, 1); }
+    const int rank = hp_trainer_rank(tr);
+    const int64_t full = hp_trainer_params(tr)->full_numel;
+    if (o->load_full) hp_trainer_set_params(tr, o->load_full);
+    memset(rec, 0, sizeof *rec);
+    rec->losses = calloc((size_t)o->steps, sizeof(double));
+    if (rank == 0) {
+        rec->init = malloc((size_t)full * sizeof(float));
+        rec->grads = malloc((size_t)full * sizeof(float));
+        rec->params = malloc((size_t)full * sizeof(float));
+        rec->routing = malloc((size_t)m->n_layers * rc->batch * rc->seq_len * (m->top_k + 1) *
+                              sizeof(int));
+    }
+    double diff = hp_trainer_gather_params(tr, rec->init);
+    const double t0 = wall();
+    hp_comm_reset_stats(hp_trainer_comm(tr));
+    rec->losses[0] = hp_trainer_forward_backward(tr);
+    rec->grad_norm = hp_trainer_clip(tr);
+    for (int g = 0; g < HP_G_COUNT; g++)
+        for (int op = 0; op < HP_OP_COUNT; op++)
+            rec->bytes[g][op] = hp_comm_bytes(hp_trainer_comm(tr), (hp_group_kind)g, (hp_op_kind)op);
+    double gd = hp_trainer_gather_grads(tr, rec->grads);
+    if (gd > diff) diff = gd;
+    rec->n_moe = hp_trainer_gather_routing(tr, rec->routing);
+    if (dump_dir) {
+        if (hp_dump_step1(tr, dump_dir, rec->init, rec->grads, rec->losses[0], err, sizeof err)) {
+            fprintf(stderr, "hp: --dump: %s\n", err);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    hp_trainer_optimizer_step(tr);
+    const double pd = hp_trainer_gather_params(tr, rec->params);
+    if (pd > diff) diff = pd;
+    for (int s = 1; s < o->steps; s++) {
+        hp_step_stats st;
+        hp_trainer_step(tr, &st);
+        rec->losses[s] = st.loss;
+    }
+    rec->seconds = wall() - t0;
+    rec->replica_diff = diff;
+    hp_trainer_free(tr);
+    return 0;
+}
+
+static void free_record(run_record *r) {
+    free(r->init); free(r->grads); free(r->params); free(r->losses); free(r->routing);
+}
+
+static void fail(hp_verify_result *res, const char *why) {
+    res->pass = 0;
+    if (!res->failure) res->failure = why;
+}
+
+int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
+                  const hp_run_config *rc, const hp_verify_opts *o, hp_verify_result *res) {
+    int rank;
+    MPI_Comm_rank(world, &rank);
+    memset(res, 0, sizeof *res);
+    res->world = d->world;
+    run_record par, ref;
+    record_run(world, m, d, rc, o, &par, o->dump_dir);
+
+    int pass = 1;
+    if (rank == 0) {
+        hp_dims one = hp_dims_default();
+        one.dp_shard = 1;
+        one.world = 1;
+        char err[256];
+        if (hp_dims_validate(&one, m, rc, err, sizeof err) != 0) {
+            fprintf(stderr, "hp: reference: %s\n", err);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        record_run(MPI_COMM_SELF, m, &one, rc, o, &ref, NULL);
+
+        hp_param_table t;
+        hp_params_build(&t, m, &one, 0);
+        res->pass = 1;
+        res->n = t.n;
+        res->grads = calloc((size_t)t.n, sizeof(hp_tensor_diff));
+        res->params = calloc((size_t)t.n, sizeof(hp_tensor_diff));
+        res->init_equal = memcmp(par.init, ref.init, (size_t)t.full_numel * sizeof(float)) == 0;
+        if (!res->init_equal) fail(res, "initial parameters differ from the reference init");
+        res->replica_diff = par.replica_diff;
+        if (par.replica_diff != 0.0) fail(res, "replicas of a tensor disagree across ranks");
+        res->loss = par.losses[0];
+        res->loss_ref = ref.losses[0];
+        res->loss_err = fabs(res->loss - res->loss_ref);
+        if (!(res->loss_err <= o->tol_loss * fabs(res->loss_ref))) fail(res, "loss of step 1");
+        res->grad_norm = par.grad_norm;
+        res->grad_norm_ref = ref.grad_norm;
+        for (int i = 0; i < t.n; i++) {
+            const hp_param *p = &t.p[i];
+            diff_tensor(&res->grads[i], p->name, par.grads + p->full_offset,
+                        ref.grads + p->full_offset, p->full_numel, o->tol_grad);
+            diff_tensor(&res->params[i], p->name, par.params + p->full_offset,
+                        ref.params + p->full_offset, p->full_numel, o->tol_param);
+            if (!res->grads[i].pass) fail(res, "a gradient of step 1");
+            if (!res->params[i].pass) fail(res, "a parameter after the step");
+            if (!(res->grads[i].rel_fro <= res->grads[res->worst_grad].rel_fro)) res->worst_grad = i;
+            if (!(res->params[i].rel_fro <= res->params[res->worst_param].rel_fro)) res->worst_param = i;
+        }
+        res->steps = o->steps;
+        res->losses = calloc((size_t)o->steps, sizeof(double));
+        res->losses_ref = calloc((size_t)o->steps, sizeof(double));
+        for (int s = 0; s < o->steps; s++) {
+            res->losses[s] = par.losses[s];
+            res->losses_ref[s] = ref.losses[s];
+            const double e = fabs(par.losses[s] - ref.losses[s]) / fabs(ref.losses[s]);
+            if (!(e <= res->traj_worst)) res->traj_worst = e;
+        }
+        if (!(res->traj_worst <= o->tol_traj)) fail(res, "loss trajectory");
+        // routing: a token whose expert set differs from the reference is a flip (near ties
+        // are reported here, not hidden in a tolerance)
+        res->n_moe_layers = par.n_moe;
+        res->tokens = rc->batch * rc->seq_len;
+        if (par.n_moe) {
+            res->route_flips = calloc((size_t)par.n_moe, sizeof(int));
+            const int K = m->top_k;
+            for (int l = 0; l < par.n_moe; l++)
+                for (int tok = 0; tok < res->tokens; tok++) {
+                    const int *a = par.routing + ((size_t)l * res->tokens + tok) * K;
+                    const int *b = ref.routing + ((size_t)l * res->tokens + tok) * K;
+                    res->route_flips[l] += memcmp(a, b, (size_t)K * sizeof(int)) != 0;
+                }
+        }
+        // traffic of rank 0 against the formulas
+        uint64_t pred[HP_G_COUNT][HP_OP_COUNT];
+        hp_traffic_predict(m, d, rc, 0, pred);
+        res->traffic_ok = 1;
+        for (int g = 0; g < HP_G_COUNT; g++)
+            for (int op = 0; op < HP_OP_COUNT; op++) {
+                if (!par.bytes[g][op] && !pred[g][op]) continue;
+                hp_traffic_row *row = &res->traffic[res->n_traffic++];
+                row->group = g;
+                row->op = op;
+                row->counted = par.bytes[g][op];
+                row->predicted = pred[g][op];
+                if (row->predicted != UINT64_MAX && row->predicted != row->counted)
+                    res->traffic_ok = 0;
+            }
+        if (!res->traffic_ok) fail(res, "bytes moved differ from the traffic formula");
+        res->seconds = par.seconds;
+        res->seconds_ref = ref.seconds;
+        hp_params_free(&t);
+        free_record(&ref);
+        pass = res->pass;
+    }
+    free_record(&par);
+    MPI_Bcast(&pass, 1, MPI_INT, 0, world);
+    res->pass = pass;
+    return pass ? 0 : 1;
+}
+
+void hp_verify_result_free(hp_verify_result *res) {
+    free(res->grads); free(res->params); free(res->losses); free(res->losses_ref);
+    free(res->route_flips);
+    memset(res, 0, sizeof *res);
+}
+
+static void print_table(FILE *out, const char *title, const hp_tensor_diff *t, int n) {
+    fprintf(out, "%s\n  %-40s %12s %12s %10s  %s\n", title, "tensor", "max |diff|",
+            "rel frob", "worst idx", "verdict");
+    for (int i = 0; i < n; i++)
+        fprintf(out, "  %-40s %12.3e %12.3e %10lld  %s\n", t[i].name, t[i].max_abs, t[i].rel_fro,
+                (long long)t[i].worst, t[i].pass ? "ok" : "FAIL");
+}
+
+void hp_verify_print(FILE *out, const hp_verify_result *r) {
+    fprintf(out, "verify: loss %.9f reference %.9f |diff| %.3e (rel %.3e); grad norm %.6f "
+                 "reference %.6f\n", r->loss, r->loss_ref, r->loss_err,
+            r->loss_err / fabs(r->loss_ref), r->grad_norm, r->grad_norm_ref);
+    fprintf(out, "verify: initial parameters %s the reference init; replicas agree %s\n",
+            r->init_equal ? "bit-identical to" : "DIFFER from",
+            r->replica_diff == 0.0 ? "bitwise" : "NO");
+    print_table(out, "gradients of step 1 (full tensors gathered from every rank):", r->grads, r->n);
+    print_table(out, "parameters after the optimiser step:", r->params, r->n);
+    fprintf(out, "loss trajectory (step: parallel / reference):");
+    for (int s = 0; s < r->steps; s++)
+        fprintf(out, " %d: %.7f/%.7f", s + 1, r->losses[s], r->losses_ref[s]);
+    fprintf(out, "\n  worst relative error %.3e\n", r->traj_worst);
+    for (int l = 0; l < r->n_moe_layers; l++)
+        fprintf(out, "routing, MoE layer %d: %d of %d tokens chose other experts than the "
+                     "reference%s\n", l, r->route_flips[l], r->tokens,
+                r->route_flips[l] ? " (near-tie flips)" : "");
+    fprintf(out, "traffic of rank 0 in step 1 (bytes; counted / formula):\n");
+    for (int i = 0; i < r->n_traffic; i++) {
+        const hp_traffic_row *t = &r->traffic[i];
+        char pred[32];
+        if (t->predicted == UINT64_MAX) snprintf(pred, sizeof pred, "data-dependent");
+        else snprintf(pred, sizeof pred, "%llu", (unsigned long long)t->predicted);
+        fprintf(out, "  %-12s %-15s %12llu / %-14s %s\n", hp_group_name((hp_group_kind)t->group),
+                hp_op_name((hp_op_kind)t->op), (unsigned long long)t->counted, pred,
+                t->predicted == UINT64_MAX || t->predicted == t->counted ? "ok" : "MISMATCH");
+    }
+    fprintf(out, "verify: %s (world %d; worst grad %s %.3e; worst param %s %.3e)%s%s\n",
+            r->pass ? "PASS" : "FAIL", r->world, r->n ? r->grads[r->worst_grad].name : "-",
+            r->n ? r->grads[r->worst_grad].rel_fro : 0.0, r->n ? r->params[r->worst_param].name : "-",
+            r->n ? r->params[r->worst_param].rel_fro : 0.0, r->failure ? ": " : "",
+            r->failure ? r->failure : "");
+}

@@ -1,0 +1,11 @@
+# kernels.cmake - unit tests of the fp32 layer kernels (no MPI calls): naive double
+# references, finite-difference gradients, blockwise attention merges, vocab-sliced CE.
+add_executable(test_kernels tests/test_kernels.c)
+target_link_libraries(test_kernels PRIVATE hyperpar)
+add_test(NAME kernels COMMAND test_kernels)
+set_tests_properties(kernels PROPERTIES LABELS L0 TIMEOUT 60)
+
+add_executable(test_kernels_attention tests/test_kernels_attention.c)
+target_link_libraries(test_kernels_attention PRIVATE hyperpar)
+add_test(NAME kernels_attention COMMAND test_kernels_attention)
+set_tests_properties(kernels_attention PROPERTIES LABELS L0 TIMEOUT 60)

@@ -1,0 +1,275 @@
+// cli.c - the flags every `hp` subcommand shares: one table, one parser, one help text.
+// defines: hp_cli_parse, hp_cli_print_common_help
+//
+// Flags are `--name value` or `--name=value`; names must match exactly (no prefixes), values
+// must parse fully ("--tp 2x" is an error, not 2). Anything that does not start with '-' is a
+// positional argument and lands in rest[]. A bad flag prints one line and returns
+// HP_EXIT_CONFIG; the caller exits with it.
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+typedef enum {
+    F_DP_REPLICATE, F_DP_SHARD, F_CP, F_TP, F_PP, F_EP, F_ETP, F_NO_SP, F_SP,
+    F_MODEL, F_SEQ_LEN, F_BATCH, F_SEED, F_STEPS, F_LR, F_OPTIMIZER, F_MAX_NORM, F_DATA,
+    F_CP_ROTATE, F_CP_NO_BALANCE, F_DISPATCHER,
+    F_NPROC, F_RANK, F_VERIFY, F_VERIFY_STEPS, F_DUMP, F_LOAD, F_JSON, F_QUIET, F_HELP,
+} flag_id;
+
+typedef struct { const char *name; flag_id id; int takes_value; } flag_def;
+
+static const flag_def flags[] = {
+    { "--dp-replicate", F_DP_REPLICATE, 1 }, { "--dp-shard", F_DP_SHARD, 1 },
+    { "--cp", F_CP, 1 }, { "--tp", F_TP, 1 }, { "--pp", F_PP, 1 },
+    { "--ep", F_EP, 1 }, { "--etp", F_ETP, 1 },
+    { "--no-sp", F_NO_SP, 0 }, { "--sp", F_SP, 0 },
+    { "--model", F_MODEL, 1 }, { "--seq-len", F_SEQ_LEN, 1 }, { "--batch", F_BATCH, 1 },
+    { "--seed", F_SEED, 1 }, { "--steps", F_STEPS, 1 }, { "--lr", F_LR, 1 },
+    { "--optimizer", F_OPTIMIZER, 1 }, { "--max-norm", F_MAX_NORM, 1 }, { "--data", F_DATA, 1 },
+    { "--cp-rotate", F_CP_ROTATE, 1 }, { "--cp-no-balance", F_CP_NO_BALANCE, 0 },
+    { "--dispatcher", F_DISPATCHER, 1 },
+    { "--nproc", F_NPROC, 1 }, { "--rank", F_RANK, 1 }, { "--verify", F_VERIFY, 0 },
+    { "--verify-steps", F_VERIFY_STEPS, 1 }, { "--dump", F_DUMP, 1 }, { "--load", F_LOAD, 1 },
+    { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 },
+    { "--help", F_HELP, 0 }, { "-h", F_HELP, 0 },
+};
+
+void hp_cli_print_common_help(FILE *out) {
+    fputs(
+        "parallel degrees (world = dp_replicate*dp_shard*cp*tp*pp; ep and etp re-use those ranks):\n"
+        "  --dp-replicate N   HSDP replication / DDP degree (default 1)\n"
+        "  --dp-shard N       FSDP shard degree; -1 = world / (dp_replicate*cp*tp*pp) (default -1)\n"
+        "  --cp N             context parallel degree (default 1)\n"
+        "  --tp N             tensor parallel degree (default 1)\n"
+        "  --pp N             pipeline parallel degree (only 1 is implemented)\n"
+        "  --ep N             expert parallel degree; divides dp_shard*cp*tp (default 1)\n"
+        "  --etp N            expert tensor parallel degree: 1 or tp, needs ep > 1 (default 1)\n"
+        "  --no-sp / --sp     sequence parallel off / on (default: on iff tp > 1)\n"
+        "model and run:\n"
+        "  --model NAME       tiny | tiny-moe | small | bench | bench-moe (default tiny)\n"
+        "  --seq-len N        tokens per sequence (default 32)\n"
+        "  --batch N          global batch, in sequences (default 8)\n"
+        "  --seed N           seed of init and synthetic data (default 1234)\n"
+        "  --steps N          optimiser steps (default 1)\n"
+        "  --optimizer NAME   sgd | adamw (default sgd)\n"
+        "  --lr X             learning rate (default 0.01)\n"
+        "  --max-norm X       clip the global grad norm to X; <= 0 = off (default 0)\n"
+        "  --data FILE        train on FILE's bytes (default: synthetic tokens)\n"
+        "  --cp-rotate NAME   allgather | ring (default allgather)\n"
+        "  --cp-no-balance    contiguous CP split instead of head-tail chunks\n"
+        "  --dispatcher NAME  alltoall | allgather expert dispatch (default alltoall)\n"
+        "launch and output:\n"
+        "  --nproc N          ranks to launch (plan: the world; default: the product of degrees)\n"
+        "  --rank N           plan: the rank whose local shapes are shown (default 0)\n"
+        "  --verify           compare with the single-process reference\n"
+        "  --verify-steps N   length of the compared loss trajectory (default 5)\n"
+        "  --dump DIR         write tensors to DIR\n"
+        "  --load FILE        load parameters from a safetensors FILE\n"
+        "  --json FILE        write the machine-readable result to FILE\n"
+        "  --quiet            print less\n"
+        "  -h, --help         this help\n",
+        out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// value parsers: each prints one line naming the flag on failure
+
+static int parse_int(const char *flag, const char *s, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE || v < INT_MIN || v > INT_MAX) {
+        fprintf(stderr, "hp: %s expects an integer, got '%s'\n", flag, s);
+        return HP_EXIT_CONFIG;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_u64(const char *flag, const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*s == '\0' || *s == '-' || *end != '\0' || errno == ERANGE) {
+        fprintf(stderr, "hp: %s expects a non-negative integer, got '%s'\n", flag, s);
+        return HP_EXIT_CONFIG;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_float(const char *flag, const char *s, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE || v != v) {
+        fprintf(stderr, "hp: %s expects a number, got '%s'\n", flag, s);
+        return HP_EXIT_CONFIG;
+    }
+    *out = v;
+    return 0;
+}
+
+// One of two names -> 0 or 1.
+static int parse_choice(const char *flag, const char *s, const char *a, const char *b, int *out) {
+    if (!strcmp(s, a)) { *out = 0; return 0; }
+    if (!strcmp(s, b)) { *out = 1; return 0; }
+    fprintf(stderr, "hp: %s expects %s or %s, got '%s'\n", flag, a, b, s);
+    return HP_EXIT_CONFIG;
+}
+
+static int parse_model(const char *s, hp_model_config *m) {
+    if (hp_model_config_by_name(s, m) == 0) return 0;
+    char known[256] = "";
+    for (int i = 0; hp_model_config_names[i]; i++) {
+        if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
+        strncat(known, hp_model_config_names[i], sizeof known - strlen(known) - 1);
+    }
+    fprintf(stderr, "hp: --model: unknown model '%s' (known: %s)\n", s, known);
+    return HP_EXIT_CONFIG;
+}
+
+static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
+    int e = 0, choice = 0;
+    switch (id) {
+    case F_DP_REPLICATE: return parse_int(flag, v, &cli->dims.dp_replicate);
+    case F_DP_SHARD:     return parse_int(flag, v, &cli->dims.dp_shard);
+    case F_CP:           return parse_int(flag, v, &cli->dims.cp);
+    case F_TP:           return parse_int(flag, v, &cli->dims.tp);
+    case F_PP:           return parse_int(flag, v, &cli->dims.pp);
+    case F_EP:           return parse_int(flag, v, &cli->dims.ep);
+    case F_ETP:          return parse_int(flag, v, &cli->dims.etp);
+    case F_NO_SP:        cli->dims.sp = 0; return 0;
+    case F_SP:           cli->dims.sp = 1; return 0;
+    case F_MODEL:        return parse_model(v, &cli->model);
+    case F_SEQ_LEN:      return parse_int(flag, v, &cli->run.seq_len);
+    case F_BATCH:        return parse_int(flag, v, &cli->run.batch);
+    case F_SEED:         return parse_u64(flag, v, &cli->run.seed);
+    case F_STEPS:        return parse_int(flag, v, &cli->run.steps);
+    case F_LR:           return parse_float(flag, v, &cli->run.lr);
+    case F_MAX_NORM:     return parse_float(flag, v, &cli->run.max_norm);
+    case F_DATA:         cli->run.data_path = v; return 0;
+    case F_OPTIMIZER:
+        if ((e = parse_choice(flag, v, "sgd", "adamw", &choice))) return e;
+        cli->run.optimizer = choice ? HP_OPT_ADAMW : HP_OPT_SGD;
+        return 0;
+    case F_CP_ROTATE:
+        if ((e = parse_choice(flag, v, "allgather", "ring", &choice))) return e;
+        cli->run.cp_rotate = choice ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
+        return 0;
+    case F_CP_NO_BALANCE: cli->run.cp_load_balance = 0; return 0;
+    case F_DISPATCHER:
+        if ((e = parse_choice(flag, v, "alltoall", "allgather", &choice))) return e;
+        cli->run.dispatcher = choice ? HP_DISPATCH_ALLGATHER : HP_DISPATCH_ALLTOALL;
+        return 0;
+    case F_NPROC:        return parse_int(flag, v, &cli->nproc);
+    case F_RANK:         return parse_int(flag, v, &cli->rank);
+    case F_VERIFY:       cli->verify = 1; return 0;
+    case F_VERIFY_STEPS: return parse_int(flag, v, &cli->verify_steps);
+    case F_DUMP:         cli->dump_dir = v; return 0;
+    case F_LOAD:         cli->load_file = v; return 0;
+    case F_JSON:         cli->json_out = v; return 0;
+    case F_QUIET:        cli->quiet = 1; return 0;
+    case F_HELP:         return 0;
+    }
+    return 0;
+}
+
+static int push_rest(hp_cli *cli, char *s) {
+    if (cli->n_rest >= (int)(sizeof cli->rest / sizeof cli->rest[0])) {
+        fprintf(stderr, "hp: too many arguments (at most %d positional or subcommand flags)\n",
+                (int)(sizeof cli->rest / sizeof cli->rest[0]));
+        return HP_EXIT_CONFIG;
+    }
+    cli->rest[cli->n_rest++] = s;
+    return 0;
+}
+
+// "--flag" + "=" + "value" for rest[]. hp_cli has no free function, so the strings are kept on
+// a process-wide list: they live as long as the process and are never reported as leaks.
+static char *keep_joined(const char *name, const char *value) {
+    static char **kept = NULL;
+    static int n_kept = 0, cap_kept = 0;
+    size_t nn = strlen(name), nv = strlen(value);
+    char *s = malloc(nn + nv + 2);
+    if (!s) { fprintf(stderr, "hp: out of memory\n"); exit(HP_EXIT_FAIL); }
+    memcpy(s, name, nn);
+    s[nn] = '=';
+    memcpy(s + nn + 1, value, nv + 1);
+    if (n_kept == cap_kept) {
+        int cap = cap_kept ? 2 * cap_kept : 16;
+        char **k = realloc(kept, (size_t)cap * sizeof *k);
+        if (!k) { fprintf(stderr, "hp: out of memory\n"); exit(HP_EXIT_FAIL); }
+        kept = k;
+        cap_kept = cap;
+    }
+    kept[n_kept++] = s;
+    return s;
+}
+
+int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *const *extra,
+                 const char *usage) {
+    memset(cli, 0, sizeof *cli);
+    cli->dims = hp_dims_default();
+    hp_model_config_by_name("tiny", &cli->model);
+    hp_run_config_default(&cli->run);
+    cli->verify_steps = 5;
+    const char *cmd = (first >= 1 && first - 1 < argc && argv[first - 1][0] != '-') ? argv[first - 1] : "<cmd>";
+
+    int only_positional = 0;
+    for (int i = first; i < argc; i++) {
+        char *arg = argv[i];
+        if (only_positional || arg[0] != '-' || !strcmp(arg, "-")) {
+            int e = push_rest(cli, arg);
+            if (e) return e;
+            continue;
+        }
+        if (!strcmp(arg, "--")) { only_positional = 1; continue; }
+        // split "--name=value"
+        char name[64];
+        const char *eq = strchr(arg, '=');
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (nlen >= sizeof name) nlen = sizeof name - 1;
+        memcpy(name, arg, nlen);
+        name[nlen] = '\0';
+
+        const flag_def *f = NULL;
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+            if (!strcmp(flags[k].name, name)) { f = &flags[k]; break; }
+        int is_extra = 0;
+        for (int k = 0; !f && extra && extra[k]; k++)
+            if (!strcmp(extra[k], name)) { is_extra = 1; break; }
+        if (!f && !is_extra) {
+            fprintf(stderr, "hp: unknown flag '%s' (see hp %s --help)\n", name, cmd);
+            return HP_EXIT_CONFIG;
+        }
+        int takes_value = is_extra || f->takes_value;
+        const char *value = NULL;
+        if (takes_value) {
+            if (eq) value = eq + 1;
+            else if (i + 1 < argc) value = argv[++i];
+            else {
+                fprintf(stderr, "hp: %s expects a value\n", name);
+                return HP_EXIT_CONFIG;
+            }
+        } else if (eq) {
+            fprintf(stderr, "hp: %s takes no value, got '%s'\n", name, arg);
+            return HP_EXIT_CONFIG;
+        }
+        if (is_extra) {
+            int e = push_rest(cli, keep_joined(name, value));
+            if (e) return e;
+            continue;
+        }
+        if (f->id == F_HELP) {
+            if (usage) fputs(usage, stdout);
+            hp_cli_print_common_help(stdout);
+            return -1;
+        }
+        int e = apply(cli, f->id, name, value);
+        if (e) return e;
+    }
+    return 0;
+}

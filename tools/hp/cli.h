@@ -1,0 +1,50 @@
+// cli.h - the flags every `hp` subcommand shares, and the launcher (the torchrun role).
+// defines: hp_cli, hp_cli_parse, hp_cli_usage_common, hp_launch_*
+#ifndef HP_TOOL_CLI_H
+#define HP_TOOL_CLI_H
+#include <stdio.h>
+#include "hyperpar/config.h"
+#include "hyperpar/dims.h"
+
+typedef struct hp_cli {
+    hp_dims         dims;        // --dp-replicate --dp-shard --cp --tp --pp --ep --etp --no-sp
+    hp_model_config model;       // --model NAME (default tiny)
+    hp_run_config   run;         // --seq-len --batch --seed --steps --lr --optimizer --max-norm
+                                 // --data FILE --cp-rotate allgather|ring --cp-no-balance
+                                 // --dispatcher alltoall|allgather
+    int   nproc;                 // --nproc N (world for plan; 0 = product of degrees)
+    int   rank;                  // --rank N (plan: whose local shapes to show; default 0)
+    int   verify;                // --verify
+    int   verify_steps;          // --verify-steps N (loss trajectory length, default 5)
+    const char *dump_dir;        // --dump DIR
+    const char *load_file;       // --load FILE
+    const char *json_out;        // --json FILE (machine-readable result of run/verify)
+    int   quiet;                 // --quiet
+    // positional arguments left after the flags (subcommand-specific)
+    int   n_rest;
+    char *rest[16];
+} hp_cli;
+
+// Parses argv[first..argc) into *cli (defaults first). Unknown flags, missing or
+// malformed values -> one line on stderr naming the flag, returns HP_EXIT_CONFIG.
+// Returns 0 on success, and -1 after printing help for --help/-h.
+// `extra` lists subcommand flags (e.g. "--level", "--report") that take a value and are
+// stored into rest[] as "--flag=value"; NULL for none.
+int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *const *extra,
+                 const char *usage);
+void hp_cli_print_common_help(FILE *out);
+
+// Launch: 1 if this process runs under an MPI launcher (mpirun/srun/mpiexec env vars).
+int  hp_launch_under_mpi(void);
+// Re-executes the current command under `mpirun -np nproc` (Open MPI: --allow-run-as-root
+// --oversubscribe; OPENBLAS_NUM_THREADS=1 when nproc exceeds the cores). Returns mpirun's
+// exit status; never returns on exec failure without printing one line.
+int  hp_launch_self(int nproc, int argc, char **argv);
+
+// Subcommands (each its own file).
+int hp_cmd_plan(int argc, char **argv);
+int hp_cmd_run(int argc, char **argv);
+int hp_cmd_matrix(int argc, char **argv);
+int hp_cmd_bench(int argc, char **argv);
+
+#endif

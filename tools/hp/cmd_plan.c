@@ -1,0 +1,173 @@
+// cmd_plan.c - `hp plan`: validate a configuration and show its whole layout, without MPI.
+// defines: hp_cmd_plan
+//
+// Prints, in order: what to launch, the degrees and derived sizes, the dense and sparse mesh
+// shapes, every rank's coordinates, every group of every kind, and the parameter table of one
+// rank (--rank K). A violated rule prints one line and exits 2 before anything else.
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "hyperpar/mesh.h"
+#include "hyperpar/params.h"
+
+static const char plan_usage[] =
+    "usage: hp plan [flags]\n"
+    "Validates the parallel degrees against the model and run, then prints the launch line, the\n"
+    "derived sizes, the device mesh, every rank's coordinates, every process group and the\n"
+    "parameter placement of one rank. Needs no MPI.\n"
+    "  e.g. hp plan --tp 2 --cp 2 --dp-shard 2\n"
+    "       hp plan --model tiny-moe --tp 2 --dp-shard 2 --ep 4 --etp 1 --rank 3\n"
+    "\n";
+
+// ---------------------------------------------------------------------------------------------
+// the launch line: this command's flags minus the plan-only ones
+
+static int needs_quotes(const char *s) {
+    if (!*s) return 1;
+    for (; *s; s++) {
+        char ch = *s;
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 strchr("_-./=:,+@%", ch) != NULL;
+        if (!ok) return 1;
+    }
+    return 0;
+}
+
+static void print_args(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        // --nproc and --rank are plan's own (or replaced by -np): drop them and their value.
+        if (!strcmp(a, "--nproc") || !strcmp(a, "--rank")) { i++; continue; }
+        if (!strncmp(a, "--nproc=", 8) || !strncmp(a, "--rank=", 7)) continue;
+        if (needs_quotes(a)) {
+            putchar(' '); putchar('\'');
+            for (; *a; a++) { if (*a == '\'') fputs("'\\''", stdout); else putchar(*a); }
+            putchar('\'');
+        } else {
+            printf(" %s", a);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// groups: one line per kind, groups in order of their smallest rank, wrapped at ~100 columns
+
+static void print_groups(const hp_dims *d) {
+    const int W = d->world;
+    int *members = malloc((size_t)W * sizeof *members);
+    char *seen = malloc((size_t)W);
+    if (!members || !seen) { free(members); free(seen); fprintf(stderr, "hp: out of memory\n"); return; }
+    printf("groups (members in local-index order)\n");
+    for (int g = 0; g < HP_G_COUNT; g++) {
+        int size = hp_mesh_group_size(d, (hp_group_kind)g);
+        char head[64];
+        snprintf(head, sizeof head, "  %-13s %3d x %-3d%s", hp_group_name((hp_group_kind)g),
+                 W / size, size, size == 1 ? " (size 1)" : "         ");
+        fputs(head, stdout);
+        int col = (int)strlen(head);
+        memset(seen, 0, (size_t)W);
+        for (int rank = 0; rank < W; rank++) {
+            if (seen[rank]) continue;
+            int n = hp_mesh_group(d, (hp_group_kind)g, rank, members, NULL);
+            char buf[32];
+            int len = 0;
+            for (int i = 0; i < n; i++) seen[members[i]] = 1;
+            // width of "{a,b,...}"
+            for (int i = 0; i < n; i++) len += snprintf(buf, sizeof buf, "%d", members[i]) + 1;
+            len += 1;
+            if (col + 1 + len > 100 && col > (int)strlen(head)) {
+                printf("\n%*s", (int)strlen(head), "");
+                col = (int)strlen(head);
+            }
+            putchar(' ');
+            putchar('{');
+            for (int i = 0; i < n; i++) printf(i ? ",%d" : "%d", members[i]);
+            putchar('}');
+            col += 1 + len;
+        }
+        putchar('\n');
+    }
+    free(members);
+    free(seen);
+}
+
+static const char *yes(int b) { return b ? "yes" : "no"; }
+
+int hp_cmd_plan(int argc, char **argv) {
+    hp_cli cli;
+    int rc = hp_cli_parse(&cli, argc, argv, 2, NULL, plan_usage);
+    if (rc < 0) return HP_EXIT_OK;   // --help
+    if (rc) return rc;
+    if (cli.n_rest > 0) {
+        fprintf(stderr, "hp: plan takes no positional arguments, got '%s' (see hp plan --help)\n", cli.rest[0]);
+        return HP_EXIT_CONFIG;
+    }
+
+    hp_dims d = cli.dims;
+    d.world = cli.nproc;
+    char err[512];
+    if (hp_dims_validate(&d, &cli.model, &cli.run, err, sizeof err) != 0) {
+        fprintf(stderr, "hp: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
+    if (cli.rank < 0 || cli.rank >= d.world) {
+        fprintf(stderr, "hp: --rank (%d) must be in [0, %d) (the world size)\n", cli.rank, d.world);
+        return HP_EXIT_CONFIG;
+    }
+    const int W = d.world, R = d.dp_replicate, S = d.dp_shard, C = d.cp, T = d.tp;
+    const hp_model_config *m = &cli.model;
+    const hp_run_config *run = &cli.run;
+
+    printf("hp plan: model %s (%s), world %d, seq_len %d, global batch %d\n", m->name,
+           m->num_experts ? "MoE" : "dense", W, run->seq_len, run->batch);
+    printf("\nlaunch\n  hp run --nproc %d", W);
+    print_args(argc, argv);
+    printf("\n  mpirun -np %d hp run", W);
+    print_args(argc, argv);
+    printf("\n");
+
+    printf("\ndegrees\n");
+    printf("  dp_replicate %d   dp_shard %d   cp %d   tp %d   pp %d   ep %d   etp %d   sp %s\n",
+           R, S, C, T, d.pp, d.ep, d.etp, d.sp ? "on" : "off");
+    printf("derived\n");
+    printf("  %-46s %d\n", "fsdp   = dp_shard*cp", hp_dims_fsdp(&d));
+    printf("  %-46s %d\n", "efsdp  = dp_shard*cp*tp/(ep*etp)", hp_dims_efsdp(&d));
+    printf("  %-46s %d   (%d sequences per data shard)\n", "batch  = dp_replicate*dp_shard",
+           hp_dims_batch(&d), run->batch / hp_dims_batch(&d));
+    printf("  %-46s %d\n", "loss   = dp_replicate*dp_shard*cp", hp_dims_loss(&d));
+    printf("  %-46s %d   (%d tokens per cp rank)\n", "seq_len divisor = tp*(2*cp when cp > 1)",
+           hp_dims_seq_len_divisor(&d), run->seq_len / C);
+    printf("  %-46s %d\n", "expert tp (ways each expert's hidden splits)", hp_dims_expert_tp(&d));
+    printf("  %-46s %d\n", "token split (tp slices in expert dispatch)", hp_dims_token_split(&d));
+    if (m->num_experts)
+        printf("  %-46s %d\n", "experts per ep rank = num_experts/ep", m->num_experts / d.ep);
+    printf("  enabled: dp %s  dp_replicate %s  dp_shard %s  fsdp %s  cp %s  tp %s  sp %s  pp %s  ep %s  etp %s\n",
+           yes(hp_dims_dp_enabled(&d)), yes(R > 1), yes(S > 1), yes(hp_dims_fsdp_enabled(&d)),
+           yes(C > 1), yes(T > 1), yes(d.sp), yes(d.pp > 1), yes(d.ep > 1), yes(d.etp > 1));
+
+    printf("\nmesh (row-major, last axis innermost)\n");
+    printf("  dense   [pp, dp_replicate, dp_shard, cp, tp] = [%d, %d, %d, %d, %d]\n", d.pp, R, S, C, T);
+    printf("  sparse  [pp, dp_replicate, efsdp, ep, etp]   = [%d, %d, %d, %d, %d]\n", d.pp, R,
+           hp_dims_efsdp(&d), d.ep, d.etp);
+
+    printf("\nranks\n  %4s  %3s %3s %3s %3s %3s   %5s %5s %5s   %5s %3s %3s\n",
+           "rank", "p", "r", "s", "c", "t", "fsdp", "batch", "loss", "efsdp", "ep", "etp");
+    for (int rank = 0; rank < W; rank++) {
+        hp_coords co;
+        hp_mesh_coords(&d, rank, &co);
+        printf("  %4d  %3d %3d %3d %3d %3d   %5d %5d %5d   %5d %3d %3d\n", rank, co.p, co.r, co.s,
+               co.c, co.t, co.fsdp, co.batch, co.loss, co.efsdp, co.ep, co.etp);
+    }
+    printf("\n");
+    print_groups(&d);
+
+    printf("\n");
+    hp_param_table t;
+    if (hp_params_build(&t, m, &d, cli.rank) != 0) {
+        fprintf(stderr, "hp: cannot build the parameter table of rank %d (out of memory)\n", cli.rank);
+        return HP_EXIT_FAIL;
+    }
+    hp_params_print(stdout, &t, &d, cli.rank);
+    hp_params_free(&t);
+    return HP_EXIT_OK;
+}

@@ -1,0 +1,184 @@
+// cmd_run.c - `hp run`: validate, launch N ranks (the torchrun role), train, verify.
+//
+//   hp run --tp 2 --dp-shard 2 --steps 3            # launches 4 ranks under mpirun
+//   mpirun -np 4 hp run --tp 2 --dp-shard 2         # or started by the user's launcher
+//   hp run --model tiny-moe --ep 4 --dp-shard 4 --verify --dump out/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "cli.h"
+#include "hyperpar/dump.h"
+#include "hyperpar/train.h"
+#include "hyperpar/verify.h"
+
+static const char *const run_usage =
+    "usage: hp run [flags]\n"
+    "\n"
+    "Trains --steps steps of the model on world = dp_replicate*dp_shard*cp*tp ranks. Started\n"
+    "outside an MPI launcher it starts itself under mpirun with that many ranks (or --nproc N\n"
+    "with --dp-shard -1). One log line per step: step, loss, grad norm, ms, tokens/s.\n"
+    "  --verify         compare loss, every gradient of step 1, every parameter after the step\n"
+    "                   and --verify-steps losses with the single-process reference; exit 1 on a miss\n"
+    "  --dump DIR       write the initial model, batch and gradients of step 1 (safetensors)\n"
+    "  --load FILE      start from a safetensors model\n"
+    "  --json FILE      write the result (loss, verification table) as JSON\n"
+    "\n";
+
+static void write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
+                       const double *losses, int steps) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddBoolToObject(j, "pass", r ? r->pass : 1);
+    cJSON_AddNumberToObject(j, "world", cli->dims.world);
+    cJSON *l = cJSON_AddArrayToObject(j, "losses");
+    for (int s = 0; s < steps; s++) cJSON_AddItemToArray(l, cJSON_CreateNumber(losses[s]));
+    if (r) {
+        cJSON_AddNumberToObject(j, "loss", r->loss);
+        cJSON_AddNumberToObject(j, "loss_ref", r->loss_ref);
+        cJSON_AddNumberToObject(j, "loss_rel_err", r->loss_err / fabs(r->loss_ref));
+        cJSON *lr = cJSON_AddArrayToObject(j, "losses_ref");
+        for (int s = 0; s < r->steps; s++) cJSON_AddItemToArray(lr, cJSON_CreateNumber(r->losses_ref[s]));
+        cJSON_AddNumberToObject(j, "traj_worst", r->traj_worst);
+        cJSON_AddNumberToObject(j, "tol_grad", r->n ? r->grads[0].tol : 0);
+        cJSON_AddNumberToObject(j, "tol_param", r->n ? r->params[0].tol : 0);
+        if (r->n) {
+            cJSON_AddStringToObject(j, "worst_grad", r->grads[r->worst_grad].name);
+            cJSON_AddNumberToObject(j, "worst_grad_rel", r->grads[r->worst_grad].rel_fro);
+            cJSON_AddStringToObject(j, "worst_param", r->params[r->worst_param].name);
+            cJSON_AddNumberToObject(j, "worst_param_rel", r->params[r->worst_param].rel_fro);
+        }
+        cJSON_AddBoolToObject(j, "init_equal", r->init_equal);
+        cJSON_AddNumberToObject(j, "replica_diff", r->replica_diff);
+        cJSON_AddBoolToObject(j, "traffic_ok", r->traffic_ok);
+        uint64_t counted = 0, predicted = 0;
+        for (int i = 0; i < r->n_traffic; i++) {
+            counted += r->traffic[i].counted;
+            if (r->traffic[i].predicted != UINT64_MAX) predicted += r->traffic[i].predicted;
+            else predicted += r->traffic[i].counted;
+        }
+        cJSON_AddNumberToObject(j, "bytes_counted", (double)counted);
+        cJSON_AddNumberToObject(j, "bytes_predicted", (double)predicted);
+        cJSON *rf = cJSON_AddArrayToObject(j, "route_flips");
+        for (int i = 0; i < r->n_moe_layers; i++) cJSON_AddItemToArray(rf, cJSON_CreateNumber(r->route_flips[i]));
+        cJSON_AddNumberToObject(j, "seconds", r->seconds);
+        if (r->failure) cJSON_AddStringToObject(j, "failure", r->failure);
+    }
+    char *text = cJSON_Print(j);
+    FILE *f = fopen(path, "w");
+    if (f) { fprintf(f, "%s\n", text); fclose(f); }
+    else fprintf(stderr, "hp: cannot write --json file '%s'\n", path);
+    free(text);
+    cJSON_Delete(j);
+}
+
+// Every rank reads --load itself (a small file; no broadcast needed), after validation.
+static float *load_model(const hp_cli *cli, int rank) {
+    hp_param_table t;
+    hp_params_build(&t, &cli->model, &cli->dims, rank);
+    float *full = malloc((size_t)t.full_numel * sizeof(float));
+    char err[512];
+    if (hp_load_full(cli->load_file, &t, full, err, sizeof err) != 0) {
+        if (rank == 0) fprintf(stderr, "hp: --load: %s\n", err);
+        free(full);
+        full = NULL;
+    }
+    hp_params_free(&t);
+    return full;
+}
+
+static int train(const hp_cli *cli, const float *init, int rank) {
+    char err[256];
+    hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &cli->model, &cli->dims, &cli->run, err, sizeof err);
+    if (!tr) { if (rank == 0) fprintf(stderr, "hp: %s\n", err); return HP_EXIT_CONFIG; }
+    if (init) hp_trainer_set_params(tr, init);
+    double *losses = calloc((size_t)cli->run.steps + 1, sizeof(double));
+    const int64_t full_n = hp_trainer_params(tr)->full_numel;
+    for (int s = 0; s < cli->run.steps; s++) {
+        hp_step_stats st;
+        if (s == 0 && cli->dump_dir) {
+            // the step in phases, to catch gradients before clipping
+            float *p0 = rank == 0 ? malloc((size_t)full_n * sizeof(float)) : NULL;
+            float *g = rank == 0 ? malloc((size_t)full_n * sizeof(float)) : NULL;
+            hp_trainer_gather_params(tr, p0);
+            st.loss = hp_trainer_forward_backward(tr);
+            hp_trainer_gather_grads(tr, g);
+            if (hp_dump_step1(tr, cli->dump_dir, p0, g, st.loss, err, sizeof err) != 0)
+                fprintf(stderr, "hp: --dump: %s\n", err);
+            st.grad_norm = hp_trainer_clip(tr);
+            hp_trainer_optimizer_step(tr);
+            st.step = 1; st.ms = 0; st.tokens_per_s = 0;
+            free(p0); free(g);
+        } else {
+            hp_trainer_step(tr, &st);
+        }
+        losses[s] = st.loss;
+        if (rank == 0 && !cli->quiet)
+            printf("step %4d | loss %.6f | grad norm %.4f | %8.2f ms | %10.0f tok/s\n", st.step,
+                   st.loss, st.grad_norm, st.ms, st.tokens_per_s);
+    }
+    if (rank == 0 && cli->json_out) write_json(cli->json_out, cli, NULL, losses, cli->run.steps);
+    free(losses);
+    hp_trainer_free(tr);
+    return HP_EXIT_OK;
+}
+
+int hp_cmd_run(int argc, char **argv) {
+    hp_cli cli;
+    int e = hp_cli_parse(&cli, argc, argv, 2, NULL, run_usage);
+    if (e < 0) return HP_EXIT_OK;
+    if (e) return e;
+    if (cli.n_rest) {
+        fprintf(stderr, "hp run: unexpected argument '%s'\n", cli.rest[0]);
+        return HP_EXIT_CONFIG;
+    }
+    const int under_mpi = hp_launch_under_mpi();
+    if (!under_mpi) {
+        // validate before starting any rank: bad input exits 2 here, fast
+        hp_dims d = cli.dims;
+        d.world = cli.nproc;
+        char err[256];
+        if (hp_dims_validate(&d, &cli.model, &cli.run, err, sizeof err) != 0) {
+            fprintf(stderr, "hp: %s\n", err);
+            return HP_EXIT_CONFIG;
+        }
+        if (d.world > 1) return hp_launch_self(d.world, argc, argv);
+    }
+
+    MPI_Init(&argc, &argv);
+    int rank, world;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    cli.dims.world = world;
+    char err[256];
+    if (hp_dims_validate(&cli.dims, &cli.model, &cli.run, err, sizeof err) != 0) {
+        if (rank == 0) fprintf(stderr, "hp: %s\n", err);
+        MPI_Finalize();
+        return HP_EXIT_CONFIG;   // every rank sees the same rule: no one is left waiting
+    }
+    float *init = NULL;
+    if (cli.load_file && !(init = load_model(&cli, rank))) {
+        MPI_Finalize();
+        return HP_EXIT_CONFIG;
+    }
+    int rc;
+    if (cli.verify) {
+        hp_verify_opts o = hp_verify_opts_default(&cli.run);
+        o.steps = cli.verify_steps > 0 ? cli.verify_steps : 1;
+        o.dump_dir = cli.dump_dir;
+        o.load_full = init;
+        hp_verify_result r;
+        rc = hp_verify_run(MPI_COMM_WORLD, &cli.model, &cli.dims, &cli.run, &o, &r);
+        if (rank == 0) {
+            if (!cli.quiet) hp_verify_print(stdout, &r);
+            else printf("verify: %s\n", r.pass ? "PASS" : "FAIL");
+            if (cli.json_out) write_json(cli.json_out, &cli, &r, r.losses, r.steps);
+        }
+        hp_verify_result_free(&r);
+    } else {
+        rc = train(&cli, init, rank);
+    }
+    free(init);
+    fflush(stdout);
+    MPI_Finalize();
+    return rc;
+}

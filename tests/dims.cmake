@@ -102,3 +102,12 @@ hp_cli_test(cli_positional 2 "F:hp: plan takes no positional arguments, got 'ext
 hp_cli_test(cli_unknown_cmd 2 "F:hp: unknown command 'train'" -- train)
 hp_cli_test(cli_no_cmd 2 "^usage: hp" --)
 set_tests_properties(cli_no_cmd PROPERTIES ENVIRONMENT "HP_EXPECT_ONE_LINE=0")
+
+# the launcher: `hp run --nproc N` outside mpirun re-executes itself under mpirun
+add_executable(test_launch ${CMAKE_CURRENT_LIST_DIR}/test_launch.c ${CMAKE_CURRENT_LIST_DIR}/../tools/hp/launch.c)
+target_include_directories(test_launch PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../tools/hp)
+target_link_libraries(test_launch PRIVATE hyperpar)
+foreach(mode ok exit7)
+  add_test(NAME launch_self_${mode} COMMAND test_launch ${mode})
+  set_tests_properties(launch_self_${mode} PROPERTIES LABELS L0 TIMEOUT 60)
+endforeach()

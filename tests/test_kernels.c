@@ -168,6 +168,9 @@ static void test_rope(void) {
     tk_fd_check("rope backward vs central differences", rope_obj, &r, r.x, n, g, FD_H, FD_TOL);
     hp_rope_backward(y, pos, 10000.0f, B, S, nh, hd); // R^T R = I
     tk_cmp_ff("rope backward(forward(x)) == x", y, x, n, 1e-6);
+    float odd[3] = {1, 2, 3};
+    hp_rope_forward(odd, pos, 10000.0f, 1, 1, 1, 3); // odd head_dim: refused, untouched
+    tk_check(odd[0] == 1 && odd[1] == 2 && odd[2] == 3, "rope refuses an odd head_dim", 0, 0);
     free(x); free(y); free(R); free(g); free(r.x); free(r.R); free(r.y);
 }
 

@@ -7,7 +7,10 @@
 //                     rows, dx and grads vs the reference run on the rows of ALL ranks, both
 //                     dispatchers, and the dispatch traffic vs docs/traffic_moe.md.
 //   test_moe tp       (4 ranks) tp=2 with ep=2, etp=2 (expert hidden split) and tp=2, ep=4,
-//                     etp=1 (EP borrows tp: token split): partial outputs summed over tp.
+//                     etp=1 (EP borrows tp: token split), tp=2 with ep=1 (experts tp-split):
+//                     partial outputs summed over tp.
+//   test_moe bad-ep   (2 ranks) local experts that do not match the ep rank: the job stops
+//                     with one line naming the mismatch.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -436,11 +439,13 @@ static void run_layout(const char *name, hp_comm *comm, const hp_dims *d, const 
     hp_allreduce_sum(comm, HP_G_TP, dx_full, (size_t)N * D);
     // gate: partial over tp and over the data ranks -> every rank's contribution summed
     hp_allreduce_sum(comm, HP_G_WORLD, L.dgate, (size_t)E * D);
-    // experts: the copies of one expert slice live on the efsdp (x dp_replicate) ranks
+    // experts: the copies of one expert slice live on the efsdp (x dp_replicate) ranks; with
+    // ep == 1 the experts are tp-split like a dense FFN and their copies are the fsdp ranks
     size_t ne = (size_t)El * Fel * D, ns = (size_t)Fsl * D;
-    hp_allreduce_sum(comm, HP_G_EFSDP, L.dw1, ne);
-    hp_allreduce_sum(comm, HP_G_EFSDP, L.dw2, ne);
-    hp_allreduce_sum(comm, HP_G_EFSDP, L.dw3, ne);
+    hp_group_kind copies = d->ep > 1 ? HP_G_EFSDP : HP_G_FSDP;
+    hp_allreduce_sum(comm, copies, L.dw1, ne);
+    hp_allreduce_sum(comm, copies, L.dw2, ne);
+    hp_allreduce_sum(comm, copies, L.dw3, ne);
     hp_allreduce_sum(comm, HP_G_DP_REPLICATE, L.dw1, ne);
     hp_allreduce_sum(comm, HP_G_DP_REPLICATE, L.dw2, ne);
     hp_allreduce_sum(comm, HP_G_DP_REPLICATE, L.dw3, ne);
@@ -582,8 +587,22 @@ int main(int argc, char **argv) {
         test_layout("tp2 ep4 etp1 (token split)", mk(4, 2, 2, 4, 1), 8, HP_SCORE_SIGMOID, 0, 1.0f, 0);
         test_layout("tp2 ep4 etp1 crafted", mk(4, 2, 2, 4, 1), 4, HP_SCORE_SOFTMAX, 0, 1.0f, 1);
         test_layout("tp2 ep1 (expert tp = tp)", mk(4, 2, 2, 1, 1), 6, HP_SCORE_SOFTMAX, 0, 1.0f, 0);
+    } else if (!strcmp(mode, "bad-ep")) {
+        // every rank claims experts [0, El): rank 1 must take the job down with one line
+        hp_dims d = mk(W, W, 1, W, 1);
+        hp_model_config mc = model_cfg(16, 8, 2, 12);
+        char err[256];
+        if (hp_dims_validate(&d, &mc, NULL, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 2; }
+        hp_comm *comm = hp_comm_init(MPI_COMM_WORLD, &d, 1);
+        gmodel G = gmodel_make(16, 8, 2, 12, 12, 1, 1.0f);
+        lmodel L = lmodel_slice(&G, 0, 8 / W, 0, 12, 0, 12);
+        hp_moe_dims md = mdims(&G, &L, 4, 1, 0, HP_SCORE_SOFTMAX, 0, 1.0f, HP_DISPATCH_ALLTOALL);
+        float *x = falloc(64), *o = falloc(64), *dx = falloc(64);
+        run_block(comm, &md, &L, x, x, o, dx, NULL);
+        check(0, "bad-ep: a wrong e0 was accepted", 1.0, 0.0);
+        free(x); free(o); free(dx); lmodel_free(&L); gmodel_free(&G); hp_comm_free(comm);
     } else {
-        if (g_rank == 0) fprintf(stderr, "usage: test_moe single|ep|tp\n");
+        if (g_rank == 0) fprintf(stderr, "usage: test_moe single|ep|tp|bad-ep\n");
         MPI_Finalize();
         return 2;
     }

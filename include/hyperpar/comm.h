@@ -11,13 +11,14 @@
 // operands followed by a sum in group-rank order, so the same job twice is bit-identical
 // and a sum is independent of the MPI library's algorithm choice.
 //
-// Traffic counting (bytes, per group kind and op, on this rank; groups of size 1 count 0):
+// Traffic counting (bytes, per group kind and op, on this rank; groups of size 1 count 0;
+// element size 4 for float/int, 8 for f64/i64; calls are counted even when bytes are 0):
 //   all-reduce      n*4            (the buffer handed in)
 //   all-gather      n*4            (this rank's chunk)
 //   reduce-scatter  size*n*4       (the full input)
 //   all-to-all      sum of send counts to OTHER ranks * elem size
 //   broadcast       n*4 on the root, 0 elsewhere
-//   send/recv       n*4 sent
+//   send/recv       n*4 sent (0 when dst is this rank: a local copy)
 // docs/traffic.md derives each recipe's per-step totals from these rules.
 #ifndef HYPERPAR_COMM_H
 #define HYPERPAR_COMM_H

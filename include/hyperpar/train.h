@@ -38,6 +38,9 @@ double hp_trainer_forward_backward(hp_trainer *tr);   // returns the global loss
 double hp_trainer_clip(hp_trainer *tr);               // returns the norm before clipping
 void   hp_trainer_optimizer_step(hp_trainer *tr);
 void   hp_trainer_step(hp_trainer *tr, hp_step_stats *st);
+// The global loss of the current parameters on the batch of `step`, forward only; changes
+// no state (finite-difference checks, evaluation).
+double hp_trainer_eval_loss(hp_trainer *tr, int step);
 
 // Full tensors on world rank 0, in table order with full shapes (offsets: hp_param.full_offset);
 // full has hp_trainer_params(tr)->full_numel floats on rank 0, may be NULL elsewhere.

@@ -1,6 +1,8 @@
 // comm.c - builds one MPI sub-communicator per mesh group; accessors, counters, errors.
 // The collectives themselves live in comm_reduce.c (sums, max) and comm_move.c (gather,
 // all-to-all, broadcast, send/recv). spec: shared/spec/torchtitan-semantics.md §2.
+// defines: hp_comm_init/free, accessors, hp_comm_bytes/calls/reset_stats, hp_op_name,
+//          hp_comm_fail, hp_mpi_check, hp_comm_scratch, hp_comm_count
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,8 @@
 // comm_move.c - collectives that move data without arithmetic: all-gather, all-to-all
 // (variable and equal split), broadcast, send/recv, barrier. Deterministic by nature,
 // so both modes use the plain MPI calls. Groups of size 1 copy locally (0 bytes).
+// defines: hp_allgather(_int), hp_alltoallv, hp_alltoall_int, hp_broadcast, hp_sendrecv,
+//          hp_barrier
 #include <string.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
 

@@ -3,6 +3,7 @@
 // reduces them itself in group-rank order 0..size-1, so each element is
 // ((x0 + x1) + x2) + ... on every rank, bit for bit, whatever MPI's algorithm.
 // Otherwise the plain MPI collectives (faster, order chosen by the library).
+// defines: hp_allreduce_sum/max/sum_f64/sum_i64, hp_reduce_scatter
 #include <string.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK, HP_COMM_CHUNK
 

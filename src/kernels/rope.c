@@ -18,13 +18,13 @@ static void rope_apply(float *x, const int *pos, float theta, int B, int S, int 
     }
     int npair = hd / 2;
     float c[ROPE_CHUNK], s[ROPE_CHUNK];
-    for (int t = 0; t < S; t++) {
-        for (int j0 = 0; j0 < npair; j0 += ROPE_CHUNK) {
-            int nj = npair - j0 < ROPE_CHUNK ? npair - j0 : ROPE_CHUNK;
+    double f[ROPE_CHUNK];
+    for (int j0 = 0; j0 < npair; j0 += ROPE_CHUNK) {
+        int nj = npair - j0 < ROPE_CHUNK ? npair - j0 : ROPE_CHUNK;
+        for (int jj = 0; jj < nj; jj++) f[jj] = pow((double)theta, -2.0 * (j0 + jj) / hd);
+        for (int t = 0; t < S; t++) {
             for (int jj = 0; jj < nj; jj++) {
-                int j = j0 + jj;
-                double f = pow((double)theta, -2.0 * j / hd);
-                double a = (double)pos[t] * f;
+                double a = (double)pos[t] * f[jj];
                 c[jj] = (float)cos(a);
                 s[jj] = dir * (float)sin(a);
             }

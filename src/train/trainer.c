@@ -89,6 +89,16 @@ double hp_trainer_forward_backward(hp_trainer *tr) {
     return loss;
 }
 
+double hp_trainer_eval_loss(hp_trainer *tr, int step) {
+    const int saved = tr->step;
+    tr->step = step;
+    load_batch(tr);
+    double loss = hp_transformer_forward(tr);
+    hp_allreduce_sum_f64(tr->comm, HP_G_LOSS, &loss, 1);
+    tr->step = saved;
+    return loss;
+}
+
 // Each gradient element is counted once: by replica 0 over dp_replicate, and by tp rank 0
 // for parameters replicated over tp (norms, router gate). Shards are disjoint otherwise.
 double hp_trainer_clip(hp_trainer *tr) {

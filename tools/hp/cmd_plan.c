@@ -50,7 +50,11 @@ static void print_args(int argc, char **argv) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// groups: one line per kind, groups in order of their smallest rank, wrapped at ~100 columns
+// groups: one line per kind, groups in order of their smallest rank, wrapped at ~100 columns;
+// a huge world lists the first MAX_GROUPS groups of each kind (the rest follow the pattern).
+
+#define MAX_GROUPS 64
+#define MAX_RANK_ROWS 256
 
 static void print_groups(const hp_dims *d) {
     const int W = d->world;
@@ -66,8 +70,13 @@ static void print_groups(const hp_dims *d) {
         fputs(head, stdout);
         int col = (int)strlen(head);
         memset(seen, 0, (size_t)W);
+        int shown = 0;
         for (int rank = 0; rank < W; rank++) {
             if (seen[rank]) continue;
+            if (shown++ == MAX_GROUPS) {
+                printf(" ... (%d groups in all)", W / size);
+                break;
+            }
             int n = hp_mesh_group(d, (hp_group_kind)g, rank, members, NULL);
             char buf[32];
             int len = 0;
@@ -152,12 +161,13 @@ int hp_cmd_plan(int argc, char **argv) {
 
     printf("\nranks\n  %4s  %3s %3s %3s %3s %3s   %5s %5s %5s   %5s %3s %3s\n",
            "rank", "p", "r", "s", "c", "t", "fsdp", "batch", "loss", "efsdp", "ep", "etp");
-    for (int rank = 0; rank < W; rank++) {
+    for (int rank = 0; rank < W && rank < MAX_RANK_ROWS; rank++) {
         hp_coords co;
         hp_mesh_coords(&d, rank, &co);
         printf("  %4d  %3d %3d %3d %3d %3d   %5d %5d %5d   %5d %3d %3d\n", rank, co.p, co.r, co.s,
                co.c, co.t, co.fsdp, co.batch, co.loss, co.efsdp, co.ep, co.etp);
     }
+    if (W > MAX_RANK_ROWS) printf("  ... (%d ranks in all; see --rank K for one rank's shapes)\n", W);
     printf("\n");
     print_groups(&d);
 

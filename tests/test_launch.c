@@ -1,0 +1,35 @@
+// test_launch.c - the launcher (tools/hp/launch.c): run outside MPI, it re-executes itself
+// under mpirun with 2 ranks and gets the ranks' exit status back; inside, each rank checks it
+// sees a 2-rank world, the same arguments and OPENBLAS_NUM_THREADS.
+//   test_launch ok     ranks exit 0 -> hp_launch_self returns 0
+//   test_launch exit7  ranks exit 7 -> hp_launch_self returns 7
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#include "cli.h"
+
+int main(int argc, char **argv) {
+    if (argc != 2 || (strcmp(argv[1], "ok") && strcmp(argv[1], "exit7"))) {
+        fprintf(stderr, "usage: test_launch ok|exit7\n");
+        return 2;
+    }
+    if (hp_launch_under_mpi()) {
+        MPI_Init(&argc, &argv);
+        int size = 0, rank = 0;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        const char *blas = getenv("OPENBLAS_NUM_THREADS");
+        int ok = size == 2 && blas && *blas && getenv("HP_LAUNCHED");
+        printf("rank %d of %d: OPENBLAS_NUM_THREADS=%s mode %s %s\n", rank, size, blas ? blas : "(unset)",
+               argv[1], ok ? "ok" : "WRONG");
+        MPI_Finalize();
+        if (!ok) return 1;
+        return strcmp(argv[1], "exit7") ? 0 : 7;
+    }
+    int want = strcmp(argv[1], "exit7") ? 0 : 7;
+    int rc = hp_launch_self(2, argc, argv);
+    printf("test_launch: hp_launch_self returned %d, want %d\n", rc, want);
+    printf("test_launch: %d passed, %d failed\n", rc == want, rc != want);
+    return rc == want ? 0 : 1;
+}

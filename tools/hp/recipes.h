@@ -1,0 +1,79 @@
+// recipes.h - the completeness matrix of shared/spec/recipes.md as DATA: every recipe variant
+// (degrees, model, CP rotate method, expert dispatcher, CI level) and every negative case
+// (the flags, the exit code and a regex the one stderr line must match).
+// defines: hp_recipe, hp_negative, hp_recipes[], hp_negatives[], argument builders, lookups
+//
+// `hp matrix` runs them, tests/recipes.cmake registers each as a CTest (a test checks the
+// CMake list and this table agree through `hp matrix --list`), examples/README.md links them.
+#ifndef HP_TOOL_RECIPES_H
+#define HP_TOOL_RECIPES_H
+#include <stdio.h>
+
+typedef enum { HP_LEVEL_L0 = 0, HP_LEVEL_L1 = 1, HP_LEVEL_L2 = 2, HP_LEVEL_COUNT } hp_level;
+
+typedef struct hp_recipe {
+    const char *id;          // variant id, e.g. "M2-tp4", "M5-s2-ring"
+    const char *row;         // the recipes.md row it comes from, e.g. "M2"
+    const char *model;       // "tiny" | "tiny-moe"
+    int R, S, C, T;          // dp_replicate, dp_shard, cp, tp
+    int sp;                  // sequence parallel: 1 on, 0 off, -1 default (on iff tp > 1)
+    int EP, ET;              // ep, etp (1 = off)
+    const char *rotate;      // "allgather" | "ring" | NULL (not a CP recipe)
+    const char *dispatcher;  // "alltoall" | "allgather" | NULL (default)
+    hp_level level;
+    const char *same_as;     // another variant whose loss trajectory this one must also match
+                             // (an alternative implementation path: ring vs all-gather CP,
+                             // all-gather vs all-to-all dispatch); NULL for none
+    const char *example;     // examples/ folder that shows this configuration
+    const char *what;        // one line: what the variant proves
+} hp_recipe;
+
+// The world a recipe runs with: R*S*C*T (pp = 1; EP and ETP re-use those ranks).
+static inline int hp_recipe_world(const hp_recipe *r) { return r->R * r->S * r->C * r->T; }
+
+// Bad input files a negative case may need, generated at run time by hp_negative_write_files.
+typedef enum {
+    HP_BADFILE_NONE = 0,
+    HP_BADFILE_TRUNCATED,    // a valid model file cut in half
+    HP_BADFILE_SHAPE,        // every tensor present, tok_embeddings.weight transposed
+    HP_BADFILE_NAMES,        // every tensor present, output.weight renamed lm_head.weight
+    HP_BADFILE_TEXT,         // a text file, not safetensors at all
+} hp_badfile;
+
+typedef struct hp_negative {
+    const char *id;          // e.g. "neg-etp-not-tp"
+    const char *rule;        // the rule of recipes.md it exercises (for the report)
+    const char *args;        // hp arguments, space-separated; "{DIR}" = the folder of the
+                             // generated bad files (hp_negative_write_files)
+    int code;                // expected exit code (2: refused configuration / input)
+    const char *err_regex;   // POSIX ERE the single stderr line must match
+    hp_badfile file;
+} hp_negative;
+
+extern const hp_recipe   hp_recipes[];
+extern const int         hp_n_recipes;
+extern const hp_negative hp_negatives[];
+extern const int         hp_n_negatives;
+
+const char *hp_level_name(hp_level l);             // "L0", "L1", "L2"
+int  hp_level_parse(const char *s);                // "L0".."L2" -> level, -1 otherwise
+const hp_recipe   *hp_recipe_find(const char *id); // NULL if unknown
+const hp_negative *hp_negative_find(const char *id);
+
+// The `hp run` flags of a recipe (without "run" and without --verify/--json), one string with
+// single spaces, e.g. "--model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 2 --no-sp".
+// Returns the length written (truncated to cap-1).
+int hp_recipe_flags(const hp_recipe *r, char *out, int cap);
+// The argument string of a negative case with every "{DIR}" replaced by dir.
+int hp_negative_args(const hp_negative *n, const char *dir, char *out, int cap);
+
+// Writes every bad input file into dir (created if missing): a model of `tiny` built from the
+// parameter table, then damaged as hp_badfile says. Returns 0, or -1 with one line in err.
+int hp_negative_write_files(const char *dir, char *err, int errlen);
+
+// The machine-readable lists that tests/recipes.cmake mirrors (tab-separated, one per line):
+//   recipe<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS
+//   negative<TAB>ID<TAB>CODE<TAB>REGEX<TAB>ARGS      (ARGS keep the {DIR} placeholder)
+void hp_recipes_list(FILE *out);
+
+#endif

@@ -592,7 +592,7 @@ int main(int argc, char **argv) {
         hp_dims d = mk(W, W, 1, W, 1);
         hp_model_config mc = model_cfg(16, 8, 2, 12);
         char err[256];
-        if (hp_dims_validate(&d, &mc, NULL, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 2; }
+        if (hp_dims_validate(&d, &mc, NULL, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); MPI_Abort(MPI_COMM_WORLD, 2); }
         hp_comm *comm = hp_comm_init(MPI_COMM_WORLD, &d, 1);
         gmodel G = gmodel_make(16, 8, 2, 12, 12, 1, 1.0f);
         lmodel L = lmodel_slice(&G, 0, 8 / W, 0, 12, 0, 12);

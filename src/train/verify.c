@@ -8,7 +8,7 @@
 // magnitude of room while a real bug (a missing or doubled reduction) gives errors of
 // order 1e-1..1. After AdamW the first update is lr*sign(g) wherever |g| >> eps, so a sign
 // flip of a gradient element that is zero up to rounding moves that parameter by 2*lr: the
-// parameter tolerance is then lr-scaled (see hp_verify_opts_default).
+// parameter tolerance is 1e-4 after AdamW (measured: 1.2e-6 at lr 1e-3 on the tiny recipes).
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 hp_verify_opts hp_verify_opts_default(const hp_run_config *rc) {
     hp_verify_opts o = { .steps = 5, .tol_loss = 1e-5, .tol_grad = 1e-5, .tol_param = 1e-5,
                          .tol_traj = 1e-4, .dump_dir = NULL, .load_full = NULL };
-    if (rc && rc->optimizer == HP_OPT_ADAMW) o.tol_param = 1e-3;
+    if (rc && rc->optimizer == HP_OPT_ADAMW) o.tol_param = 1e-4;
     return o;
 }
 
@@ -154,6 +154,8 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         if (!(res->loss_err <= o->tol_loss * fabs(res->loss_ref))) fail(res, "loss of step 1");
         res->grad_norm = par.grad_norm;
         res->grad_norm_ref = ref.grad_norm;
+        if (!(fabs(res->grad_norm - res->grad_norm_ref) <= o->tol_grad * res->grad_norm_ref))
+            fail(res, "global gradient norm (clipping)");
         for (int i = 0; i < t.n; i++) {
             const hp_param *p = &t.p[i];
             diff_tensor(&res->grads[i], p->name, par.grads + p->full_offset,

@@ -1,0 +1,292 @@
+// recipes.c - the completeness matrix of shared/spec/recipes.md as a table, variant by variant,
+// and its negative cases; plus the bad input files the negative cases load.
+// defines: hp_recipes, hp_negatives, hp_recipe_flags, hp_negative_args, hp_negative_write_files,
+//          hp_recipes_list, lookups
+//
+// A recipes.md row with "2 and 4" becomes one variant per value (M2-tp2, M2-tp4); every CP
+// recipe runs with both rotate methods (-ag all-gather K/V, -ring send/recv ring) and the ring
+// variant must also match the all-gather one; S3 is S1 and S1b again with the all-gather
+// expert dispatch, which must match S1 / S1b as well as the reference.
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "recipes.h"
+#include "hyperpar/dims.h"
+#include "hyperpar/params.h"
+#include "hyperpar/safetensors.h"
+
+#define L0 HP_LEVEL_L0
+#define L1 HP_LEVEL_L1
+#define L2 HP_LEVEL_L2
+#define EX1 "01_mlp_tensor_parallel"
+#define EX2 "02_mlp_seq_parallel"
+#define EX3 "03_mini_transformer_fsdp_tp"
+#define EX4 "04_transformer_fsdp_cp"
+#define EX5 "05_moe_ep_fsdp"
+#define EX6 "06_moe_ep_tp_etp"
+
+//  id               row    model       R  S  C  T  sp  EP ET rotate       dispatcher   level same_as          example
+const hp_recipe hp_recipes[] = {
+    { "M1a",          "M1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "baseline: one process is its own reference (checks the verifier)" },
+    { "M1b",          "M1",  "tiny",     2, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "pure DDP: gradients all-reduced over dp_replicate" },
+    { "M2-tp2",       "M2",  "tiny",     1, 1, 1, 2,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP: colwise/rowwise TP, no sequence parallel" },
+    { "M2-tp4",       "M2",  "tiny",     1, 1, 1, 4,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP at tp 4 (kv heads split 4 ways)" },
+    { "M3-tp2",       "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP: all-gather in, reduce-scatter out" },
+    { "M3-tp4",       "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP at tp 4" },
+    { "M4-s2",        "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "A-FSDP2: parameters sharded over dp_shard 2" },
+    { "M4-s4",        "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 over dp_shard 4 (uneven shards padded)" },
+    { "M5-s1-ag",     "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "A-CP: cp 2 with FSDP over cp only (dp_shard 1), all-gather K/V" },
+    { "M5-s1-ring",   "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-ag",    EX4, "A-CP, ring rotation of K/V" },
+    { "M5-s2-ag",     "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "B-3 CP + FSDP2: fsdp = dp_shard*cp = 4, all-gather K/V" },
+    { "M5-s2-ring",   "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s2-ag",    EX4, "B-3 CP + FSDP2, ring rotation" },
+    { "B1",           "B1",  "tiny",     1, 2, 1, 2,  0, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + FSDP2 (fsdp_tp_example without SP)" },
+    { "B2",           "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2" },
+    { "B4-ag",        "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "TP + SP + CP + FSDP2 over cp, all-gather K/V" },
+    { "B4-ring",      "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "B4-ag",       EX3, "TP + SP + CP + FSDP2 over cp, ring rotation" },
+    { "M6-ag",        "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "C-level Titan grid (1,2,2,2) on 8 ranks, all-gather K/V" },
+    { "M6-ring",      "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag",       EX3, "C-level Titan grid (1,2,2,2), ring rotation" },
+    { "M7-tp1",       "M7",  "tiny",     2, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "B-5 HSDP: replicate 2 x shard 2" },
+    { "M7-tp2",       "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP on 8 ranks" },
+    { "A-EP",         "A-EP","tiny-moe", 1, 2, 1, 1, -1, 2, 1, NULL,        NULL,        L1, NULL,          EX5, "A-EP: experts split over ep 2, all-to-all dispatch" },
+    { "S1",           "S1",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX5, "B-6 EP 4 + dual-stack FSDP2 (efsdp 1)" },
+    { "S1b",          "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "EP 4 borrows the TP ranks (etp 1), efsdp 1" },
+    { "S2",           "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "B-7 ETP = TP: experts split over ep 2 x etp 2" },
+    { "S3-S1",        "S3",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        "allgather", L2, "S1",          EX5, "S1 through the all-gather dispatcher" },
+    { "S3-S1b",       "S3",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        "allgather", L2, "S1b",         EX5, "S1b through the all-gather dispatcher" },
+    { "C2-ep4-ag",    "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 4 etp 1 (efsdp 2), all-gather K/V" },
+    { "C2-ep4-ring",  "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "ring",      NULL,        L2, "C2-ep4-ag",   EX6, "C-level MoE grid, ep 4 etp 1, ring rotation" },
+    { "C2-etp2-ag",   "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 2 etp 2 (efsdp 2), all-gather K/V" },
+    { "C2-etp2-ring", "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "ring",      NULL,        L2, "C2-etp2-ag",  EX6, "C-level MoE grid, ep 2 etp 2, ring rotation" },
+    { "C3-ag",        "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "allgather", NULL,        L2, NULL,          EX6, "HSDP + CP + TP + EP on 8 ranks, all-gather K/V" },
+    { "C3-ring",      "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "ring",      NULL,        L2, "C3-ag",       EX6, "HSDP + CP + TP + EP, ring rotation" },
+};
+const int hp_n_recipes = (int)(sizeof hp_recipes / sizeof hp_recipes[0]);
+
+// Regexes: POSIX ERE; brackets instead of backslashes ("[(]", "[*]") so the same text works in
+// C, in CMake strings and in shell scripts.
+#define T_  "--model tiny-moe"
+const hp_negative hp_negatives[] = {
+    { "neg-world", "product of degrees != world launched",
+      "run --nproc 6 --tp 2 --cp 2 --dp-shard 2", 2,
+      "world size: dp_replicate[(]1[)][*]dp_shard[(]2[)][*]cp[(]2[)][*]tp[(]2[)][*]pp[(]1[)] = 8 != 6 ranks launched", HP_BADFILE_NONE },
+    { "neg-infer", "dp_shard -1 cannot be inferred from the world",
+      "run --tp 4 --nproc 6", 2,
+      "dp_shard inference: world size 6 is not a multiple of dp_replicate[*]cp[*]tp[*]pp = 1[*]1[*]4[*]1 = 4", HP_BADFILE_NONE },
+    { "neg-degree-tp", "a degree < 1",
+      "run --tp 0", 2, "degree must be >= 1 [(]except dp_shard[)]: tp = 0", HP_BADFILE_NONE },
+    { "neg-degree-cp", "a degree < 1",
+      "run --cp -1", 2, "degree must be >= 1 [(]except dp_shard[)]: cp = -1", HP_BADFILE_NONE },
+    { "neg-dp-shard-0", "dp_shard 0",
+      "run --dp-shard 0", 2, "dp_shard must be -1 [(]infer[)] or >= 1: dp_shard = 0", HP_BADFILE_NONE },
+    { "neg-dp-shard-m2", "dp_shard < -1",
+      "run --dp-shard=-2", 2, "dp_shard must be -1 [(]infer[)] or >= 1: dp_shard = -2", HP_BADFILE_NONE },
+    { "neg-etp-no-ep", "etp > 1 while ep == 1",
+      "run " T_ " --tp 2 --dp-shard 2 --etp 2", 2, "etp [(]2[)] > 1 needs ep > 1: ep = 1", HP_BADFILE_NONE },
+    { "neg-etp-not-tp", "ep > 1 with etp not in {1, tp}",
+      "run " T_ " --tp 2 --dp-shard 4 --ep 2 --etp 4", 2, "etp must be 1 or tp when ep > 1: etp = 4, tp = 2", HP_BADFILE_NONE },
+    { "neg-ep-sct", "ep does not divide S*C*T",
+      "run " T_ " --dp-shard 2 --ep 4", 2, "ep [(]4[)] must divide dp_shard[*]cp[*]tp = 2[*]1[*]1 = 2", HP_BADFILE_NONE },
+    { "neg-ep-sc", "ep does not divide S*C when etp = tp",
+      "run " T_ " --dp-shard 2 --tp 2 --ep 4 --etp 2", 2,
+      "ep [(]4[)] must divide dp_shard[*]cp = 2[*]1 = 2 when etp = tp [(]2[)]", HP_BADFILE_NONE },
+    { "neg-experts", "num_experts % ep != 0",
+      "run " T_ " --dp-shard 3 --ep 3 --batch 9", 2, "ep [(]3[)] must divide num_experts [(]8[)]", HP_BADFILE_NONE },
+    { "neg-ep-dense", "ep > 1 on a dense model",
+      "run --dp-shard 2 --ep 2", 2, "ep [(]2[)] > 1 needs a MoE model: 'tiny' is dense", HP_BADFILE_NONE },
+    { "neg-seq-cp", "seq_len % (2*C*T) != 0 with cp > 1",
+      "run --cp 2 --tp 2 --seq-len 30", 2,
+      "context parallel: 2[*]cp[*]tp = 2[*]2[*]2 = 8 must divide seq_len [(]30[)]", HP_BADFILE_NONE },
+    { "neg-seq-sp", "seq_len % T != 0 with sequence parallel",
+      "run --tp 2 --seq-len 33", 2, "sequence parallel: tp [(]2[)] must divide seq_len [(]33[)]", HP_BADFILE_NONE },
+    { "neg-token-split", "tokens of a rank not divisible by tp when EP borrows TP ranks",
+      "run " T_ " --dp-shard 2 --tp 2 --ep 4 --no-sp --seq-len 31 --batch 2", 2,
+      "expert dispatch over tp: tp [(]2[)] must divide the tokens of one rank", HP_BADFILE_NONE },
+    { "neg-heads", "n_heads not divisible by tp",
+      "run --tp 3", 2, "tp [(]3[)] must divide n_heads [(]8[)]", HP_BADFILE_NONE },
+    { "neg-kv-heads", "n_kv_heads not divisible by tp",
+      "run --tp 8", 2, "tp [(]8[)] must divide n_kv_heads [(]4[)]", HP_BADFILE_NONE },
+    { "neg-batch", "global batch % (R*S) != 0",
+      "run --dp-shard 3", 2, "dp_replicate[*]dp_shard = 1[*]3 = 3 must divide the global batch [(]8[)]", HP_BADFILE_NONE },
+    { "neg-pp", "not implemented: pipeline parallel",
+      "run --pp 2", 2, "not implemented: pipeline parallel [(]pp=2[)]", HP_BADFILE_NONE },
+    { "neg-dispatcher", "not implemented: a dispatcher not built here",
+      "run " T_ " --dp-shard 2 --ep 2 --dispatcher deepep", 2,
+      "--dispatcher expects alltoall or allgather, got 'deepep'", HP_BADFILE_NONE },
+    { "neg-rotate", "not implemented: a CP rotate method not built here",
+      "run --cp 2 --cp-rotate alltoall", 2, "--cp-rotate expects allgather or ring, got 'alltoall'", HP_BADFILE_NONE },
+    { "neg-load-missing", "bad input file: does not exist",
+      "run --load {DIR}/absent.safetensors", 2, "--load: .*absent[.]safetensors: cannot open", HP_BADFILE_NONE },
+    { "neg-load-truncated", "bad input file: truncated safetensors",
+      "run --load {DIR}/truncated.safetensors", 2, "--load: .*truncated[.]safetensors: .*(truncated|exceeds|outside|short)",
+      HP_BADFILE_TRUNCATED },
+    { "neg-load-shape", "bad input file: wrong shapes",
+      "run --load {DIR}/wrong_shape.safetensors", 2,
+      "--load: .*wrong_shape[.]safetensors: tensor 'tok_embeddings[.]weight' has shape [[]64,256[]], the model needs [[]256,64[]]",
+      HP_BADFILE_SHAPE },
+    { "neg-load-names", "bad input file: wrong names",
+      "run --load {DIR}/wrong_names.safetensors", 2,
+      "--load: .*wrong_names[.]safetensors: tensor 'output[.]weight' is missing", HP_BADFILE_NAMES },
+    { "neg-load-text", "bad input file: not a safetensors file",
+      "run --load {DIR}/not_safetensors.txt", 2, "--load: .*not_safetensors[.]txt: .*not a safetensors file",
+      HP_BADFILE_TEXT },
+};
+const int hp_n_negatives = (int)(sizeof hp_negatives / sizeof hp_negatives[0]);
+
+const char *hp_level_name(hp_level l) {
+    static const char *const names[] = { "L0", "L1", "L2" };
+    return (l >= 0 && l < HP_LEVEL_COUNT) ? names[l] : "L?";
+}
+
+int hp_level_parse(const char *s) {
+    for (int l = 0; l < HP_LEVEL_COUNT; l++)
+        if (!strcmp(s, hp_level_name((hp_level)l))) return l;
+    return -1;
+}
+
+const hp_recipe *hp_recipe_find(const char *id) {
+    for (int i = 0; i < hp_n_recipes; i++)
+        if (!strcmp(hp_recipes[i].id, id)) return &hp_recipes[i];
+    return NULL;
+}
+
+const hp_negative *hp_negative_find(const char *id) {
+    for (int i = 0; i < hp_n_negatives; i++)
+        if (!strcmp(hp_negatives[i].id, id)) return &hp_negatives[i];
+    return NULL;
+}
+
+// Appends printf-style text, never past cap; returns the new length (capped).
+static int put(char *out, int cap, int len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int put(char *out, int cap, int len, const char *fmt, ...) {
+    if (len >= cap - 1) return len;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out + len, (size_t)(cap - len), fmt, ap);
+    va_end(ap);
+    if (n < 0) return len;
+    return len + n < cap - 1 ? len + n : cap - 1;
+}
+
+int hp_recipe_flags(const hp_recipe *r, char *out, int cap) {
+    int n = 0;
+    out[0] = '\0';
+    // every degree explicit: the child launches exactly R*S*C*T ranks and infers nothing
+    n = put(out, cap, n, "--model %s --dp-replicate %d --dp-shard %d --cp %d --tp %d", r->model,
+            r->R, r->S, r->C, r->T);
+    if (r->sp == 0) n = put(out, cap, n, " --no-sp");
+    if (r->sp == 1) n = put(out, cap, n, " --sp");
+    if (r->EP > 1 || r->ET > 1) n = put(out, cap, n, " --ep %d --etp %d", r->EP, r->ET);
+    if (r->rotate) n = put(out, cap, n, " --cp-rotate %s", r->rotate);
+    if (r->dispatcher) n = put(out, cap, n, " --dispatcher %s", r->dispatcher);
+    return n;
+}
+
+int hp_negative_args(const hp_negative *neg, const char *dir, char *out, int cap) {
+    int n = 0;
+    out[0] = '\0';
+    for (const char *s = neg->args; *s;) {
+        if (!strncmp(s, "{DIR}", 5)) {
+            n = put(out, cap, n, "%s", dir);
+            s += 5;
+        } else {
+            n = put(out, cap, n, "%c", *s);
+            s++;
+        }
+    }
+    return n;
+}
+
+void hp_recipes_list(FILE *out) {
+    char flags[512];
+    for (int i = 0; i < hp_n_recipes; i++) {
+        const hp_recipe *r = &hp_recipes[i];
+        hp_recipe_flags(r, flags, sizeof flags);
+        fprintf(out, "recipe\t%s\t%s\t%d\t%s\n", r->id, hp_level_name(r->level), hp_recipe_world(r), flags);
+    }
+    for (int i = 0; i < hp_n_negatives; i++) {
+        const hp_negative *g = &hp_negatives[i];
+        fprintf(out, "negative\t%s\t%d\t%s\t%s\n", g->id, g->code, g->err_regex, g->args);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bad input files
+
+static int write_model(const char *path, const hp_param_table *t, hp_badfile kind, char *err, int errlen) {
+    float *zeros = calloc((size_t)t->full_numel, sizeof(float));
+    if (!zeros) { snprintf(err, (size_t)errlen, "out of memory"); return -1; }
+    hp_st_writer *w = hp_st_writer_init();
+    for (int i = 0; i < t->n; i++) {
+        const hp_param *p = &t->p[i];
+        int64_t shape[3] = { p->shape[0], p->shape[1], p->shape[2] };
+        const char *name = p->name;
+        // same numel, so the data offsets stay consistent: only the shape is wrong
+        if (kind == HP_BADFILE_SHAPE && !strcmp(name, "tok_embeddings.weight")) {
+            shape[0] = p->shape[1];
+            shape[1] = p->shape[0];
+        }
+        if (kind == HP_BADFILE_NAMES && !strcmp(name, "output.weight")) name = "lm_head.weight";
+        hp_st_writer_add(w, name, HP_DT_F32, p->ndim, shape, zeros);
+    }
+    char e[256] = "";
+    int rc = hp_st_writer_save(w, path, e, sizeof e);
+    hp_st_writer_free(w);
+    free(zeros);
+    if (rc != 0) { snprintf(err, (size_t)errlen, "%s", e); return -1; }
+    return 0;
+}
+
+int hp_negative_write_files(const char *dir, char *err, int errlen) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, (size_t)errlen, "cannot create '%s': %s", dir, strerror(errno));
+        return -1;
+    }
+    hp_model_config m;
+    hp_model_config_by_name("tiny", &m);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    hp_dims d = hp_dims_default();
+    d.world = 1;
+    char e[256];
+    if (hp_dims_validate(&d, &m, &rc, e, sizeof e) != 0) {
+        snprintf(err, (size_t)errlen, "%s", e);
+        return -1;
+    }
+    hp_param_table t;
+    if (hp_params_build(&t, &m, &d, 0) != 0) {
+        snprintf(err, (size_t)errlen, "cannot build the parameter table of 'tiny'");
+        return -1;
+    }
+    char path[1024];
+    int bad = 0;
+    snprintf(path, sizeof path, "%s/truncated.safetensors", dir);
+    if (!bad && write_model(path, &t, HP_BADFILE_TRUNCATED, err, errlen) != 0) bad = 1;
+    if (!bad) {
+        // cut the complete file in half: the header promises data that is not there
+        struct stat st;
+        if (stat(path, &st) != 0 || truncate(path, st.st_size / 2) != 0) {
+            snprintf(err, (size_t)errlen, "cannot truncate '%s': %s", path, strerror(errno));
+            bad = 1;
+        }
+    }
+    snprintf(path, sizeof path, "%s/wrong_shape.safetensors", dir);
+    if (!bad && write_model(path, &t, HP_BADFILE_SHAPE, err, errlen) != 0) bad = 1;
+    snprintf(path, sizeof path, "%s/wrong_names.safetensors", dir);
+    if (!bad && write_model(path, &t, HP_BADFILE_NAMES, err, errlen) != 0) bad = 1;
+    snprintf(path, sizeof path, "%s/not_safetensors.txt", dir);
+    if (!bad) {
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            snprintf(err, (size_t)errlen, "cannot write '%s': %s", path, strerror(errno));
+            bad = 1;
+        } else {
+            fputs("this is a text file, not a safetensors model: no 8-byte header length here\n", f);
+            fclose(f);
+        }
+    }
+    hp_params_free(&t);
+    return bad ? -1 : 0;
+}

@@ -1,0 +1,78 @@
+// report.h - the results of `hp matrix` and their three renderings: a console table, a
+// Markdown report, a JSON report and an SVG picture (loss trajectories + error bars).
+// defines: hp_verdict, hp_recipe_result, hp_negative_result, hp_matrix_report, hp_report_*
+#ifndef HP_TOOL_REPORT_H
+#define HP_TOOL_REPORT_H
+#include <stdio.h>
+#include "recipes.h"
+
+#define HP_MATRIX_MAX_STEPS 16
+#define HP_MATRIX_TOL 1e-5      // per-tensor relative tolerance the bar chart draws (recipes.md)
+
+typedef enum {
+    HP_V_PASS = 0,     // every check of --verify passed, runs bit-identical
+    HP_V_FAIL,         // --verify found a difference beyond the tolerance (exit 1)
+    HP_V_NONDET,       // passed, but two runs gave different losses
+    HP_V_MISMATCH,     // passed, but its trajectory differs from its same_as variant
+    HP_V_REFUSED,      // a legal recipe was refused as a bad configuration (exit 2)
+    HP_V_CRASH,        // killed by a signal or an unexpected exit code, or no JSON result
+    HP_V_TIMEOUT,      // still running after the time limit (killed)
+} hp_verdict;
+
+typedef struct hp_recipe_result {
+    const hp_recipe *r;
+    hp_verdict verdict;
+    int    exit_code;                  // of the first failing run (or the first run); -1 signal
+    int    have_json;                  // the numbers below come from the child's --json
+    int    world;
+    int    steps;
+    double losses[HP_MATRIX_MAX_STEPS], losses_ref[HP_MATRIX_MAX_STEPS];
+    double loss_rel_err, traj_worst;
+    double worst_grad_rel, worst_param_rel, tol_grad, tol_param;
+    char   worst_grad[64], worst_param[64];
+    double bytes_counted, bytes_predicted;
+    int    traffic_ok, init_equal;
+    double replica_diff;
+    int    route_flips;                // summed over MoE layers
+    double seconds;                    // wall time of the first run, launch included
+    int    runs;                       // how many runs were made
+    int    deterministic;              // 1 bit-identical over the runs, 0 not, -1 not checked
+    double same_as_rel;                // worst relative loss difference to same_as; -1 not checked
+    char   failure[320];               // why it did not pass ("" when it passed)
+    char   log[512];                   // the log of the run the failure comes from ("" none)
+} hp_recipe_result;
+
+typedef struct hp_negative_result {
+    const hp_negative *n;
+    int    exit_code;                  // -1 killed by a signal or timed out
+    int    ok;                         // exit code as expected, one stderr line matching the rule
+    double seconds;
+    int    n_lines;                    // stderr lines
+    char   line[512];                  // the first stderr line
+    char   why[160];                   // what was wrong when !ok
+} hp_negative_result;
+
+typedef struct hp_matrix_report {
+    char   selection[128];             // "--level all", "--only M4-s2"
+    int    repeat;
+    hp_recipe_result   *rec;
+    int    n_rec;
+    hp_negative_result *neg;
+    int    n_neg;
+    double seconds;                    // the whole matrix, wall time
+    int    n_pass, n_fail, n_neg_ok, n_neg_wrong;
+} hp_matrix_report;
+
+const char *hp_verdict_name(hp_verdict v);
+// The largest of the step-1 loss, gradient and parameter relative errors; -1 without numbers.
+double hp_recipe_worst_rel(const hp_recipe_result *r);
+// "R1 S2 C2 T2 sp EP4 ET1 ring" style summary of the degrees.
+void   hp_recipe_dims_text(const hp_recipe *r, char *out, int cap);
+
+void hp_report_table(FILE *out, const hp_matrix_report *m);
+// Each returns 0, or -1 after printing one line naming the file.
+int  hp_report_markdown(const char *path, const hp_matrix_report *m);
+int  hp_report_json(const char *path, const hp_matrix_report *m);
+int  hp_report_svg(const char *path, const hp_matrix_report *m);
+
+#endif

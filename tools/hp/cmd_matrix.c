@@ -1,3 +1,721 @@
-// cmd_matrix.c - `hp matrix` (placeholder until the completeness matrix lands)
+// cmd_matrix.c - `hp matrix`: runs the completeness matrix of recipes.md and writes a report.
+// defines: hp_cmd_matrix
+//
+//   hp matrix                              # every recipe (L0+L1+L2) and every negative case
+//   hp matrix --level L0 --report report   # the L0 recipes; report/report.{md,json,svg}
+//   hp matrix --only M4-s2,neg-pp --repeat 3
+//   hp matrix --list                       # the table as tab-separated lines (for CMake/scripts)
+//
+// Each recipe is `<this hp> run <flags> --verify --verify-steps 5 --json F --quiet` in a child
+// process (which starts mpirun itself), run --repeat times (default 2) one after another - two
+// cores - and the losses of the runs must be bit-identical: cJSON prints a double with 15
+// significant digits only when that reads back to the same bits, else with 17, so the parsed
+// numbers are exactly the ranks' doubles (tests/test_recipes.c checks that claim). A variant
+// with same_as (ring vs all-gather CP, all-gather vs all-to-all dispatch) must also follow its
+// twin's loss trajectory within the trajectory tolerance. Negative cases run `hp <args>` and
+// must exit with their code and one stderr line matching their rule.
+// Children run in their own process group so a time-out (or Ctrl-C of the matrix) ends the
+// child, its mpirun and every rank; nothing is left running.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
 #include "cli.h"
-int hp_cmd_matrix(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "hp matrix: not built yet\n"); return 1; }
+#include "recipes.h"
+#include "report.h"
+
+static const char *const matrix_usage =
+    "usage: hp matrix [--level all|L0|L1|L2[,..]] [--only ID[,ID..]] [--repeat N] [--report DIR]\n"
+    "                 [--timeout S] [--no-negative] [--list] [--write-bad-files DIR]\n"
+    "\n"
+    "Runs every selected recipe of the completeness matrix (shared/spec/recipes.md) as\n"
+    "`hp run <flags> --verify --json F --quiet`, N times (default 2: the losses must be\n"
+    "bit-identical), then the negative cases (each must exit 2 with one line naming the rule).\n"
+    "Prints a table; with --report writes DIR/report.md, DIR/report.json, DIR/report.svg and\n"
+    "keeps every run's log and JSON under DIR/runs/. Exit 0 when everything passed, 1 otherwise.\n"
+    "  --level L        recipes of these levels (default all); negative cases belong to L0\n"
+    "  --only IDS       just these recipe variants / negative cases (see --list)\n"
+    "  --repeat N       runs per recipe (1 = no determinism check; default 2)\n"
+    "  --timeout S      seconds one run may take before it is killed (default 180)\n"
+    "  --no-negative    skip the negative cases\n"
+    "  --list           print the recipe table and the negative cases, tab-separated, and exit\n"
+    "  --write-bad-files DIR   write the bad input files of the negative cases into DIR and exit\n";
+
+#define TRAJ_TOL 1e-4   // recipes.md: each loss of the 5-step trajectory within 1e-4 relative
+
+typedef struct {
+    int  levels[HP_LEVEL_COUNT];
+    char selection[128];
+    const char *only;        // comma list or NULL
+    const char *report_dir;
+    int  repeat;
+    double timeout_s;
+    int  no_negative, list;
+    const char *bad_files_dir;
+} matrix_opts;
+
+static volatile sig_atomic_t g_interrupted = 0;
+static void on_signal(int sig) { g_interrupted = sig; }
+
+// snprintf that may cut: paths and messages here are bounded by their buffers on purpose
+static void fmt(char *out, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void fmt(char *out, size_t cap, const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(out, cap, f, ap);
+    va_end(ap);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// options
+
+static int opt_value(int argc, char **argv, int *i, const char *name, const char **value) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n)) return 0;
+    if (a[n] == '=') { *value = a + n + 1; return 1; }
+    if (a[n] != '\0') return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "hp: %s expects a value\n", name);
+        *value = NULL;
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+static int parse_levels(const char *s, int levels[HP_LEVEL_COUNT]) {
+    memset(levels, 0, sizeof(int) * HP_LEVEL_COUNT);
+    if (!strcmp(s, "all")) {
+        for (int l = 0; l < HP_LEVEL_COUNT; l++) levels[l] = 1;
+        return 0;
+    }
+    char buf[64];
+    fmt(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int l = hp_level_parse(t);
+        if (l < 0) {
+            fprintf(stderr, "hp: --level expects all, L0, L1 or L2 (comma-separated), got '%s'\n", s);
+            return HP_EXIT_CONFIG;
+        }
+        levels[l] = 1;
+    }
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, matrix_opts *o) {
+    memset(o, 0, sizeof *o);
+    for (int l = 0; l < HP_LEVEL_COUNT; l++) o->levels[l] = 1;
+    fmt(o->selection, sizeof o->selection, "--level all");
+    o->repeat = 2;
+    o->timeout_s = 180;
+    for (int i = 2; i < argc; i++) {
+        const char *v = NULL;
+        int k;
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(matrix_usage, stdout); return -1; }
+        if (!strcmp(a, "--list")) { o->list = 1; continue; }
+        if (!strcmp(a, "--no-negative")) { o->no_negative = 1; continue; }
+        if ((k = opt_value(argc, argv, &i, "--level", &v))) {
+            if (k < 0 || parse_levels(v, o->levels)) return HP_EXIT_CONFIG;
+            fmt(o->selection, sizeof o->selection, "--level %s", v);
+            continue;
+        }
+        if ((k = opt_value(argc, argv, &i, "--only", &v))) {
+            if (k < 0) return HP_EXIT_CONFIG;
+            o->only = v;
+            fmt(o->selection, sizeof o->selection, "--only %.100s", v);
+            continue;
+        }
+        if ((k = opt_value(argc, argv, &i, "--report", &v))) {
+            if (k < 0) return HP_EXIT_CONFIG;
+            o->report_dir = v;
+            continue;
+        }
+        if ((k = opt_value(argc, argv, &i, "--write-bad-files", &v))) {
+            if (k < 0) return HP_EXIT_CONFIG;
+            o->bad_files_dir = v;
+            continue;
+        }
+        if ((k = opt_value(argc, argv, &i, "--repeat", &v))) {
+            char *end;
+            long n = k < 0 ? 0 : strtol(v, &end, 10);
+            if (k < 0 || *v == '\0' || *end != '\0' || n < 1 || n > 100) {
+                if (k > 0) fprintf(stderr, "hp: --repeat expects an integer in [1, 100], got '%s'\n", v);
+                return HP_EXIT_CONFIG;
+            }
+            o->repeat = (int)n;
+            continue;
+        }
+        if ((k = opt_value(argc, argv, &i, "--timeout", &v))) {
+            char *end;
+            double t = k < 0 ? 0 : strtod(v, &end);
+            if (k < 0 || *v == '\0' || *end != '\0' || !(t > 0)) {
+                if (k > 0) fprintf(stderr, "hp: --timeout expects seconds > 0, got '%s'\n", v);
+                return HP_EXIT_CONFIG;
+            }
+            o->timeout_s = t;
+            continue;
+        }
+        if (a[0] == '-') fprintf(stderr, "hp: unknown flag '%s' (see hp matrix --help)\n", a);
+        else fprintf(stderr, "hp: matrix takes no positional arguments, got '%s'\n", a);
+        return HP_EXIT_CONFIG;
+    }
+    return 0;
+}
+
+// 1 if id is in the comma list
+static int in_list(const char *list, const char *id) {
+    size_t n = strlen(id);
+    for (const char *s = list; *s;) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == n && !strncmp(s, id, n)) return 1;
+        if (!e) break;
+        s = e + 1;
+    }
+    return 0;
+}
+
+static int check_only(const char *list) {
+    char buf[1024];
+    fmt(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!hp_recipe_find(t) && !hp_negative_find(t)) {
+            fprintf(stderr, "hp: --only: unknown recipe or negative case '%s' (see hp matrix --list)\n", t);
+            return HP_EXIT_CONFIG;
+        }
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// children
+
+// Runs argv[0] with stdout to out_path and stderr to err_path (the same file when equal), in
+// its own process group; waits at most timeout_s. Returns the exit code, 128+signal when it was
+// killed by a signal, or -1 when it timed out (or the matrix was interrupted) and was killed.
+static int run_child(char *const *argv, const char *out_path, const char *err_path, double timeout_s,
+                     double *seconds) {
+    const double t0 = now_s();
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "hp matrix: cannot fork: %s\n", strerror(errno));
+        *seconds = 0;
+        return 127;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = strcmp(out_path, err_path) ? open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : fo;
+        if (fo < 0 || fe < 0) _exit(127);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) dup2(devnull, 0);
+        execv(argv[0], argv);
+        fprintf(stderr, "hp matrix: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);   // also here: no race with the child's own call
+    int status = 0, timed_out = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) { status = 127 << 8; break; }
+        if (g_interrupted || now_s() - t0 > timeout_s) {
+            // the whole group: hp, its mpirun and the ranks
+            timed_out = 1;
+            kill(-pid, SIGTERM);
+            double t1 = now_s();
+            while (waitpid(pid, &status, WNOHANG) == 0 && now_s() - t1 < 5) {
+                struct timespec ts = { 0, 20 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+            }
+            kill(-pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    // ranks that outlived their hp (they should not): end them with the group
+    kill(-pid, SIGKILL);
+    *seconds = now_s() - t0;
+    if (timed_out) return -1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 127;
+}
+
+// Splits s at spaces into argv[first..]; tokens are strdup'ed with every "{DIR}" replaced by dir.
+static int split_args(const char *s, const char *dir, char **argv, int first, int cap) {
+    int n = first;
+    while (*s && n < cap - 1) {
+        while (*s == ' ') s++;
+        if (!*s) break;
+        const char *e = strchr(s, ' ');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        char tok[1024];
+        size_t k = 0;
+        for (size_t i = 0; i < len && k < sizeof tok - 1;) {
+            if (dir && len - i >= 5 && !strncmp(s + i, "{DIR}", 5)) {
+                for (const char *d = dir; *d && k < sizeof tok - 1; d++) tok[k++] = *d;
+                i += 5;
+            } else {
+                tok[k++] = s[i++];
+            }
+        }
+        tok[k] = '\0';
+        argv[n++] = strdup(tok);
+        s += len;
+    }
+    argv[n] = NULL;
+    return n;
+}
+
+static void free_args(char **argv, int first, int n) {
+    for (int i = first; i < n; i++) free(argv[i]);
+}
+
+// The first line of a file that contains `needle` (NULL: the first non-empty line), or the last
+// non-empty line when `last`; "" when there is none.
+static void file_line(const char *path, const char *needle, int last, char *out, int cap) {
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (!n) continue;
+        if (needle && !strstr(line, needle)) continue;
+        fmt(out, (size_t)cap, "%s", line);
+        if (!last) break;
+    }
+    fclose(f);
+}
+
+static int count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0, c, prev = '\n';
+    while ((c = fgetc(f)) != EOF) {
+        if (c == '\n') n++;
+        prev = c;
+    }
+    if (prev != '\n') n++;
+    fclose(f);
+    return n;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static double num(const cJSON *j, const char *k, double dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static int boolean(const cJSON *j, const char *k) {
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, k));
+}
+
+static void str(const cJSON *j, const char *k, char *out, int cap) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+    fmt(out, (size_t)cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+// One run's numbers: the whole result on the first run, the losses only on the others.
+typedef struct {
+    int    pass, steps;
+    double losses[HP_MATRIX_MAX_STEPS];
+} run_numbers;
+
+static int load_json(const char *path, hp_recipe_result *x, run_numbers *rn) {
+    char *text = read_file(path);
+    if (!text) return -1;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j) return -1;
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(j, "losses");
+    rn->pass = boolean(j, "pass");
+    rn->steps = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, l) if (rn->steps < HP_MATRIX_MAX_STEPS && cJSON_IsNumber(e)) rn->losses[rn->steps++] = e->valuedouble;
+    if (x) {
+        x->have_json = 1;
+        x->world = (int)num(j, "world", x->world);
+        x->steps = rn->steps;
+        memcpy(x->losses, rn->losses, sizeof x->losses);
+        int k = 0;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "losses_ref"))
+            if (k < HP_MATRIX_MAX_STEPS && cJSON_IsNumber(e)) x->losses_ref[k++] = e->valuedouble;
+        if (k < x->steps) x->steps = k;
+        x->loss_rel_err = num(j, "loss_rel_err", -1);
+        x->traj_worst = num(j, "traj_worst", -1);
+        x->worst_grad_rel = num(j, "worst_grad_rel", -1);
+        x->worst_param_rel = num(j, "worst_param_rel", -1);
+        x->tol_grad = num(j, "tol_grad", 0);
+        x->tol_param = num(j, "tol_param", 0);
+        str(j, "worst_grad", x->worst_grad, sizeof x->worst_grad);
+        str(j, "worst_param", x->worst_param, sizeof x->worst_param);
+        x->bytes_counted = num(j, "bytes_counted", 0);
+        x->bytes_predicted = num(j, "bytes_predicted", 0);
+        x->traffic_ok = boolean(j, "traffic_ok");
+        x->init_equal = boolean(j, "init_equal");
+        x->replica_diff = num(j, "replica_diff", 0);
+        x->route_flips = 0;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "route_flips"))
+            if (cJSON_IsNumber(e)) x->route_flips += (int)e->valuedouble;
+        str(j, "failure", x->failure, sizeof x->failure);
+        if (!cJSON_GetObjectItemCaseSensitive(j, "losses_ref")) x->have_json = 0;   // not a --verify result
+    }
+    cJSON_Delete(j);
+    return 0;
+}
+
+// Why a run that did not pass failed, from its exit code and its log.
+static void explain(hp_recipe_result *x, int code, const char *log_path) {
+    char line[400];
+    if (code == -1) {
+        x->verdict = HP_V_TIMEOUT;
+        fmt(x->failure, sizeof x->failure, g_interrupted ? "interrupted; the run was killed"
+                                                              : "still running after the time limit; killed");
+    } else if (code == HP_EXIT_CONFIG) {
+        x->verdict = HP_V_REFUSED;
+        file_line(log_path, "hp", 0, line, sizeof line);
+        fmt(x->failure, sizeof x->failure, "refused as a bad configuration: %.300s", line);
+    } else if (code == HP_EXIT_FAIL && x->have_json) {
+        x->verdict = HP_V_FAIL;
+        if (!x->failure[0]) fmt(x->failure, sizeof x->failure, "verification failed");
+    } else {
+        x->verdict = HP_V_CRASH;
+        file_line(log_path, NULL, 1, line, sizeof line);
+        if (code > 128) fmt(x->failure, sizeof x->failure, "killed by signal %d; last line: %.280s", code - 128, line);
+        else fmt(x->failure, sizeof x->failure, "exit %d without a verification result; last line: %.280s", code, line);
+    }
+}
+
+static int same_bits(const double *a, const double *b, int n) {
+    return memcmp(a, b, (size_t)n * sizeof(double)) == 0;
+}
+
+static void run_recipe(const char *exe, const hp_recipe *r, const matrix_opts *o, const char *runs_dir,
+                       hp_recipe_result *x) {
+    memset(x, 0, sizeof *x);
+    x->r = r;
+    x->world = hp_recipe_world(r);
+    x->deterministic = -1;
+    x->same_as_rel = -1;
+    x->verdict = HP_V_PASS;
+    char flags[512], json[1024], log[1024];
+    hp_recipe_flags(r, flags, sizeof flags);
+    run_numbers first = { 0 };
+    for (int rep = 0; rep < o->repeat; rep++) {
+        char *argv[64];
+        argv[0] = (char *)exe;
+        argv[1] = "run";
+        int n = split_args(flags, NULL, argv, 2, 48);
+        const int n_own = n;
+        fmt(json, sizeof json, "%s/%s.run%d.json", runs_dir, r->id, rep + 1);
+        fmt(log, sizeof log, "%s/%s.run%d.log", runs_dir, r->id, rep + 1);
+        unlink(json);
+        argv[n++] = "--verify";
+        argv[n++] = "--verify-steps";
+        argv[n++] = "5";
+        argv[n++] = "--json";
+        argv[n++] = json;
+        argv[n++] = "--quiet";
+        argv[n] = NULL;
+        double secs;
+        int code = run_child(argv, log, log, o->timeout_s, &secs);
+        free_args(argv, 2, n_own);
+        x->runs = rep + 1;
+        run_numbers rn = { 0 };
+        int have = load_json(json, rep == 0 ? x : NULL, &rn) == 0;
+        if (rep == 0) {
+            x->seconds = secs;
+            x->exit_code = code;
+            first = rn;
+        }
+        if (code != 0 || !have || !rn.pass) {
+            if (rep > 0) x->exit_code = code;
+            if (code == 0) code = 127;     // exit 0 without a passing JSON result
+            explain(x, code, log);
+            if (rep > 0) {
+                char tmp[sizeof x->failure];
+                fmt(tmp, sizeof tmp, "run %d of %d: %s", rep + 1, o->repeat, x->failure);
+                memcpy(x->failure, tmp, sizeof tmp);
+            }
+            fmt(x->log, sizeof x->log, "%s", log);
+            return;
+        }
+        if (rep > 0) {
+            if (rn.steps != first.steps || !same_bits(rn.losses, first.losses, rn.steps)) {
+                int s = 0;
+                while (s < rn.steps && s < first.steps && rn.losses[s] == first.losses[s]) s++;
+                x->deterministic = 0;
+                x->verdict = HP_V_NONDET;
+                fmt(x->failure, sizeof x->failure,
+                         "run %d differs from run 1 at step %d: loss %.17g != %.17g", rep + 1, s + 1,
+                         s < rn.steps ? rn.losses[s] : NAN, s < first.steps ? first.losses[s] : NAN);
+                fmt(x->log, sizeof x->log, "%s", log);
+                return;
+            }
+            x->deterministic = 1;
+        }
+    }
+}
+
+// The worst relative difference between the loss trajectories of two results.
+static double traj_diff(const hp_recipe_result *a, const hp_recipe_result *b) {
+    int n = a->steps < b->steps ? a->steps : b->steps;
+    double w = 0;
+    for (int s = 0; s < n; s++) {
+        double d = fabs(a->losses[s] - b->losses[s]) / fabs(b->losses[s]);
+        if (d > w || d != d) w = d;
+    }
+    return w;
+}
+
+static void run_negative(const char *exe, const hp_negative *g, const matrix_opts *o, const char *runs_dir,
+                         const char *bad_dir, hp_negative_result *x) {
+    memset(x, 0, sizeof *x);
+    x->n = g;
+    char out[1024], err[1024];
+    fmt(out, sizeof out, "%s/%s.out", runs_dir, g->id);
+    fmt(err, sizeof err, "%s/%s.err", runs_dir, g->id);
+    char *argv[64];
+    argv[0] = (char *)exe;
+    int n = split_args(g->args, bad_dir, argv, 1, 64);
+    // a refusal is fast: no launcher, no rank; 30 s is a hang
+    double limit = o->timeout_s < 30 ? o->timeout_s : 30;
+    x->exit_code = run_child(argv, out, err, limit, &x->seconds);
+    free_args(argv, 1, n);
+    file_line(err, NULL, 0, x->line, sizeof x->line);
+    x->n_lines = count_lines(err);
+    regex_t re;
+    int rc = regcomp(&re, g->err_regex, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        fmt(x->why, sizeof x->why, "the case's regex does not compile: %.100s", g->err_regex);
+        return;
+    }
+    int match = regexec(&re, x->line, 0, NULL, 0) == 0;
+    regfree(&re);
+    if (x->exit_code == -1) fmt(x->why, sizeof x->why, "still running after %.0f s (killed)", limit);
+    else if (x->exit_code != g->code) fmt(x->why, sizeof x->why, "exit %d, want %d", x->exit_code, g->code);
+    else if (x->n_lines != 1) fmt(x->why, sizeof x->why, "stderr has %d lines, want 1", x->n_lines);
+    else if (!match) fmt(x->why, sizeof x->why, "stderr does not match /%.120s/", g->err_regex);
+    else x->ok = 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// Removes the temporary folder this command made (plain files and folders, a few levels deep).
+static int remove_tree(const char *path, int depth) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return -1;
+    if (S_ISDIR(st.st_mode) && depth < 4) {
+        DIR *d = opendir(path);
+        if (!d) return -1;
+        struct dirent *ent;
+        while ((ent = readdir(d))) {
+            if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
+            char sub[1400];
+            fmt(sub, sizeof sub, "%s/%s", path, ent->d_name);
+            remove_tree(sub, depth + 1);
+        }
+        closedir(d);
+        return rmdir(path);
+    }
+    return unlink(path);
+}
+
+static int make_dir(const char *path) {
+    if (mkdir(path, 0777) == 0 || errno == EEXIST) return 0;
+    fprintf(stderr, "hp matrix: cannot create '%s': %s\n", path, strerror(errno));
+    return -1;
+}
+
+int hp_cmd_matrix(int argc, char **argv) {
+    matrix_opts o;
+    int e = parse_opts(argc, argv, &o);
+    if (e < 0) return HP_EXIT_OK;
+    if (e) return e;
+    if (o.only && check_only(o.only)) return HP_EXIT_CONFIG;
+    if (o.list) {
+        hp_recipes_list(stdout);
+        return HP_EXIT_OK;
+    }
+    if (o.bad_files_dir) {
+        char err[256];
+        if (hp_negative_write_files(o.bad_files_dir, err, sizeof err) != 0) {
+            fprintf(stderr, "hp matrix: --write-bad-files: %s\n", err);
+            return HP_EXIT_FAIL;
+        }
+        return HP_EXIT_OK;
+    }
+    if (hp_launch_under_mpi()) {
+        fprintf(stderr, "hp: matrix starts its own jobs: run it directly, not under mpirun/srun\n");
+        return HP_EXIT_CONFIG;
+    }
+    static char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) exe[n] = '\0';
+    else fmt(exe, sizeof exe, "%s", argv[0]);
+
+    // where the runs' logs and JSON go: DIR/runs with --report, else a temporary folder that is
+    // removed when everything passed
+    char work[1024], runs_dir[1100], bad_dir[1100];
+    int temp_work = 0;
+    if (o.report_dir) {
+        if (make_dir(o.report_dir)) return HP_EXIT_FAIL;
+        fmt(work, sizeof work, "%s", o.report_dir);
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        fmt(work, sizeof work, "%s/hp-matrix-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(work)) {
+            fprintf(stderr, "hp matrix: cannot create a temporary folder '%s': %s\n", work, strerror(errno));
+            return HP_EXIT_FAIL;
+        }
+        temp_work = 1;
+    }
+    fmt(runs_dir, sizeof runs_dir, "%s/runs", work);
+    fmt(bad_dir, sizeof bad_dir, "%s/runs/bad_files", work);
+    if (make_dir(runs_dir)) return HP_EXIT_FAIL;
+
+    // selection
+    const hp_recipe **sel = calloc((size_t)hp_n_recipes, sizeof *sel);
+    const hp_negative **negs = calloc((size_t)hp_n_negatives, sizeof *negs);
+    int n_sel = 0, n_negs = 0;
+    for (int i = 0; i < hp_n_recipes; i++) {
+        const hp_recipe *r = &hp_recipes[i];
+        if (o.only ? in_list(o.only, r->id) : o.levels[r->level]) sel[n_sel++] = r;
+    }
+    for (int i = 0; i < hp_n_negatives && !o.no_negative; i++) {
+        const hp_negative *g = &hp_negatives[i];
+        if (o.only ? in_list(o.only, g->id) : o.levels[HP_LEVEL_L0]) negs[n_negs++] = g;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    struct sigaction old_int, old_term;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    hp_matrix_report m;
+    memset(&m, 0, sizeof m);
+    fmt(m.selection, sizeof m.selection, "%s", o.selection);
+    m.repeat = o.repeat;
+    m.rec = calloc((size_t)(n_sel ? n_sel : 1), sizeof *m.rec);
+    m.neg = calloc((size_t)(n_negs ? n_negs : 1), sizeof *m.neg);
+    const double t0 = now_s();
+
+    for (int i = 0; i < n_sel && !g_interrupted; i++) {
+        const hp_recipe *r = sel[i];
+        fprintf(stderr, "[%2d/%d] %-13s w%d %-3s ... ", i + 1, n_sel, r->id, hp_recipe_world(r), hp_level_name(r->level));
+        fflush(stderr);
+        hp_recipe_result *x = &m.rec[m.n_rec++];
+        run_recipe(exe, r, &o, runs_dir, x);
+        fprintf(stderr, "%s %.1fs%s\n", hp_verdict_name(x->verdict), x->seconds,
+                x->deterministic == 1 ? " (bit-identical rerun)" : "");
+    }
+    // alternative paths against their twins
+    for (int i = 0; i < m.n_rec; i++) {
+        hp_recipe_result *x = &m.rec[i];
+        if (!x->r->same_as || !x->have_json) continue;
+        for (int k = 0; k < m.n_rec; k++) {
+            hp_recipe_result *y = &m.rec[k];
+            if (strcmp(y->r->id, x->r->same_as) || !y->have_json) continue;
+            x->same_as_rel = traj_diff(x, y);
+            if (x->verdict == HP_V_PASS && !(x->same_as_rel <= TRAJ_TOL)) {
+                x->verdict = HP_V_MISMATCH;
+                fmt(x->failure, sizeof x->failure, "loss trajectory differs from %s by %.3g relative (> %.0e)",
+                         y->r->id, x->same_as_rel, TRAJ_TOL);
+            }
+        }
+    }
+    if (n_negs && !g_interrupted) {
+        char err[256];
+        if (hp_negative_write_files(bad_dir, err, sizeof err) != 0)
+            fprintf(stderr, "hp matrix: cannot write the bad input files: %s\n", err);
+        for (int i = 0; i < n_negs && !g_interrupted; i++) {
+            fprintf(stderr, "[neg %2d/%d] %-19s ... ", i + 1, n_negs, negs[i]->id);
+            hp_negative_result *g = &m.neg[m.n_neg++];
+            run_negative(exe, negs[i], &o, runs_dir, bad_dir, g);
+            fprintf(stderr, "%s %.2fs%s%s\n", g->ok ? "refused-ok" : "WRONG", g->seconds, g->ok ? "" : ": ", g->why);
+        }
+    }
+    m.seconds = now_s() - t0;
+    for (int i = 0; i < m.n_rec; i++) {
+        if (m.rec[i].verdict == HP_V_PASS) m.n_pass++;
+        else m.n_fail++;
+    }
+    for (int i = 0; i < m.n_neg; i++) {
+        if (m.neg[i].ok) m.n_neg_ok++;
+        else m.n_neg_wrong++;
+    }
+    // logs of a temporary folder are gone after the run: do not point at them
+    const int all_ok = m.n_fail == 0 && m.n_neg_wrong == 0 && !g_interrupted;
+    if (temp_work && all_ok)
+        for (int i = 0; i < m.n_rec; i++) m.rec[i].log[0] = '\0';
+
+    printf("\n");
+    hp_report_table(stdout, &m);
+    int rc = all_ok ? HP_EXIT_OK : HP_EXIT_FAIL;
+    if (o.report_dir) {
+        char path[1200];
+        fmt(path, sizeof path, "%s/report.md", o.report_dir);
+        if (hp_report_markdown(path, &m)) rc = HP_EXIT_FAIL;
+        fmt(path, sizeof path, "%s/report.json", o.report_dir);
+        if (hp_report_json(path, &m)) rc = HP_EXIT_FAIL;
+        fmt(path, sizeof path, "%s/report.svg", o.report_dir);
+        if (hp_report_svg(path, &m)) rc = HP_EXIT_FAIL;
+        printf("report: %s/report.md, report.json, report.svg (runs: %s)\n", o.report_dir, runs_dir);
+    } else if (temp_work && all_ok) {
+        // everything passed: nothing to look at
+        if (remove_tree(work, 0) != 0) fprintf(stderr, "hp matrix: cannot remove '%s'\n", work);
+    } else {
+        printf("logs of the runs: %s\n", runs_dir);
+    }
+    if (g_interrupted) fprintf(stderr, "hp matrix: interrupted (signal %d)\n", (int)g_interrupted);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    free(sel);
+    free(negs);
+    free(m.rec);
+    free(m.neg);
+    return rc;
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "cli.h"
+#include "hyperpar/data.h"
 #include "hyperpar/dump.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
@@ -140,6 +141,25 @@ int hp_cmd_run(int argc, char **argv) {
         if (hp_dims_validate(&d, &cli.model, &cli.run, err, sizeof err) != 0) {
             fprintf(stderr, "hp: %s\n", err);
             return HP_EXIT_CONFIG;
+        }
+        // input files too: one line and exit 2 before any rank starts
+        if (cli.run.data_path) {
+            hp_data *data = hp_data_open(cli.run.data_path, cli.model.vocab_size, err, sizeof err);
+            if (!data) { fprintf(stderr, "hp: --data: %s\n", err); return HP_EXIT_CONFIG; }
+            const int64_t windows = hp_data_windows(data, cli.run.seq_len);
+            hp_data_close(data);
+            if (windows < 1) {
+                fprintf(stderr, "hp: --data: '%s' is shorter than seq_len+1 = %d bytes\n",
+                        cli.run.data_path, cli.run.seq_len + 1);
+                return HP_EXIT_CONFIG;
+            }
+        }
+        if (cli.load_file) {
+            hp_cli probe = cli;
+            probe.dims = d;
+            float *full = load_model(&probe, 0);
+            if (!full) return HP_EXIT_CONFIG;
+            free(full);
         }
         if (d.world > 1) return hp_launch_self(d.world, argc, argv);
     }

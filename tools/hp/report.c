@@ -349,8 +349,8 @@ static void svg_panel(FILE *f, const hp_recipe_result *x, double px, double py, 
     double lo = x->losses[0], hi = x->losses[0];
     for (int s = 0; s < x->steps; s++) {
         double a = x->losses[s], b = x->losses_ref[s];
-        if (a < lo) lo = a; if (a > hi) hi = a;
-        if (b < lo) lo = b; if (b > hi) hi = b;
+        lo = fmin(lo, fmin(a, b));
+        hi = fmax(hi, fmax(a, b));
     }
     if (!(hi > lo)) { hi = lo + 1e-3; lo -= 1e-3; }
     const double pad = 0.08 * (hi - lo);

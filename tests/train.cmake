@@ -20,3 +20,16 @@ if(EXISTS /usr/share/common-licenses/GPL-3)
            COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_learns.sh $<TARGET_FILE:hp> /usr/share/common-licenses/GPL-3)
   set_tests_properties(run_real_text_learns PROPERTIES LABELS L1 TIMEOUT 300)
 endif()
+
+# The MoE options the recipe models leave out (tiny-moe-alt: dense first block, sigmoid
+# scores with route_norm and route_scale, no shared expert, E = 4 so that efsdp*ep > E
+# shards experts on dim 1, TorchTitan's #1561 rule), under EP, EP borrowing tp, and ETP.
+foreach(case "x-ep2-s8:--dp-shard;8;--ep;2"
+             "x-ep2-grid:--dp-shard;2;--cp;2;--tp;2;--ep;2"
+             "x-etp2:--dp-shard;2;--tp;2;--ep;2;--etp;2")
+  string(REPLACE ":" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(REMOVE_AT parts 0)
+  add_test(NAME moe_alt_${name} COMMAND hp run --model tiny-moe-alt --verify --quiet ${parts})
+  set_tests_properties(moe_alt_${name} PROPERTIES LABELS L2 TIMEOUT 300 PASS_REGULAR_EXPRESSION "verify: PASS")
+endforeach()

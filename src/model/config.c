@@ -7,7 +7,7 @@
 #include <string.h>
 #include "hyperpar/config.h"
 
-const char *const hp_model_config_names[] = { "tiny", "tiny-moe", "small", "bench", "bench-moe", NULL };
+const char *const hp_model_config_names[] = { "tiny", "tiny-moe", "tiny-moe-alt", "small", "bench", "bench-moe", NULL };
 
 // A dense model: every MoE field 0 (score_func/route_* keep TorchTitan's defaults).
 static hp_model_config dense(const char *name, int V, int D, int L, int H, int Hkv, int F) {
@@ -35,6 +35,16 @@ int hp_model_config_by_name(const char *name, hp_model_config *out) {
     //                               V    D    L  H  Hkv  F
     if (!strcmp(name, "tiny"))      { *out = dense(name, 256, 64, 2, 8, 4, 128); return 0; }
     if (!strcmp(name, "tiny-moe"))  { *out = moe(dense(name, 256, 64, 2, 8, 4, 128), 8, 2, 64, 1); return 0; }
+    // the other MoE options: a dense first block, sigmoid scores renormalised and scaled,
+    // no shared expert, and few experts so that efsdp*ep > E puts experts on Shard(1)
+    if (!strcmp(name, "tiny-moe-alt")) {
+        *out = moe(dense(name, 256, 64, 2, 8, 4, 128), 4, 2, 64, 0);
+        out->n_dense_layers = 1;
+        out->score_func = HP_SCORE_SIGMOID;
+        out->route_norm = 1;
+        out->route_scale = 2.0f;
+        return 0;
+    }
     if (!strcmp(name, "small"))     { *out = dense(name, 256, 128, 4, 8, 4, 256); return 0; }
     if (!strcmp(name, "bench"))     { *out = dense(name, 256, 512, 8, 8, 8, 1536); return 0; }
     if (!strcmp(name, "bench-moe")) { *out = moe(dense(name, 256, 256, 4, 8, 4, 512), 8, 2, 256, 1); return 0; }

@@ -47,6 +47,20 @@ if [ -n "$missing" ]; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
 fi
 
+# Optional: PyTorch for the outside check of the model (tests/check_torch.py) and the
+# benchmark's eager comparison. Best effort: without it those tests are skipped.
+if [ "${HP_NO_TORCH:-0}" != 1 ] && [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  if [ "$(id -u)" = 0 ] || { have sudo && sudo -n true 2>/dev/null; }; then
+    S=""; [ "$(id -u)" = 0 ] || S="sudo -n"
+    echo "setup.sh: installing python3-torch (optional; HP_NO_TORCH=1 skips it)"
+    { [ -n "$missing" ] || $S apt-get update; } >/dev/null 2>&1 || true
+    $S env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch \
+      >/dev/null 2>&1 || echo "setup.sh: python3-torch could not be installed; the PyTorch checks will be skipped" >&2
+  else
+    echo "setup.sh: python3-torch is not installed; the PyTorch checks will be skipped" >&2
+  fi
+fi
+
 jobs=$(nproc 2>/dev/null || echo 2)
 # shellcheck disable=SC2086
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo $HP_CMAKE_ARGS

@@ -33,3 +33,22 @@ foreach(case "x-ep2-s8:--dp-shard;8;--ep;2"
   add_test(NAME moe_alt_${name} COMMAND hp run --model tiny-moe-alt --verify --quiet ${parts})
   set_tests_properties(moe_alt_${name} PROPERTIES LABELS L2 TIMEOUT 300 PASS_REGULAR_EXPRESSION "verify: PASS")
 endforeach()
+
+# An outside check: the model of model.md rebuilt in PyTorch (float64, autograd) from the
+# spec alone must give the dumped loss and gradients. Debian's python3-torch lives with the
+# system interpreter; the test is skipped (not failed) where torch is not installed.
+find_program(HP_SYSTEM_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(HP_SYSTEM_PYTHON)
+  foreach(case "tiny:" "tiny-moe:" "tiny-moe-alt:" "tiny-moe:--dp-shard;2;--tp;2;--ep;4" "tiny:--cp;2;--tp;2;--dp-shard;2")
+    string(REPLACE ":" ";" parts "${case}")
+    list(GET parts 0 model)
+    list(REMOVE_AT parts 0)
+    string(REPLACE ";" "" tag "${parts}")
+    string(REPLACE "--" "_" tag "${tag}")
+    set(name torch_check_${model}${tag})
+    add_test(NAME ${name}
+             COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_torch_check.sh $<TARGET_FILE:hp> ${HP_SYSTEM_PYTHON}
+                     ${CMAKE_CURRENT_BINARY_DIR}/${name} ${model} ${parts})
+    set_tests_properties(${name} PROPERTIES LABELS L1 TIMEOUT 300 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""check_torch.py DIR - an outside check of hyperpar's model: rebuilds model.md in PyTorch
+(float64), loads the initial model and batch that `hp run --dump DIR` wrote, computes the loss
+and every gradient with autograd, and compares them with the dumped loss and gradients.
+
+Written from ../shared/spec/model.md alone (no hyperpar code). Exit 0 on agreement, 1 on a
+miss, 77 (skip) when torch is not installed.
+"""
+import json
+import math
+import struct
+import sys
+
+try:
+    import torch
+except ImportError:
+    print("check_torch: torch is not installed (apt-get install python3-torch); skipped")
+    sys.exit(77)
+
+DTYPES = {"F32": torch.float32, "I32": torch.int32}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        x = torch.frombuffer(bytearray(data[b:e]), dtype=DTYPES[t["dtype"]])
+        out[name] = x.reshape(t["shape"]).clone()
+    return out
+
+
+def rmsnorm(x, w, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def rope(x, theta):
+    # x (B, S, nh, hd); interleaved pairs (2j, 2j+1), f_j = theta^(-2j/hd), a = pos * f_j
+    B, S, nh, hd = x.shape
+    j = torch.arange(hd // 2, dtype=torch.float64)
+    f = theta ** (-2.0 * j / hd)
+    a = torch.arange(S, dtype=torch.float64)[:, None] * f[None, :]          # (S, hd/2)
+    c, s = torch.cos(a)[None, :, None, :], torch.sin(a)[None, :, None, :]
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).reshape(B, S, nh, hd)
+
+
+def attention(x, p, l, cfg):
+    B, S, D = x.shape
+    H, Hkv = cfg["n_heads"], cfg["n_kv_heads"]
+    hd = D // H
+    q = (x @ p[f"layers.{l}.attention.wq.weight"].T).reshape(B, S, H, hd)
+    k = (x @ p[f"layers.{l}.attention.wk.weight"].T).reshape(B, S, Hkv, hd)
+    v = (x @ p[f"layers.{l}.attention.wv.weight"].T).reshape(B, S, Hkv, hd)
+    q, k = rope(q, cfg["rope_theta"]), rope(k, cfg["rope_theta"])
+    rep = H // Hkv                                   # query head h reads kv head h // rep
+    k = k.repeat_interleave(rep, dim=2)
+    v = v.repeat_interleave(rep, dim=2)
+    s = torch.einsum("bihd,bjhd->bhij", q, k) / math.sqrt(hd)
+    mask = torch.ones(S, S, dtype=torch.bool).tril()
+    s = s.masked_fill(~mask, float("-inf"))
+    o = torch.einsum("bhij,bjhd->bihd", torch.softmax(s, dim=-1), v).reshape(B, S, H * hd)
+    return o @ p[f"layers.{l}.attention.wo.weight"].T
+
+
+def ffn(x, w1, w2, w3):
+    return (torch.nn.functional.silu(x @ w1.T) * (x @ w3.T)) @ w2.T
+
+
+def moe(x, p, l, cfg):
+    B, S, D = x.shape
+    xt = x.reshape(B * S, D)
+    pre = f"layers.{l}.moe."
+    logits = xt @ p[pre + "router.gate.weight"].T
+    scores = torch.sigmoid(logits) if cfg["score_func"] == "sigmoid" else torch.softmax(logits, -1)
+    # top-k, a tie going to the lower expert id: stable sort of -score keeps id order on ties
+    idx = torch.sort(-scores.detach(), dim=-1, stable=True).indices[:, :cfg["top_k"]]
+    g = scores.gather(1, idx)
+    if cfg["route_norm"]:
+        g = g / g.sum(-1, keepdim=True)
+    g = g * cfg["route_scale"]
+    out = torch.zeros_like(xt)
+    for e in range(cfg["num_experts"]):
+        rows, slot = (idx == e).nonzero(as_tuple=True)
+        if rows.numel():
+            y = ffn(xt[rows], p[pre + "experts.w1"][e], p[pre + "experts.w2"][e], p[pre + "experts.w3"][e])
+            out = out.index_add(0, rows, g[rows, slot][:, None] * y)
+    if cfg["n_shared_experts"] > 0:
+        out = out + ffn(xt, p[pre + "shared_experts.w1.weight"], p[pre + "shared_experts.w2.weight"],
+                        p[pre + "shared_experts.w3.weight"])
+    return out.reshape(B, S, D)
+
+
+def loss_fn(p, tokens, labels, cfg):
+    h = p["tok_embeddings.weight"][tokens.long()]
+    for l in range(cfg["n_layers"]):
+        h = h + attention(rmsnorm(h, p[f"layers.{l}.attention_norm.weight"], cfg["norm_eps"]), p, l, cfg)
+        x = rmsnorm(h, p[f"layers.{l}.ffn_norm.weight"], cfg["norm_eps"])
+        if cfg["num_experts"] > 0 and l >= cfg["n_dense_layers"]:
+            h = h + moe(x, p, l, cfg)
+        else:
+            h = h + ffn(x, p[f"layers.{l}.feed_forward.w1.weight"], p[f"layers.{l}.feed_forward.w2.weight"],
+                        p[f"layers.{l}.feed_forward.w3.weight"])
+    logits = rmsnorm(h, p["norm.weight"], cfg["norm_eps"]) @ p["output.weight"].T
+    lab = labels.long().reshape(-1)
+    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab,
+                                           ignore_index=-100, reduction="sum")
+    return ce / (lab != -100).sum()
+
+
+def main():
+    d = sys.argv[1]
+    result = json.load(open(f"{d}/result.json"))
+    cfg = result["model"]
+    params = {k: v.double().requires_grad_(True) for k, v in read_safetensors(f"{d}/model.safetensors").items()}
+    batch = read_safetensors(f"{d}/batch.safetensors")
+    grads = read_safetensors(f"{d}/grads.safetensors")
+    loss = loss_fn(params, batch["tokens"], batch["labels"], cfg)
+    loss.backward()
+    fails = 0
+    rel = abs(loss.item() - result["loss"]) / abs(loss.item())
+    print(f"loss: hyperpar {result['loss']:.9f}  torch(float64) {loss.item():.9f}  rel {rel:.2e}")
+    fails += rel > 1e-5
+    worst = (0.0, "")
+    for name, p in params.items():
+        ref = p.grad
+        got = grads[name].double()
+        e = ((got - ref).norm() / ref.norm()).item() if ref.norm() > 0 else (got - ref).norm().item()
+        worst = max(worst, (e, name))
+        if e > 1e-4:   # fp32 (hyperpar) against float64: measured <= 1e-6
+            print(f"  {name}: relative Frobenius error {e:.2e} FAIL")
+            fails += 1
+    print(f"gradients: worst relative error {worst[0]:.2e} ({worst[1]})")
+    print(f"check_torch: {len(params) + 1 - fails} passed, {fails} failed")
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()

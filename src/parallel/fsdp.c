@@ -40,19 +40,25 @@ static void chunk_copy(const hp_param *p, int k, float *local, float *shard, int
     }
 }
 
-// The params of unit u in stack st: indices [*i0, *i1) and shard range [*s0, *s1).
-static int stack_range(const hp_trainer *tr, int u, hp_stack st, int *i0, int *i1,
-                       int64_t *s0, int64_t *s1) {
-    *i0 = *i1 = -1;
+// The params of unit u in one stack: indices [i0, i1), their shards [s0, s0+n) of the shard
+// buffer (contiguous: the table orders params by unit, dense before experts), and the group
+// of size G they are sharded over.
+typedef struct stack_span { int i0, i1; int64_t s0, n; hp_group_kind group; int G; } stack_span;
+
+static int stack_span_of(const hp_trainer *tr, int u, hp_stack st, stack_span *sp) {
+    sp->i0 = sp->i1 = -1;
     for (int i = 0; i < tr->pt.n; i++) {
         const hp_param *p = &tr->pt.p[i];
         if (p->unit != u || p->stack != st) continue;
-        if (*i0 < 0) *i0 = i;
-        *i1 = i + 1;
+        if (sp->i0 < 0) sp->i0 = i;
+        sp->i1 = i + 1;
     }
-    if (*i0 < 0) return 0;
-    *s0 = tr->pt.p[*i0].shard_offset;
-    *s1 = tr->pt.p[*i1 - 1].shard_offset + tr->pt.p[*i1 - 1].shard_numel;
+    if (sp->i0 < 0) return 0;
+    const hp_param *first = &tr->pt.p[sp->i0], *last = &tr->pt.p[sp->i1 - 1];
+    sp->s0 = first->shard_offset;
+    sp->n = last->shard_offset + last->shard_numel - sp->s0;
+    sp->group = (hp_group_kind)first->fsdp_group;
+    sp->G = first->fsdp_size;
     return 1;
 }
 
@@ -69,13 +75,10 @@ int hp_fsdp_alloc(hp_trainer *tr) {
     tr->work_g = calloc((size_t)tr->pt.max_unit_work, sizeof(float));
     // staging: group size x one stack's shard of the largest unit
     int64_t need = 0;
+    stack_span sp;
     for (int u = 0; u < tr->pt.n_units; u++)
-        for (int st = 0; st < 2; st++) {
-            int i0, i1; int64_t s0, s1;
-            if (!stack_range(tr, u, (hp_stack)st, &i0, &i1, &s0, &s1)) continue;
-            int64_t sz = (s1 - s0) * tr->pt.p[i0].fsdp_size;
-            if (sz > need) need = sz;
-        }
+        for (int st = 0; st < 2; st++)
+            if (stack_span_of(tr, u, (hp_stack)st, &sp) && sp.n * sp.G > need) need = sp.n * sp.G;
     tr->comm_buf_numel = need;
     tr->comm_buf = calloc((size_t)need + 1, sizeof(float));
     tr->gathered_unit = -1;
@@ -124,19 +127,14 @@ float *hp_fsdp_param(hp_trainer *tr, int i) { return tr->work_p + tr->pt.p[i].wo
 float *hp_fsdp_grad(hp_trainer *tr, int i)  { return tr->work_g + tr->pt.p[i].work_offset; }
 
 void hp_fsdp_gather_unit(hp_trainer *tr, int u) {
+    stack_span sp;
     for (int st = 0; st < 2; st++) {
-        int i0, i1; int64_t s0, s1;
-        if (!stack_range(tr, u, (hp_stack)st, &i0, &i1, &s0, &s1)) continue;
-        const hp_group_kind g = (hp_group_kind)tr->pt.p[i0].fsdp_group;
-        const int G = tr->pt.p[i0].fsdp_size;
-        const int64_t n = s1 - s0;
-        hp_allgather(tr->comm, g, tr->comm_buf, tr->p_shard + s0, (size_t)n);
-        for (int i = i0; i < i1; i++) {
-            const hp_param *p = &tr->pt.p[i];
-            for (int k = 0; k < G; k++)
-                chunk_copy(p, k, hp_fsdp_param(tr, i),
-                           tr->comm_buf + (int64_t)k * n + (p->shard_offset - s0), 0);
-        }
+        if (!stack_span_of(tr, u, (hp_stack)st, &sp)) continue;
+        hp_allgather(tr->comm, sp.group, tr->comm_buf, tr->p_shard + sp.s0, (size_t)sp.n);
+        for (int i = sp.i0; i < sp.i1; i++)
+            for (int k = 0; k < sp.G; k++)
+                chunk_copy(&tr->pt.p[i], k, hp_fsdp_param(tr, i),
+                           tr->comm_buf + k * sp.n + (tr->pt.p[i].shard_offset - sp.s0), 0);
     }
     tr->gathered_unit = u;
 }
@@ -161,21 +159,16 @@ void hp_fsdp_reduce_unit(hp_trainer *tr, int u) {
             hp_allreduce_sum(tr->comm, HP_G_TP, hp_fsdp_grad(tr, i), (size_t)p->local_numel);
     }
     // 2. reduce-scatter over the shard group, 3. all-reduce over dp_replicate (HSDP / DDP)
+    stack_span sp;
     for (int st = 0; st < 2; st++) {
-        int i0, i1; int64_t s0, s1;
-        if (!stack_range(tr, u, (hp_stack)st, &i0, &i1, &s0, &s1)) continue;
-        const hp_group_kind g = (hp_group_kind)tr->pt.p[i0].fsdp_group;
-        const int G = tr->pt.p[i0].fsdp_size;
-        const int64_t n = s1 - s0;
-        memset(tr->comm_buf, 0, (size_t)(n * G) * sizeof(float));   // padding stays 0
-        for (int i = i0; i < i1; i++) {
-            const hp_param *p = &tr->pt.p[i];
-            for (int k = 0; k < G; k++)
-                chunk_copy(p, k, hp_fsdp_grad(tr, i),
-                           tr->comm_buf + (int64_t)k * n + (p->shard_offset - s0), 1);
-        }
-        hp_reduce_scatter(tr->comm, g, tr->g_shard + s0, tr->comm_buf, (size_t)n);
-        hp_allreduce_sum(tr->comm, HP_G_DP_REPLICATE, tr->g_shard + s0, (size_t)n);
+        if (!stack_span_of(tr, u, (hp_stack)st, &sp)) continue;
+        memset(tr->comm_buf, 0, (size_t)(sp.n * sp.G) * sizeof(float));   // padding stays 0
+        for (int i = sp.i0; i < sp.i1; i++)
+            for (int k = 0; k < sp.G; k++)
+                chunk_copy(&tr->pt.p[i], k, hp_fsdp_grad(tr, i),
+                           tr->comm_buf + k * sp.n + (tr->pt.p[i].shard_offset - sp.s0), 1);
+        hp_reduce_scatter(tr->comm, sp.group, tr->g_shard + sp.s0, tr->comm_buf, (size_t)sp.n);
+        hp_allreduce_sum(tr->comm, HP_G_DP_REPLICATE, tr->g_shard + sp.s0, (size_t)sp.n);
     }
 }
 

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""bench_torch.py - the model and training step of shared/spec/model.md in PyTorch eager, on
+the CPU: the other side of `hp bench`'s comparison (run by bench/run.sh, never by the tests).
+
+Same shapes, RMSNorm, interleaved-pair RoPE, GQA causal attention, SwiGLU FFN, mean CE over
+valid labels, AdamW(beta1 0.9, beta2 0.95, eps 1e-8, weight decay 0.1) - and the same FLOP
+count as hp bench, so the GFLOP/s figures compare.
+
+usage:
+  bench_torch.py [--model bench] [--seq-len 512] [--batch 4] [--steps 3] [--warmup 1]
+                 [--threads N] [--json FILE]
+      times forward + backward + AdamW step; prints one JSON object on stdout
+  bench_torch.py --check DIR
+      DIR from `hp run --dump DIR` (dense models): loads its initial model and batch, computes
+      the loss and every gradient here and compares them with hyperpar's; exit 1 on a miss.
+      This is what shows that the timed model is the same function as hyperpar's.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+# name: V, D, L, H, Hkv, F (the dense configs of src/model/config.c)
+MODELS = {
+    "tiny": (256, 64, 2, 8, 4, 128),
+    "small": (256, 128, 4, 8, 4, 256),
+    "bench": (256, 512, 8, 8, 8, 1536),
+}
+NORM_EPS = 1e-5
+ROPE_THETA = 10000.0
+
+
+class Model(torch.nn.Module):
+    def __init__(self, V, D, L, H, Hkv, Fh, S):
+        super().__init__()
+        self.V, self.D, self.L, self.H, self.Hkv, self.Fh = V, D, L, H, Hkv, Fh
+        self.hd = D // H
+        P = torch.nn.Parameter
+        e = torch.empty
+        self.params = {"tok_embeddings.weight": P(e(V, D))}
+        for l in range(L):
+            pre = f"layers.{l}."
+            self.params[pre + "attention_norm.weight"] = P(e(D))
+            self.params[pre + "attention.wq.weight"] = P(e(H * self.hd, D))
+            self.params[pre + "attention.wk.weight"] = P(e(Hkv * self.hd, D))
+            self.params[pre + "attention.wv.weight"] = P(e(Hkv * self.hd, D))
+            self.params[pre + "attention.wo.weight"] = P(e(D, H * self.hd))
+            self.params[pre + "ffn_norm.weight"] = P(e(D))
+            self.params[pre + "feed_forward.w1.weight"] = P(e(Fh, D))
+            self.params[pre + "feed_forward.w2.weight"] = P(e(D, Fh))
+            self.params[pre + "feed_forward.w3.weight"] = P(e(Fh, D))
+        self.params["norm.weight"] = P(e(D))
+        self.params["output.weight"] = P(e(V, D))
+        for i, (name, p) in enumerate(self.params.items()):
+            self.register_parameter(f"p{i}", p)
+        self.init_weights()
+        self.set_rope(S)
+
+    def init_weights(self):
+        # model.md's stds (a different generator from hyperpar's: the timing does not care)
+        g = torch.Generator().manual_seed(1234)
+        with torch.no_grad():
+            for name, p in self.params.items():
+                if name.endswith("norm.weight"):
+                    p.fill_(1.0)
+                    continue
+                std = 0.02
+                if name == "tok_embeddings.weight":
+                    std = 1.0
+                elif name == "output.weight":
+                    std = self.D ** -0.5
+                elif any(name.endswith(s) for s in ("wo.weight", "w2.weight", "w3.weight")):
+                    l = int(name.split(".")[1])
+                    std = 0.02 / math.sqrt(2 * (l + 1))
+                p.normal_(0.0, std, generator=g)
+
+    def set_rope(self, S):
+        # f_j = theta^(-2j/hd), a = pos * f_j in double, cos/sin rounded to float (as hyperpar)
+        j = torch.arange(self.hd // 2, dtype=torch.float64)
+        f = ROPE_THETA ** (-2.0 * j / self.hd)
+        a = torch.arange(S, dtype=torch.float64)[:, None] * f[None, :]
+        self.cos = torch.cos(a).float()   # (S, hd/2)
+        self.sin = torch.sin(a).float()
+
+    def rope(self, x):
+        # x (B, S, nh, hd): pairs (x[2j], x[2j+1]) rotated by the angle of (pos, j)
+        B, S, nh, hd = x.shape
+        xp = x.view(B, S, nh, hd // 2, 2)
+        x0, x1 = xp[..., 0], xp[..., 1]
+        c = self.cos[:S, None, :]
+        s = self.sin[:S, None, :]
+        return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).view(B, S, nh, hd)
+
+    @staticmethod
+    def rmsnorm(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + NORM_EPS) * w
+
+    def attention(self, x, l):
+        B, S, D = x.shape
+        p, hd = self.params, self.hd
+        pre = f"layers.{l}.attention."
+        q = F.linear(x, p[pre + "wq.weight"]).view(B, S, self.H, hd)
+        k = F.linear(x, p[pre + "wk.weight"]).view(B, S, self.Hkv, hd)
+        v = F.linear(x, p[pre + "wv.weight"]).view(B, S, self.Hkv, hd)
+        q, k = self.rope(q), self.rope(k)
+        grp = self.H // self.Hkv
+        if grp > 1:   # query head h reads kv head h // grp
+            k = k.repeat_interleave(grp, dim=2)
+            v = v.repeat_interleave(grp, dim=2)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # (B, H, S, hd)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(hd)
+        mask = torch.ones(S, S, dtype=torch.bool).triu(1)                   # key > query
+        scores = scores.masked_fill(mask, float("-inf"))
+        out = torch.matmul(torch.softmax(scores, dim=-1), v)               # (B, H, S, hd)
+        out = out.transpose(1, 2).reshape(B, S, self.H * hd)
+        return F.linear(out, p[pre + "wo.weight"])
+
+    def ffn(self, x, l):
+        p, pre = self.params, f"layers.{l}.feed_forward."
+        return F.linear(F.silu(F.linear(x, p[pre + "w1.weight"])) * F.linear(x, p[pre + "w3.weight"]),
+                        p[pre + "w2.weight"])
+
+    def forward(self, tokens, labels):
+        p = self.params
+        h = p["tok_embeddings.weight"][tokens]
+        for l in range(self.L):
+            h = h + self.attention(self.rmsnorm(h, p[f"layers.{l}.attention_norm.weight"]), l)
+            h = h + self.ffn(self.rmsnorm(h, p[f"layers.{l}.ffn_norm.weight"]), l)
+        logits = F.linear(self.rmsnorm(h, p["norm.weight"]), p["output.weight"])
+        # sum over valid labels / N_valid (mean CE with ignore_index -100)
+        return F.cross_entropy(logits.view(-1, self.V), labels.reshape(-1), ignore_index=-100)
+
+
+def step_flops(V, D, L, H, Hkv, Fh, B, S):
+    """The same count as hp bench (tools/hp/cmd_bench.c, bench/README.md)."""
+    hd = D // H
+    P = V * D + L * (D * H * hd * 2 + D * Hkv * hd * 2 + 3 * D * Fh)
+    matmul = 6.0 * P * B * S
+    attn = 12.0 * L * B * H * hd * (S * (S + 1) / 2.0)
+    return matmul, attn
+
+
+def bench(args):
+    torch.set_num_threads(args.threads)
+    V, D, L, H, Hkv, Fh = MODELS[args.model]
+    B, S = args.batch, args.seq_len
+    torch.manual_seed(0)
+    model = Model(V, D, L, H, Hkv, Fh, S)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
+                            weight_decay=0.1)
+    g = torch.Generator().manual_seed(1)
+    times, loss = [], 0.0
+    for s in range(args.warmup + args.steps):
+        ids = torch.randint(0, V, (B, S + 1), generator=g)
+        tokens, labels = ids[:, :S].contiguous(), ids[:, 1:].contiguous()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        l = model(tokens, labels)
+        l.backward()
+        opt.step()
+        dt = (time.perf_counter() - t0) * 1e3
+        loss = l.item()
+        if s >= args.warmup:
+            times.append(dt)
+        print(f"  torch step {s + 1}{' (warm-up)' if s < args.warmup else ''}: {dt:.1f} ms, "
+              f"loss {loss:.4f}", file=sys.stderr)
+    times.sort()
+    n = len(times)
+    median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+    matmul, attn = step_flops(V, D, L, H, Hkv, Fh, B, S)
+    res = {
+        "impl": "pytorch-eager", "torch": torch.__version__, "model": args.model, "batch": B,
+        "seq_len": S, "threads": torch.get_num_threads(),
+        "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""), "steps": args.steps,
+        "ms_best": times[0], "ms_median": median, "tokens_per_s": B * S / (times[0] * 1e-3),
+        "flops_per_step": matmul + attn, "gflops": (matmul + attn) / (times[0] * 1e-3) * 1e-9,
+        "loss_last": loss,
+    }
+    text = json.dumps(res, indent=1)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+
+
+# ---- --check: the same function as hyperpar, on hyperpar's own dump ------------------------
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        buf = f.read()
+    (n,) = struct.unpack("<Q", buf[:8])
+    header = json.loads(buf[8:8 + n].decode("utf-8"))
+    data = buf[8 + n:]
+    dtypes = {"F32": torch.float32, "I32": torch.int32}
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = t["data_offsets"]
+        x = torch.frombuffer(bytearray(data[a:b]), dtype=dtypes[t["dtype"]])
+        out[name] = x.reshape(t["shape"]).clone()
+    return out
+
+
+def check(args):
+    torch.set_num_threads(args.threads)
+    with open(os.path.join(args.check, "result.json")) as f:
+        res = json.load(f)
+    m = res["model"]
+    if m.get("num_experts", 0):
+        print("bench_torch.py --check: MoE models are not modelled here (dense only)")
+        return 2
+    batch = read_safetensors(os.path.join(args.check, "batch.safetensors"))
+    init = read_safetensors(os.path.join(args.check, "model.safetensors"))
+    grads = read_safetensors(os.path.join(args.check, "grads.safetensors"))
+    tokens, labels = batch["tokens"].long(), batch["labels"].long()
+    S = tokens.shape[1]
+    model = Model(m["vocab_size"], m["dim"], m["n_layers"], m["n_heads"], m["n_kv_heads"],
+                  m["ffn_hidden"], S)
+    with torch.no_grad():
+        for name, p in model.params.items():
+            p.copy_(init[name])
+    loss = model(tokens, labels)
+    loss.backward()
+    ok = True
+    loss_err = abs(loss.item() - res["loss"]) / abs(res["loss"])
+    print(f"loss: torch {loss.item():.7f}  hyperpar {res['loss']:.7f}  rel err {loss_err:.2e}")
+    ok &= loss_err < 1e-5
+    worst, worst_name = 0.0, ""
+    for name, p in model.params.items():
+        ref = grads[name]
+        rel = ((p.grad - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        if rel > worst:
+            worst, worst_name = rel, name
+        ok &= rel < 1e-4
+    print(f"grads: worst relative Frobenius error {worst:.2e} ({worst_name}) over "
+          f"{len(model.params)} tensors")
+    print("check: PASS" if ok else "check: FAIL")
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="bench", choices=sorted(MODELS))
+    ap.add_argument("--seq-len", type=int, default=512)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
+    ap.add_argument("--lr", type=float, default=1e-2)
+    ap.add_argument("--json")
+    ap.add_argument("--check", metavar="DIR")
+    args = ap.parse_args()
+    if args.check:
+        return check(args)
+    if args.steps < 1 or args.batch < 1 or args.seq_len < 1 or args.threads < 1:
+        print("bench_torch.py: --steps, --batch, --seq-len and --threads must be >= 1", file=sys.stderr)
+        return 2
+    bench(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

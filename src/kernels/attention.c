@@ -6,12 +6,17 @@
 // kpos[j] <= qpos[i].
 // Work is done per (batch, query head, tile of TQ queries) with sgemm for the products;
 // softmax statistics are accumulated in double. Loop order is fixed (deterministic).
+// The (batch, kv head) pairs are independent items - each writes only its own rows of out/lse
+// (dq) and of dk/dv - so they run in parallel (kernels/parallel.h), each with single-threaded
+// sgemm: the calls are small (hd = 64 deep) and thread poorly inside OpenBLAS. An item does its
+// query heads and tiles in the serial order, so results do not depend on the thread count.
 // defines: hp_attention_forward, hp_attention_backward
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <cblas.h>
 #include "hyperpar/kernels.h"
+#include "kernels/parallel.h"
 
 #define TQ 128 // query rows per tile: scores buffer is TQ x (keys of the block)
 
@@ -43,18 +48,23 @@ static void key_span(int *j0, int *j1, const int *qpos, int i0, int tq,
     *j0 = a; *j1 = b;
 }
 
-void hp_attention_forward(float *out,        // (B, Sq, H, hd)  merged into
-                          float *lse,        // (B, Sq, H)      merged into
-                          const float *q,    // (B, Sq, H, hd)
-                          const float *k,    // (B, Sk, Hkv, hd)
-                          const float *v,    // (B, Sk, Hkv, hd)
-                          const int *qpos,   // (Sq)
-                          const int *kpos,   // (Sk)
-                          int B, int Sq, int Sk, int H, int Hkv, int hd,
-                          int q_lo, int q_hi, int k_lo, int k_hi) {
-    if (!attn_check("hp_attention_forward", B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi)) return;
+// Everything an item needs: the arguments of the public call.
+typedef struct {
+    float *out, *lse, *dq, *dk, *dv;
+    const float *dout, *o, *q, *k, *v;
+    const int *qpos, *kpos;
+    int B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi;
+} attn_job;
+
+// Items [it_lo, it_hi) of the forward: item = b * Hkv + kv head.
+static void forward_items(void *ctx, int it_lo, int it_hi) {
+    const attn_job *J = ctx;
+    float *out = J->out, *lse = J->lse;
+    const float *q = J->q, *k = J->k, *v = J->v;
+    const int *qpos = J->qpos, *kpos = J->kpos;
+    const int Sq = J->Sq, Sk = J->Sk, H = J->H, Hkv = J->Hkv, hd = J->hd;
+    const int q_lo = J->q_lo, q_hi = J->q_hi, k_lo = J->k_lo, k_hi = J->k_hi;
     int nq = q_hi - q_lo, nk = k_hi - k_lo;
-    if (nq <= 0 || nk <= 0 || B == 0) return;
     int tqmax = nq < TQ ? nq : TQ;
     float *sc = malloc(((size_t)tqmax * nk + (size_t)tqmax * hd) * sizeof(float));
     if (!sc) { fprintf(stderr, "hp_attention_forward: out of memory (%d x %d scores)\n", tqmax, nk); return; }
@@ -63,9 +73,9 @@ void hp_attention_forward(float *out,        // (B, Sq, H, hd)  merged into
     const int qs = H * hd, ks = Hkv * hd; // row strides of q/out and k/v
     const int grp = H / Hkv;
 
-    for (int b = 0; b < B; b++)
-    for (int h = 0; h < H; h++) {
-        const int kh = h / grp;
+    for (int it = it_lo; it < it_hi; it++)
+    for (int h = (it % Hkv) * grp; h < (it % Hkv + 1) * grp; h++) {
+        const int b = it / Hkv, kh = h / grp;
         for (int i0 = q_lo; i0 < q_hi; i0 += TQ) {
             int tq = q_hi - i0 < TQ ? q_hi - i0 : TQ;
             int j0, j1;
@@ -128,19 +138,33 @@ void hp_attention_forward(float *out,        // (B, Sq, H, hd)  merged into
     free(sc);
 }
 
-void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
-                           float *dk,        // (B, Sk, Hkv, hd) +=
-                           float *dv,        // (B, Sk, Hkv, hd) +=
-                           const float *dout,// (B, Sq, H, hd)
-                           const float *out, // (B, Sq, H, hd)
-                           const float *lse, // (B, Sq, H)
-                           const float *q, const float *k, const float *v,
-                           const int *qpos, const int *kpos,
-                           int B, int Sq, int Sk, int H, int Hkv, int hd,
-                           int q_lo, int q_hi, int k_lo, int k_hi) {
-    if (!attn_check("hp_attention_backward", B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi)) return;
+void hp_attention_forward(float *out,        // (B, Sq, H, hd)  merged into
+                          float *lse,        // (B, Sq, H)      merged into
+                          const float *q,    // (B, Sq, H, hd)
+                          const float *k,    // (B, Sk, Hkv, hd)
+                          const float *v,    // (B, Sk, Hkv, hd)
+                          const int *qpos,   // (Sq)
+                          const int *kpos,   // (Sk)
+                          int B, int Sq, int Sk, int H, int Hkv, int hd,
+                          int q_lo, int q_hi, int k_lo, int k_hi) {
+    if (!attn_check("hp_attention_forward", B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi)) return;
+    if (q_hi - q_lo <= 0 || k_hi - k_lo <= 0 || B == 0) return;
+    attn_job J = { .out = out, .lse = lse, .q = q, .k = k, .v = v, .qpos = qpos, .kpos = kpos,
+                   .B = B, .Sq = Sq, .Sk = Sk, .H = H, .Hkv = Hkv, .hd = hd,
+                   .q_lo = q_lo, .q_hi = q_hi, .k_lo = k_lo, .k_hi = k_hi };
+    hp_par_for(B * Hkv, 1, 1, forward_items, &J);
+}
+
+// Items [it_lo, it_hi) of the backward: item = b * Hkv + kv head; its query heads in order,
+// so dk/dv of the kv head add up in the serial order.
+static void backward_items(void *ctx, int it_lo, int it_hi) {
+    const attn_job *J = ctx;
+    float *dq = J->dq, *dk = J->dk, *dv = J->dv;
+    const float *dout = J->dout, *out = J->o, *lse = J->lse, *q = J->q, *k = J->k, *v = J->v;
+    const int *qpos = J->qpos, *kpos = J->kpos;
+    const int Sq = J->Sq, Sk = J->Sk, H = J->H, Hkv = J->Hkv, hd = J->hd;
+    const int q_lo = J->q_lo, q_hi = J->q_hi, k_lo = J->k_lo, k_hi = J->k_hi;
     int nq = q_hi - q_lo, nk = k_hi - k_lo;
-    if (nq <= 0 || nk <= 0 || B == 0) return;
     int tqmax = nq < TQ ? nq : TQ;
     float *pm = malloc(2 * (size_t)tqmax * nk * sizeof(float));
     if (!pm) { fprintf(stderr, "hp_attention_backward: out of memory (%d x %d scores)\n", tqmax, nk); return; }
@@ -149,9 +173,9 @@ void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
     const int qs = H * hd, ks = Hkv * hd;
     const int grp = H / Hkv;
 
-    for (int b = 0; b < B; b++)
-    for (int h = 0; h < H; h++) {
-        const int kh = h / grp;
+    for (int it = it_lo; it < it_hi; it++)
+    for (int h = (it % Hkv) * grp; h < (it % Hkv + 1) * grp; h++) {
+        const int b = it / Hkv, kh = h / grp;
         for (int i0 = q_lo; i0 < q_hi; i0 += TQ) {
             int tq = q_hi - i0 < TQ ? q_hi - i0 : TQ;
             int j0, j1;
@@ -204,4 +228,23 @@ void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
         }
     }
     free(pm);
+}
+
+void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
+                           float *dk,        // (B, Sk, Hkv, hd) +=
+                           float *dv,        // (B, Sk, Hkv, hd) +=
+                           const float *dout,// (B, Sq, H, hd)
+                           const float *out, // (B, Sq, H, hd)
+                           const float *lse, // (B, Sq, H)
+                           const float *q, const float *k, const float *v,
+                           const int *qpos, const int *kpos,
+                           int B, int Sq, int Sk, int H, int Hkv, int hd,
+                           int q_lo, int q_hi, int k_lo, int k_hi) {
+    if (!attn_check("hp_attention_backward", B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi)) return;
+    if (q_hi - q_lo <= 0 || k_hi - k_lo <= 0 || B == 0) return;
+    attn_job J = { .lse = (float *)lse, .dq = dq, .dk = dk, .dv = dv, .dout = dout, .o = out,
+                   .q = q, .k = k, .v = v, .qpos = qpos, .kpos = kpos,
+                   .B = B, .Sq = Sq, .Sk = Sk, .H = H, .Hkv = Hkv, .hd = hd,
+                   .q_lo = q_lo, .q_hi = q_hi, .k_lo = k_lo, .k_hi = k_hi };
+    hp_par_for(B * Hkv, 1, 1, backward_items, &J);
 }

@@ -1,9 +1,13 @@
 // optim.c - optimiser updates on flat buffers (a rank's shard of the parameters).
-// Elementwise, so sharding them (FSDP, ZeRO) gives the same values as the full update.
+// Elementwise, so sharding them (FSDP, ZeRO) gives the same values as the full update, and
+// contiguous ranges run in parallel (kernels/parallel.h) with the same result per element.
 // defines: hp_sgd_update, hp_adamw_update
 #include <math.h>
 #include <stdio.h>
 #include "hyperpar/kernels.h"
+#include "kernels/parallel.h"
+
+#define OPT_CHUNK 16384 // elements per parallel item
 
 void hp_sgd_update(float *p, const float *g, size_t n, float lr) {
     for (size_t i = 0; i < n; i++) p[i] -= lr * g[i];
@@ -13,15 +17,22 @@ void hp_sgd_update(float *p, const float *g, size_t n, float lr) {
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  mhat = m/(1-b1^t);  vhat = v/(1-b2^t)
 //   p = p - lr*wd*p - lr*mhat/(sqrt(vhat)+eps), both terms computed from the OLD p
 // (torch scales p by (1 - lr*wd) first and then adds the Adam step: the same thing).
-void hp_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
-                     float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
-    if (t < 1) { // the bias correction 1 - beta^t would divide by zero
-        fprintf(stderr, "hp_adamw_update: step t must be >= 1, got %d\n", t);
-        return;
-    }
-    float bc1 = (float)(1.0 - pow((double)beta1, t)); // bias corrections in double, then fp32
-    float bc2 = (float)(1.0 - pow((double)beta2, t));
-    for (size_t i = 0; i < n; i++) {
+typedef struct {
+    float *p, *m, *v;
+    const float *g;
+    size_t n;
+    float lr, beta1, beta2, eps, weight_decay, bc1, bc2;
+} adamw_job;
+
+static void adamw_items(void *ctx, int lo, int hi) {
+    const adamw_job *J = ctx;
+    const size_t i0 = (size_t)lo * OPT_CHUNK;
+    const size_t i1 = (size_t)hi * OPT_CHUNK < J->n ? (size_t)hi * OPT_CHUNK : J->n;
+    float *p = J->p, *m = J->m, *v = J->v;
+    const float *g = J->g;
+    const float lr = J->lr, beta1 = J->beta1, beta2 = J->beta2, eps = J->eps;
+    const float weight_decay = J->weight_decay, bc1 = J->bc1, bc2 = J->bc2;
+    for (size_t i = i0; i < i1; i++) {
         float gi = g[i];
         float mi = beta1 * m[i] + (1.0f - beta1) * gi;
         float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
@@ -31,4 +42,17 @@ void hp_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
         float pi = p[i];
         p[i] = pi - lr * weight_decay * pi - lr * mhat / (sqrtf(vhat) + eps);
     }
+}
+
+void hp_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
+                     float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
+    if (t < 1) { // the bias correction 1 - beta^t would divide by zero
+        fprintf(stderr, "hp_adamw_update: step t must be >= 1, got %d\n", t);
+        return;
+    }
+    adamw_job J = { .p = p, .m = m, .v = v, .g = g, .n = n, .lr = lr, .beta1 = beta1,
+                    .beta2 = beta2, .eps = eps, .weight_decay = weight_decay };
+    J.bc1 = (float)(1.0 - pow((double)beta1, t)); // bias corrections in double, then fp32
+    J.bc2 = (float)(1.0 - pow((double)beta2, t));
+    hp_par_for((int)((n + OPT_CHUNK - 1) / OPT_CHUNK), 4, 0, adamw_items, &J);
 }

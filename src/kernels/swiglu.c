@@ -1,22 +1,54 @@
 // swiglu.c - the SwiGLU gate of the FFN: h = silu(a) * b, silu(z) = z * sigmoid(z).
 // a = w1 x and b = w3 x come from two linears; this file is only the elementwise part.
+// Elementwise, so contiguous ranges run in parallel (kernels/parallel.h) with the very same
+// result per element whatever the thread count.
 // defines: hp_swiglu_forward, hp_swiglu_backward
 #include <math.h>
 #include "hyperpar/kernels.h"
+#include "kernels/parallel.h"
+
+#define SWIGLU_CHUNK 4096 // elements per parallel item
 
 static inline float sigmoidf(float z) { return 1.0f / (1.0f + expf(-z)); } // exp overflow -> 0, fine
 
+typedef struct { float *h, *da, *db; const float *dh, *a, *b; size_t n; } swiglu_job;
+
+static void items(const swiglu_job *J, int lo, int hi, size_t *i0, size_t *i1) {
+    *i0 = (size_t)lo * SWIGLU_CHUNK;
+    *i1 = (size_t)hi * SWIGLU_CHUNK < J->n ? (size_t)hi * SWIGLU_CHUNK : J->n;
+}
+
+static void forward_items(void *ctx, int lo, int hi) {
+    const swiglu_job *J = ctx;
+    size_t i0, i1;
+    items(J, lo, hi, &i0, &i1);
+    float *h = J->h;
+    const float *a = J->a, *b = J->b;
+    for (size_t i = i0; i < i1; i++) h[i] = a[i] * sigmoidf(a[i]) * b[i];
+}
+
 void hp_swiglu_forward(float *h, const float *a, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) h[i] = a[i] * sigmoidf(a[i]) * b[i];
+    swiglu_job J = { .h = h, .a = a, .b = b, .n = n };
+    hp_par_for((int)((n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK), 8, 0, forward_items, &J);
 }
 
 // d silu / dz = sig(z) * (1 + z * (1 - sig(z)))
-void hp_swiglu_backward(float *da, float *db,   // (n) +=
-                        const float *dh, const float *a, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) {
+static void backward_items(void *ctx, int lo, int hi) {
+    const swiglu_job *J = ctx;
+    size_t i0, i1;
+    items(J, lo, hi, &i0, &i1);
+    float *da = J->da, *db = J->db;
+    const float *dh = J->dh, *a = J->a, *b = J->b;
+    for (size_t i = i0; i < i1; i++) {
         float s = sigmoidf(a[i]);
         float silu = a[i] * s;
         if (da) da[i] += dh[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
         if (db) db[i] += dh[i] * silu;
     }
+}
+
+void hp_swiglu_backward(float *da, float *db,   // (n) +=
+                        const float *dh, const float *a, const float *b, size_t n) {
+    swiglu_job J = { .da = da, .db = db, .dh = dh, .a = a, .b = b, .n = n };
+    hp_par_for((int)((n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK), 8, 0, backward_items, &J);
 }

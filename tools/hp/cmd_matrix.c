@@ -8,14 +8,17 @@
 //
 // Each recipe is `<this hp> run <flags> --verify --verify-steps 5 --json F --quiet` in a child
 // process (which starts mpirun itself), run --repeat times (default 2) one after another - two
-// cores - and the losses of the runs must be bit-identical: cJSON prints a double with 15
-// significant digits only when that reads back to the same bits, else with 17, so the parsed
-// numbers are exactly the ranks' doubles (tests/test_recipes.c checks that claim). A variant
+// cores - and the runs must agree bit for bit: every gradient of step 1 (the runs' --dump
+// grads.safetensors, compared byte for byte) and the 5 losses. The losses come from the JSON,
+// whose numbers cJSON 1.7.15 prints with 15 digits whenever they read back within 1-2 ulps
+// (tests/test_recipes.c measures it), so they are exact only when hp run also writes a
+// "losses_exact" array of "%.17g"/"%a" strings, which is read when present. A variant
 // with same_as (ring vs all-gather CP, all-gather vs all-to-all dispatch) must also follow its
 // twin's loss trajectory within the trajectory tolerance. Negative cases run `hp <args>` and
 // must exit with their code and one stderr line matching their rule.
 // Children run in their own process group so a time-out (or Ctrl-C of the matrix) ends the
 // child, its mpirun and every rank; nothing is left running.
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,14 +43,14 @@ static const char *const matrix_usage =
     "                 [--timeout S] [--no-negative] [--list] [--write-bad-files DIR]\n"
     "\n"
     "Runs every selected recipe of the completeness matrix (shared/spec/recipes.md) as\n"
-    "`hp run <flags> --verify --json F --quiet`, N times (default 2: the losses must be\n"
+    "`hp run <flags> --verify --json F --quiet`, N times (default 2: the runs must be\n"
     "bit-identical), then the negative cases (each must exit 2 with one line naming the rule).\n"
     "Prints a table; with --report writes DIR/report.md, DIR/report.json, DIR/report.svg and\n"
     "keeps every run's log and JSON under DIR/runs/. Exit 0 when everything passed, 1 otherwise.\n"
     "  --level L        recipes of these levels (default all); negative cases belong to L0\n"
     "  --only IDS       just these recipe variants / negative cases (see --list)\n"
     "  --repeat N       runs per recipe (1 = no determinism check; default 2)\n"
-    "  --timeout S      seconds one run may take before it is killed (default 180)\n"
+    "  --timeout S      seconds one run may take before it is killed (default 60)\n"
     "  --no-negative    skip the negative cases\n"
     "  --list           print the recipe table and the negative cases, tab-separated, and exit\n"
     "  --write-bad-files DIR   write the bad input files of the negative cases into DIR and exit\n";
@@ -125,7 +128,7 @@ static int parse_opts(int argc, char **argv, matrix_opts *o) {
     for (int l = 0; l < HP_LEVEL_COUNT; l++) o->levels[l] = 1;
     fmt(o->selection, sizeof o->selection, "--level all");
     o->repeat = 2;
-    o->timeout_s = 180;
+    o->timeout_s = 60;
     for (int i = 2; i < argc; i++) {
         const char *v = NULL;
         int k;
@@ -208,6 +211,27 @@ static int check_only(const char *list) {
 
 // ---------------------------------------------------------------------------------------------
 // children
+
+// Removes a folder this command made (plain files and folders, a few levels deep).
+static int remove_tree(const char *path, int depth) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return -1;
+    if (S_ISDIR(st.st_mode) && depth < 4) {
+        DIR *d = opendir(path);
+        if (!d) return -1;
+        struct dirent *ent;
+        while ((ent = readdir(d))) {
+            if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
+            char sub[1400];
+            fmt(sub, sizeof sub, "%s/%s", path, ent->d_name);
+            remove_tree(sub, depth + 1);
+        }
+        closedir(d);
+        return rmdir(path);
+    }
+    return unlink(path);
+}
+
 
 // Runs argv[0] with stdout to out_path and stderr to err_path (the same file when equal), in
 // its own process group; waits at most timeout_s. Returns the exit code, 128+signal when it was
@@ -297,8 +321,8 @@ static void free_args(char **argv, int first, int n) {
     for (int i = first; i < n; i++) free(argv[i]);
 }
 
-// The first line of a file that contains `needle` (NULL: the first non-empty line), or the last
-// non-empty line when `last`; "" when there is none.
+// The first line of a file that contains `needle` (NULL: any line), or the last such line when
+// `last`; lines without a letter or digit do not count; "" when there is none.
 static void file_line(const char *path, const char *needle, int last, char *out, int cap) {
     out[0] = '\0';
     FILE *f = fopen(path, "r");
@@ -307,7 +331,9 @@ static void file_line(const char *path, const char *needle, int last, char *out,
     while (fgets(line, sizeof line, f)) {
         size_t n = strlen(line);
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        if (!n) continue;
+        int alnum = 0;
+        for (size_t i = 0; i < n && !alnum; i++) alnum = isalnum((unsigned char)line[i]);
+        if (!alnum) continue;   // empty lines and mpirun's "-----" rulers say nothing
         if (needle && !strstr(line, needle)) continue;
         fmt(out, (size_t)cap, "%s", line);
         if (!last) break;
@@ -341,6 +367,21 @@ static char *read_file(const char *path) {
     return s;
 }
 
+// 1 when both files exist and hold the same bytes.
+static int files_equal(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        char ba[65536], bb[65536];
+        size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
+        if (na != nb || memcmp(ba, bb, na)) same = 0;
+        if (na == 0) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
 static double num(const cJSON *j, const char *k, double dflt) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
@@ -358,6 +399,7 @@ static void str(const cJSON *j, const char *k, char *out, int cap) {
 // One run's numbers: the whole result on the first run, the losses only on the others.
 typedef struct {
     int    pass, steps;
+    int    exact;                      // losses read from "losses_exact" (every bit)
     double losses[HP_MATRIX_MAX_STEPS];
 } run_numbers;
 
@@ -372,6 +414,16 @@ static int load_json(const char *path, hp_recipe_result *x, run_numbers *rn) {
     rn->steps = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, l) if (rn->steps < HP_MATRIX_MAX_STEPS && cJSON_IsNumber(e)) rn->losses[rn->steps++] = e->valuedouble;
+    // exact text of the same losses, when the run writes it: strtod reads "%.17g" and "%a"
+    const cJSON *lx = cJSON_GetObjectItemCaseSensitive(j, "losses_exact");
+    if (cJSON_GetArraySize(lx) == rn->steps) {
+        int k = 0;
+        cJSON_ArrayForEach(e, lx) {
+            if (cJSON_IsString(e)) rn->losses[k] = strtod(e->valuestring, NULL);
+            k++;
+        }
+        rn->exact = 1;
+    }
     if (x) {
         x->have_json = 1;
         x->world = (int)num(j, "world", x->world);
@@ -405,24 +457,29 @@ static int load_json(const char *path, hp_recipe_result *x, run_numbers *rn) {
 }
 
 // Why a run that did not pass failed, from its exit code and its log.
-static void explain(hp_recipe_result *x, int code, const char *log_path) {
+static void explain(hp_recipe_result *x, int code, const char *log_path, double limit_s, int json_pass) {
     char line[400];
     if (code == -1) {
         x->verdict = HP_V_TIMEOUT;
-        fmt(x->failure, sizeof x->failure, g_interrupted ? "interrupted; the run was killed"
-                                                              : "still running after the time limit; killed");
+        if (g_interrupted) fmt(x->failure, sizeof x->failure, "interrupted; the run was killed");
+        else fmt(x->failure, sizeof x->failure, "still running after %.0f s (--timeout); killed with its ranks", limit_s);
     } else if (code == HP_EXIT_CONFIG) {
         x->verdict = HP_V_REFUSED;
         file_line(log_path, "hp", 0, line, sizeof line);
         fmt(x->failure, sizeof x->failure, "refused as a bad configuration: %.300s", line);
-    } else if (code == HP_EXIT_FAIL && x->have_json) {
+    } else if (code == HP_EXIT_FAIL && x->have_json && !json_pass) {
         x->verdict = HP_V_FAIL;
         if (!x->failure[0]) fmt(x->failure, sizeof x->failure, "verification failed");
     } else {
         x->verdict = HP_V_CRASH;
-        file_line(log_path, NULL, 1, line, sizeof line);
-        if (code > 128) fmt(x->failure, sizeof x->failure, "killed by signal %d; last line: %.280s", code - 128, line);
-        else fmt(x->failure, sizeof x->failure, "exit %d without a verification result; last line: %.280s", code, line);
+        // the most telling line: hp's own message, a sanitizer's or an MPI error, else the last
+        static const char *const needles[] = { "hp:", "ERROR", "Sanitizer", "error", NULL };
+        line[0] = '\0';
+        for (int k = 0; needles[k] && !line[0]; k++) file_line(log_path, needles[k], 0, line, sizeof line);
+        if (!line[0]) file_line(log_path, NULL, 1, line, sizeof line);
+        if (code > 128) fmt(x->failure, sizeof x->failure, "killed by signal %d: %.280s", code - 128, line);
+        else if (json_pass) fmt(x->failure, sizeof x->failure, "exit %d although its verification passed: %.260s", code, line);
+        else fmt(x->failure, sizeof x->failure, "exit %d without a verification result: %.280s", code, line);
     }
 }
 
@@ -438,10 +495,11 @@ static void run_recipe(const char *exe, const hp_recipe *r, const matrix_opts *o
     x->deterministic = -1;
     x->same_as_rel = -1;
     x->verdict = HP_V_PASS;
-    char flags[512], json[1024], log[1024];
+    char flags[512], json[1024], log[1024], dump[1024], dump1[1024] = "";
     hp_recipe_flags(r, flags, sizeof flags);
     run_numbers first = { 0 };
-    for (int rep = 0; rep < o->repeat; rep++) {
+    int keep_dumps = 0;
+    for (int rep = 0; rep < o->repeat && !g_interrupted; rep++) {
         char *argv[64];
         argv[0] = (char *)exe;
         argv[1] = "run";
@@ -449,7 +507,15 @@ static void run_recipe(const char *exe, const hp_recipe *r, const matrix_opts *o
         const int n_own = n;
         fmt(json, sizeof json, "%s/%s.run%d.json", runs_dir, r->id, rep + 1);
         fmt(log, sizeof log, "%s/%s.run%d.log", runs_dir, r->id, rep + 1);
+        fmt(dump, sizeof dump, "%s/%s.run%d.dump", runs_dir, r->id, rep + 1);
         unlink(json);
+        remove_tree(dump, 0);
+        if (rep == 0) fmt(dump1, sizeof dump1, "%s", dump);
+        if (o->repeat > 1) {
+            // the full gradients of step 1, to compare the runs bit for bit
+            argv[n++] = "--dump";
+            argv[n++] = dump;
+        }
         argv[n++] = "--verify";
         argv[n++] = "--verify-steps";
         argv[n++] = "5";
@@ -471,16 +537,19 @@ static void run_recipe(const char *exe, const hp_recipe *r, const matrix_opts *o
         if (code != 0 || !have || !rn.pass) {
             if (rep > 0) x->exit_code = code;
             if (code == 0) code = 127;     // exit 0 without a passing JSON result
-            explain(x, code, log);
+            explain(x, code, log, o->timeout_s, have && rn.pass);
             if (rep > 0) {
                 char tmp[sizeof x->failure];
                 fmt(tmp, sizeof tmp, "run %d of %d: %s", rep + 1, o->repeat, x->failure);
                 memcpy(x->failure, tmp, sizeof tmp);
             }
             fmt(x->log, sizeof x->log, "%s", log);
-            return;
+            break;
         }
         if (rep > 0) {
+            char g1[1100], gn[1100];
+            fmt(g1, sizeof g1, "%s/grads.safetensors", dump1);
+            fmt(gn, sizeof gn, "%s/grads.safetensors", dump);
             if (rn.steps != first.steps || !same_bits(rn.losses, first.losses, rn.steps)) {
                 int s = 0;
                 while (s < rn.steps && s < first.steps && rn.losses[s] == first.losses[s]) s++;
@@ -489,11 +558,28 @@ static void run_recipe(const char *exe, const hp_recipe *r, const matrix_opts *o
                 fmt(x->failure, sizeof x->failure,
                          "run %d differs from run 1 at step %d: loss %.17g != %.17g", rep + 1, s + 1,
                          s < rn.steps ? rn.losses[s] : NAN, s < first.steps ? first.losses[s] : NAN);
+            } else if (!files_equal(g1, gn)) {
+                x->deterministic = 0;
+                x->verdict = HP_V_NONDET;
+                fmt(x->failure, sizeof x->failure, "run %d and run 1 have different gradients of step 1 (%s vs %s)",
+                    rep + 1, gn, g1);
+            }
+            if (x->deterministic == 0) {
                 fmt(x->log, sizeof x->log, "%s", log);
-                return;
+                keep_dumps = 1;   // to look at
+                break;
             }
             x->deterministic = 1;
         }
+    }
+    if (g_interrupted && x->verdict == HP_V_PASS && x->runs < o->repeat) {
+        x->verdict = HP_V_TIMEOUT;
+        fmt(x->failure, sizeof x->failure, "interrupted after %d of %d runs", x->runs, o->repeat);
+    }
+    // the dumps only served the comparison
+    for (int rep = 0; rep < x->runs && !keep_dumps; rep++) {
+        fmt(dump, sizeof dump, "%s/%s.run%d.dump", runs_dir, r->id, rep + 1);
+        remove_tree(dump, 0);
     }
 }
 
@@ -540,26 +626,6 @@ static void run_negative(const char *exe, const hp_negative *g, const matrix_opt
 }
 
 // ---------------------------------------------------------------------------------------------
-
-// Removes the temporary folder this command made (plain files and folders, a few levels deep).
-static int remove_tree(const char *path, int depth) {
-    struct stat st;
-    if (lstat(path, &st) != 0) return -1;
-    if (S_ISDIR(st.st_mode) && depth < 4) {
-        DIR *d = opendir(path);
-        if (!d) return -1;
-        struct dirent *ent;
-        while ((ent = readdir(d))) {
-            if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
-            char sub[1400];
-            fmt(sub, sizeof sub, "%s/%s", path, ent->d_name);
-            remove_tree(sub, depth + 1);
-        }
-        closedir(d);
-        return rmdir(path);
-    }
-    return unlink(path);
-}
 
 static int make_dir(const char *path) {
     if (mkdir(path, 0777) == 0 || errno == EEXIST) return 0;

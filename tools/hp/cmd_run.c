@@ -33,6 +33,14 @@ static void write_json(const char *path, const hp_cli *cli, const hp_verify_resu
     cJSON_AddNumberToObject(j, "world", cli->dims.world);
     cJSON *l = cJSON_AddArrayToObject(j, "losses");
     for (int s = 0; s < steps; s++) cJSON_AddItemToArray(l, cJSON_CreateNumber(losses[s]));
+    // cJSON prints 15 significant digits when they read back within ~2 ulps; the exact
+    // losses (for bit-identical rerun checks) travel as %.17g strings
+    cJSON *lx = cJSON_AddArrayToObject(j, "losses_exact");
+    for (int s = 0; s < steps; s++) {
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.17g", losses[s]);
+        cJSON_AddItemToArray(lx, cJSON_CreateString(buf));
+    }
     if (r) {
         cJSON_AddNumberToObject(j, "loss", r->loss);
         cJSON_AddNumberToObject(j, "loss_ref", r->loss_ref);

@@ -36,7 +36,7 @@ void hp_recipe_dims_text(const hp_recipe *r, char *out, int cap) {
     if (r->T > 1) n += snprintf(out + n, (size_t)(cap - n), r->sp == 0 ? " noSP" : " SP");
     if (n < cap && (r->EP > 1 || r->ET > 1)) n += snprintf(out + n, (size_t)(cap - n), " EP%d ET%d", r->EP, r->ET);
     if (n < cap && r->rotate) n += snprintf(out + n, (size_t)(cap - n), " %s", !strcmp(r->rotate, "ring") ? "ring" : "ag");
-    if (n < cap && r->dispatcher) snprintf(out + n, (size_t)(cap - n), " disp=%s", r->dispatcher);
+    if (n < cap && r->dispatcher) snprintf(out + n, (size_t)(cap - n), " disp-%s", !strcmp(r->dispatcher, "allgather") ? "ag" : "a2a");
 }
 
 static void fmt_err(char *out, int cap, double v) {
@@ -50,7 +50,7 @@ static const char *det_text(int d) { return d == 1 ? "yes" : d == 0 ? "NO" : "-"
 // console
 
 void hp_report_table(FILE *out, const hp_matrix_report *m) {
-    fprintf(out, "%-13s %-3s %-27s %5s %9s %-40s %-24s %6s %4s  %s\n", "recipe", "lvl", "dims", "world",
+    fprintf(out, "%-13s %-3s %-30s %5s %9s %-40s %-24s %6s %4s  %s\n", "recipe", "lvl", "dims", "world",
             "loss rel", "worst grad rel (tensor)", "bytes counted / formula", "time", "det", "verdict");
     for (int i = 0; i < m->n_rec; i++) {
         const hp_recipe_result *x = &m->rec[i];
@@ -64,7 +64,7 @@ void hp_report_table(FILE *out, const hp_matrix_report *m) {
                      x->traffic_ok ? "ok" : "DIFF");
         else
             snprintf(bytes, sizeof bytes, "-");
-        fprintf(out, "%-13s %-3s %-27s %5d %9s %-40s %-24s %5.1fs %4s  %s\n", x->r->id,
+        fprintf(out, "%-13s %-3s %-30s %5d %9s %-40s %-24s %5.1fs %4s  %s\n", x->r->id,
                 hp_level_name(x->r->level), dims, x->world, lre, grad, bytes, x->seconds,
                 det_text(x->deterministic), hp_verdict_name(x->verdict));
     }
@@ -115,7 +115,7 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
                "seed and batch); the loss, every gradient and every updated parameter are gathered to full "
                "tensors and compared (relative Frobenius error <= 1e-5 per tensor, loss <= 1e-5, 5-step loss "
                "trajectory <= 1e-4), and the bytes each collective moved are compared with the formula. "
-               "*det* = the losses of the repeated runs are bit-identical. Degrees: R dp_replicate, S "
+               "*det* = the repeated runs are bit-identical (every gradient of step 1 byte for byte, and the losses). Degrees: R dp_replicate, S "
                "dp_shard, C cp, T tp, EP ep, ET etp; world = R*S*C*T.\n\n");
     fprintf(f, "| recipe | level | dims | world | loss rel err | worst grad rel (tensor) | worst param rel (tensor) | "
                "traj worst | bytes counted / formula | time | det | verdict |\n");
@@ -128,8 +128,9 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
         fmt_err(b, sizeof b, x->have_json ? x->worst_grad_rel : -1);
         fmt_err(c, sizeof c, x->have_json ? x->worst_param_rel : -1);
         fmt_err(d, sizeof d, x->have_json ? x->traj_worst : -1);
-        fprintf(f, "| %s | %s | %s | %d | %s | %s `%s` | %s `%s` | %s | ", x->r->id, hp_level_name(x->r->level),
-                dims, x->world, a, b, x->have_json ? x->worst_grad : "", c, x->have_json ? x->worst_param : "", d);
+        fprintf(f, "| %s | %s | %s | %d | %s | ", x->r->id, hp_level_name(x->r->level), dims, x->world, a);
+        if (x->have_json) fprintf(f, "%s `%s` | %s `%s` | %s | ", b, x->worst_grad, c, x->worst_param, d);
+        else fprintf(f, "- | - | - | ");
         if (x->have_json) fprintf(f, "%.0f / %.0f %s", x->bytes_counted, x->bytes_predicted, x->traffic_ok ? "ok" : "**DIFF**");
         else fprintf(f, "-");
         fprintf(f, " | %.1f s | %s | %s%s%s |\n", x->seconds, det_text(x->deterministic),
@@ -144,7 +145,8 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
             if (x->verdict == HP_V_PASS) continue;
             char flags[512];
             hp_recipe_flags(x->r, flags, sizeof flags);
-            fprintf(f, "- **%s** (%s, exit %d): ", x->r->id, hp_verdict_name(x->verdict), x->exit_code);
+            if (x->verdict == HP_V_TIMEOUT) fprintf(f, "- **%s** (%s): ", x->r->id, hp_verdict_name(x->verdict));
+            else fprintf(f, "- **%s** (%s, exit %d): ", x->r->id, hp_verdict_name(x->verdict), x->exit_code);
             md_cell(f, x->failure);
             fprintf(f, "  \n  reproduce: `hp run %s --verify`", flags);
             if (x->log[0]) fprintf(f, "; log: `%s`", x->log);
@@ -333,13 +335,15 @@ static void svg_panel(FILE *f, const hp_recipe_result *x, double px, double py, 
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"bold\" text-anchor=\"end\" fill=\"%s\">%s</text>\n",
             px + pw - 6, py + 15, ok ? C_PASS : C_FAIL, buf);
     hp_recipe_dims_text(x->r, dims, sizeof dims);
-    snprintf(buf, sizeof buf, "%s  w%d%s", dims, x->world, !strcmp(x->r->model, "tiny-moe") ? " moe" : "");
+    snprintf(buf, sizeof buf, "%s w%d%s", dims, x->world, x->r->EP == 1 && strcmp(x->r->model, "tiny") ? " moe" : "");
     svg_text(f, px + 6, py + 28, "font-size=\"9.5\" fill=\"#444\"", buf);
 
     // plot area
     const double ax = px + 44, ay = py + 36, aw = pw - 52, ah = ph - 62;
     if (!x->have_json || x->steps < 1) {
-        snprintf(buf, sizeof buf, "no result (exit %d)", x->exit_code);
+        if (x->verdict == HP_V_TIMEOUT) snprintf(buf, sizeof buf, "no result (timed out)");
+        else if (x->exit_code > 128) snprintf(buf, sizeof buf, "no result (signal %d)", x->exit_code - 128);
+        else snprintf(buf, sizeof buf, "no result (exit %d)", x->exit_code);
         svg_text(f, px + pw / 2, ay + ah / 2, "font-size=\"11\" text-anchor=\"middle\" fill=\"" C_FAIL "\"", buf);
         char why[48];
         snprintf(why, sizeof why, "%.44s", x->failure);
@@ -471,6 +475,7 @@ int hp_report_svg(const char *path, const hp_matrix_report *m) {
         svg_text_escaped(f, buf);
         fputs("</title></rect>\n", f);
         if (v < 0) svg_text(f, cx, bar_y + 12, "font-size=\"8\" text-anchor=\"middle\" fill=\"white\"", "n/a");
+        if (v == 0) svg_text(f, cx, bar_y + bar_h - 4, "font-size=\"9\" text-anchor=\"middle\" fill=\"#222\"", "0");
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\" fill=\"%s\" transform=\"rotate(-55 %.1f %.1f)\">",
                 cx + 3, bar_y + bar_h + 12, ok ? "#222" : C_FAIL, cx + 3, bar_y + bar_h + 12);
         svg_text_escaped(f, x->r->id);

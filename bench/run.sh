@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/run.sh - hyperpar's training step next to PyTorch eager's, same model, same machine,
+# same thread count, in one run; prints the side-by-side table with the two ratios:
+#   speed-up = hyperpar tokens/s / PyTorch tokens/s    (target > 1)
+#   of sgemm = hyperpar achieved GFLOP/s / sgemm GFLOP/s (target >= 0.60)
+#
+#   bench/run.sh                      # threads 1 and 2, model bench, B 4 x S 512
+#   THREADS="1" STEPS=5 bench/run.sh  # settings: THREADS, MODEL, SEQ, BATCH, STEPS, ROUNDS,
+#                                     # BUILD_DIR (default build), OUT (default /tmp/hp-bench)
+# The machine may be shared: each round runs hyperpar then PyTorch back to back, ROUNDS times
+# (default 2), and the best step of each side counts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+THREADS=${THREADS:-"1 2"}
+MODEL=${MODEL:-bench}
+SEQ=${SEQ:-512}
+BATCH=${BATCH:-4}
+STEPS=${STEPS:-3}
+ROUNDS=${ROUNDS:-2}
+BUILD_DIR=${BUILD_DIR:-build}
+OUT=${OUT:-${TMPDIR:-/tmp}/hp-bench}
+PY=/usr/bin/python3   # Debian's python3, the one python3-torch installs into
+
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "run.sh: installing python3-torch (Debian) for the PyTorch side"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >/dev/null
+  else
+    echo "run.sh: PyTorch is missing; as root: apt-get install -y python3-torch" >&2
+    exit 1
+  fi
+fi
+if [ ! -x "$BUILD_DIR/hp" ]; then
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target hp >/dev/null
+fi
+mkdir -p "$OUT"
+
+for t in $THREADS; do
+  for r in $(seq 1 "$ROUNDS"); do
+    echo "== threads $t, round $r: hyperpar"
+    OPENBLAS_NUM_THREADS=$t "$BUILD_DIR/hp" bench --model "$MODEL" --seq-len "$SEQ" --batch "$BATCH" \
+      --steps "$STEPS" --threads "$t" --json "$OUT/hp_t${t}_r${r}.json"
+    echo "== threads $t, round $r: PyTorch eager"
+    # torch.set_num_threads does not reach OpenBLAS (torch's BLAS here): both get the count
+    OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t "$PY" bench/bench_torch.py --model "$MODEL" \
+      --seq-len "$SEQ" --batch "$BATCH" --steps "$STEPS" --threads "$t" \
+      --json "$OUT/torch_t${t}_r${r}.json" >/dev/null
+  done
+done
+
+"$PY" - "$OUT" "$THREADS" "$ROUNDS" <<'EOF'
+import json, sys, os, platform, subprocess
+out, threads, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
+def best(prefix, t):
+    runs = [json.load(open(os.path.join(out, f"{prefix}_t{t}_r{r}.json"))) for r in range(1, rounds + 1)]
+    b = min(runs, key=lambda j: j["ms_best"])
+    b["sgemm_best"] = max(j.get("sgemm_gflops", 0) for j in runs)
+    return b
+try:
+    cpu = [l.split(":", 1)[1].strip() for l in subprocess.check_output(["lscpu"], text=True).splitlines()
+           if l.startswith("Model name")][0]
+except Exception:
+    cpu = platform.processor()
+h0 = best("hp", threads[0])
+print(f"\nmodel {h0['model']}, B {h0['batch']} x S {h0['seq_len']}, forward + backward + AdamW; "
+      f"CPU {cpu}, {os.cpu_count()} cores; best step of {rounds} rounds")
+print(f"{'threads':>7} | {'hyperpar ms':>11} {'tok/s':>7} {'GFLOP/s':>8} | {'PyTorch ms':>10} {'tok/s':>7} "
+      f"{'GFLOP/s':>8} | {'sgemm GFLOP/s':>13} | {'speed-up':>8} {'of sgemm':>8}")
+summary = []
+for t in threads:
+    h, p = best("hp", t), best("torch", t)
+    # the sgemm rate: the best seen in any round at this thread count
+    sg = h["sgemm_best"]
+    speed, frac = h["tokens_per_s"] / p["tokens_per_s"], h["gflops"] / sg
+    print(f"{t:>7} | {h['ms_best']:>11.0f} {h['tokens_per_s']:>7.0f} {h['gflops']:>8.1f} | "
+          f"{p['ms_best']:>10.0f} {p['tokens_per_s']:>7.0f} {p['gflops']:>8.1f} | {sg:>13.1f} | "
+          f"{speed:>7.2f}x {frac:>8.2f}")
+    summary.append({"threads": int(t), "hyperpar": h, "torch": p, "sgemm_gflops": sg,
+                    "speedup_vs_torch": speed, "fraction_of_sgemm": frac})
+json.dump({"cpu": cpu, "cores": os.cpu_count(), "results": summary},
+          open(os.path.join(out, "summary.json"), "w"), indent=1)
+print(f"(targets: speed-up > 1, of sgemm >= 0.60; details in {out}/summary.json)")
+EOF

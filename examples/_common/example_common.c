@@ -1,0 +1,161 @@
+// example_common.c - the helpers every example shares (see example_common.h).
+// defines: ex_parse, ex_validate, ex_mesh, ex_print_mesh, ex_print_groups, ex_rel_err, ex_compare,
+//          ex_verify
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#include "example_common.h"
+
+static int bad(int rank, const char *flag, const char *value) {
+    if (rank == 0) fprintf(stderr, "example: %s: bad value '%s'\n", flag, value ? value : "(missing)");
+    return HP_EXIT_CONFIG;
+}
+
+static int int_flag(const char *flag, const char *v, int *out, int rank) {
+    char *end;
+    if (!v) return bad(rank, flag, v);
+    long x = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0') return bad(rank, flag, v);
+    *out = (int)x;
+    return 0;
+}
+
+int ex_parse(ex_args *a, int argc, char **argv, const char *default_model, int rank) {
+    memset(a, 0, sizeof *a);
+    a->dims = hp_dims_default();
+    hp_run_config_default(&a->run);
+    if (hp_model_config_by_name(default_model, &a->model) != 0) return bad(rank, "--model", default_model);
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int e = -1;
+        if (!strcmp(f, "--dp-replicate")) e = int_flag(f, v, &a->dims.dp_replicate, rank);
+        else if (!strcmp(f, "--dp-shard")) e = int_flag(f, v, &a->dims.dp_shard, rank);
+        else if (!strcmp(f, "--cp")) e = int_flag(f, v, &a->dims.cp, rank);
+        else if (!strcmp(f, "--tp")) e = int_flag(f, v, &a->dims.tp, rank);
+        else if (!strcmp(f, "--pp")) e = int_flag(f, v, &a->dims.pp, rank);
+        else if (!strcmp(f, "--ep")) e = int_flag(f, v, &a->dims.ep, rank);
+        else if (!strcmp(f, "--etp")) e = int_flag(f, v, &a->dims.etp, rank);
+        else if (!strcmp(f, "--seq-len")) e = int_flag(f, v, &a->run.seq_len, rank);
+        else if (!strcmp(f, "--batch")) e = int_flag(f, v, &a->run.batch, rank);
+        else if (!strcmp(f, "--sp")) { a->dims.sp = 1; continue; }
+        else if (!strcmp(f, "--no-sp")) { a->dims.sp = 0; continue; }
+        else if (!strcmp(f, "--verbose")) { a->verbose = 1; continue; }
+        else if (!strcmp(f, "--model")) {
+            if (!v || hp_model_config_by_name(v, &a->model) != 0) return bad(rank, f, v);
+            e = 0;
+        } else if (!strcmp(f, "--cp-rotate")) {
+            if (v && !strcmp(v, "allgather")) a->run.cp_rotate = HP_ROTATE_ALLGATHER;
+            else if (v && !strcmp(v, "ring")) a->run.cp_rotate = HP_ROTATE_RING;
+            else return bad(rank, f, v);
+            e = 0;
+        } else if (!strcmp(f, "--dispatcher")) {
+            if (v && !strcmp(v, "alltoall")) a->run.dispatcher = HP_DISPATCH_ALLTOALL;
+            else if (v && !strcmp(v, "allgather")) a->run.dispatcher = HP_DISPATCH_ALLGATHER;
+            else return bad(rank, f, v);
+            e = 0;
+        } else if (!strcmp(f, "--optimizer")) {
+            if (v && !strcmp(v, "sgd")) a->run.optimizer = HP_OPT_SGD;
+            else if (v && !strcmp(v, "adamw")) a->run.optimizer = HP_OPT_ADAMW;
+            else return bad(rank, f, v);
+            e = 0;
+        } else {
+            if (rank == 0) fprintf(stderr, "example: unknown flag '%s'\n", f);
+            return HP_EXIT_CONFIG;
+        }
+        if (e) return e;
+        i++;   // the value
+    }
+    return 0;
+}
+
+int ex_validate(ex_args *a, int world, int rank, int mesh_only) {
+    a->dims.world = world;
+    char err[256];
+    if (hp_dims_validate(&a->dims, mesh_only ? NULL : &a->model, mesh_only ? NULL : &a->run, err, sizeof err) != 0) {
+        if (rank == 0) fprintf(stderr, "example: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
+    return 0;
+}
+
+hp_comm *ex_mesh(const ex_args *a) { return hp_comm_init(MPI_COMM_WORLD, &a->dims, 1); }
+
+void ex_print_mesh(const ex_args *a, int rank) {
+    if (rank != 0) return;
+    const hp_dims *d = &a->dims;
+    printf("mesh: world %d = dp_replicate %d x dp_shard %d x cp %d x tp %d x pp %d; "
+           "fsdp = S*C = %d; sequence parallel %s; model %s\n",
+           d->world, d->dp_replicate, d->dp_shard, d->cp, d->tp, d->pp, hp_dims_fsdp(d), d->sp ? "on" : "off",
+           a->model.name);
+    if (a->model.num_experts > 0)
+        printf("mesh: experts %d over ep %d x etp %d; efsdp = S*C*T/(EP*ET) = %d*%d*%d/(%d*%d) = %d\n",
+               a->model.num_experts, d->ep, d->etp, d->dp_shard, d->cp, d->tp, d->ep, d->etp, hp_dims_efsdp(d));
+}
+
+void ex_print_groups(const ex_args *a, const hp_group_kind *kinds, int n_kinds, int rank) {
+    if (rank != 0) return;
+    const hp_dims *d = &a->dims;
+    int *members = malloc(sizeof(int) * (size_t)d->world);
+    for (int k = 0; k < n_kinds; k++) {
+        printf("  %-12s", hp_group_name(kinds[k]));
+        for (int r = 0; r < d->world; r++) {
+            int me, n = hp_mesh_group(d, kinds[k], r, members, &me);
+            if (me != 0) continue;   // print each group once, from its first member
+            printf(" {");
+            for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", members[i]);
+            printf("}");
+        }
+        printf("\n");
+    }
+    free(members);
+}
+
+double ex_rel_err(const float *a, const float *ref, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * (double)ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+int ex_compare(const char *name, const float *a, const float *ref, size_t n, double tol, int print) {
+    double e = ex_rel_err(a, ref, n);
+    int ok = e <= tol;
+    if (print) printf("  %-28s rel err %.3e  %s\n", name, e, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+int ex_verify(const ex_args *a, int rank) {
+    hp_verify_opts o = hp_verify_opts_default(&a->run);
+    hp_verify_result r;
+    hp_verify_run(MPI_COMM_WORLD, &a->model, &a->dims, &a->run, &o, &r);
+    int pass = r.pass;
+    MPI_Bcast(&pass, 1, MPI_INT, 0, MPI_COMM_WORLD);   // rank 0 holds the verdict
+    if (rank == 0) {
+        if (a->verbose) {
+            hp_verify_print(stdout, &r);
+        } else {
+            printf("loss of step 1: %.9f, single process %.9f (rel err %.2e, tolerance %.0e)\n", r.loss,
+                   r.loss_ref, r.loss_err / fabs(r.loss_ref), o.tol_loss);
+            if (r.n)
+                printf("worst gradient %s rel err %.2e; worst parameter after the step %s rel err %.2e "
+                       "(tolerance %.0e)\n",
+                       r.grads[r.worst_grad].name, r.grads[r.worst_grad].rel_fro, r.params[r.worst_param].name,
+                       r.params[r.worst_param].rel_fro, o.tol_grad);
+            printf("loss over %d steps: worst rel err %.2e (tolerance %.0e); bytes moved %s the formula\n",
+                   r.steps, r.traj_worst, o.tol_traj, r.traffic_ok ? "match" : "DO NOT match");
+            for (int l = 0; l < r.n_moe_layers; l++)
+                printf("MoE layer %d: %d of %d tokens routed differently from the reference\n", l, r.route_flips[l],
+                       r.tokens);
+        }
+        printf("%s: %s%s%s\n", pass ? "PASS" : "FAIL", pass ? "the parallel step equals the single-process step"
+                                                          : "the parallel step differs",
+               r.failure ? ": " : "", r.failure ? r.failure : "");
+    }
+    hp_verify_result_free(&r);
+    return pass ? 0 : HP_EXIT_FAIL;
+}

@@ -1,0 +1,34 @@
+# examples.cmake - builds every example program (example_<folder>) on the public API and runs
+# each folder's run.sh as a CTest, labelled with the level of the recipes it covers (seed §8):
+# 01 L0, 02 L1, 03 L1, 04 L1, 05 L2, 06 L2, negative_tests L0. run.sh finds the binaries
+# through BUILD_DIR, which the test passes in.
+set(HP_EXAMPLES_DIR ${CMAKE_CURRENT_LIST_DIR})
+add_library(hp_example_common STATIC ${HP_EXAMPLES_DIR}/_common/example_common.c)
+target_include_directories(hp_example_common PUBLIC ${HP_EXAMPLES_DIR}/_common)
+target_link_libraries(hp_example_common PUBLIC hyperpar)
+
+set(HP_EXAMPLE_LEVELS
+  01_mlp_tensor_parallel L0
+  02_mlp_seq_parallel L1
+  03_mini_transformer_fsdp_tp L1
+  04_transformer_fsdp_cp L1
+  05_moe_ep_fsdp L2
+  06_moe_ep_tp_etp L2)
+list(LENGTH HP_EXAMPLE_LEVELS n)
+math(EXPR last "${n} - 1")
+foreach(i RANGE 0 ${last} 2)
+  math(EXPR j "${i} + 1")
+  list(GET HP_EXAMPLE_LEVELS ${i} ex)
+  list(GET HP_EXAMPLE_LEVELS ${j} level)
+  add_executable(example_${ex} ${HP_EXAMPLES_DIR}/${ex}/main.c)
+  target_link_libraries(example_${ex} PRIVATE hp_example_common)
+  add_test(NAME example_${ex} COMMAND sh ${HP_EXAMPLES_DIR}/${ex}/run.sh)
+  set_tests_properties(example_${ex} PROPERTIES LABELS ${level} TIMEOUT 120 PROCESSORS 2
+                       ENVIRONMENT "BUILD_DIR=$<TARGET_FILE_DIR:example_${ex}>"
+                       FAIL_REGULAR_EXPRESSION "FAIL")
+endforeach()
+
+# every negative case refused, nothing left running: alone, so its process count is its own
+add_test(NAME example_negative_tests COMMAND sh ${HP_EXAMPLES_DIR}/negative_tests/run.sh)
+set_tests_properties(example_negative_tests PROPERTIES LABELS L0 TIMEOUT 180 RUN_SERIAL ON
+                     ENVIRONMENT "BUILD_DIR=$<TARGET_FILE_DIR:hp>")

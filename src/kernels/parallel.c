@@ -1,0 +1,96 @@
+// parallel.c - the kernels' deterministic parallel-for: a small pool of worker threads that
+// sleep on a condition variable between jobs (no spinning: OpenBLAS's own threads share the
+// same cores). Range i of a job is [n*i/T, n*(i+1)/T); the caller runs range 0 itself.
+// Why not OpenMP: the ranges and what each item computes are fixed here, so the result
+// cannot depend on the thread count or on scheduling; and there is no second runtime.
+// defines: hp_par_for, hp_par_threads
+#include <pthread.h>
+#include <stdint.h>
+#include <cblas.h>
+#include "kernels/parallel.h"
+
+#define PAR_MAX_THREADS 16
+
+static pthread_mutex_t par_call = PTHREAD_MUTEX_INITIALIZER; // one job at a time
+static pthread_mutex_t par_mu = PTHREAD_MUTEX_INITIALIZER;   // guards everything below
+static pthread_cond_t par_go = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t par_done = PTHREAD_COND_INITIALIZER;
+static int par_workers;          // worker threads started (ids 1..par_workers)
+static unsigned long par_gen;    // job generation: a worker runs each new one once
+static unsigned long par_seen[PAR_MAX_THREADS]; // the last generation each worker saw
+static int par_pending;          // worker ranges of the current job still running
+static hp_par_fn par_fn;
+static void *par_ctx;
+static int par_n, par_nt;
+
+static void range(int n, int nt, int i, int *lo, int *hi) {
+    *lo = (int)((int64_t)n * i / nt);
+    *hi = (int)((int64_t)n * (i + 1) / nt);
+}
+
+static void *par_worker(void *p) {
+    const int id = (int)(intptr_t)p;
+    pthread_mutex_lock(&par_mu);
+    for (;;) {
+        // par_seen[id] was set when the worker was made: a job posted before this thread
+        // first takes the lock is still run
+        while (par_gen == par_seen[id]) pthread_cond_wait(&par_go, &par_mu);
+        par_seen[id] = par_gen;
+        if (id >= par_nt) continue;   // this job has fewer ranges than workers
+        hp_par_fn fn = par_fn;
+        void *ctx = par_ctx;
+        int lo, hi;
+        range(par_n, par_nt, id, &lo, &hi);
+        pthread_mutex_unlock(&par_mu);
+        if (lo < hi) fn(ctx, lo, hi);
+        pthread_mutex_lock(&par_mu);
+        if (--par_pending == 0) pthread_cond_signal(&par_done);
+    }
+    return NULL;
+}
+
+int hp_par_threads(void) {
+    int t = openblas_get_num_threads();
+    if (t < 1) t = 1;
+    return t > PAR_MAX_THREADS ? PAR_MAX_THREADS : t;
+}
+
+void hp_par_for(int n, int min_items, int blas_serial, hp_par_fn fn, void *ctx) {
+    if (n <= 0) return;
+    int nt = hp_par_threads();
+    if (min_items < 1) min_items = 1;
+    if (nt > n / min_items) nt = n / min_items;
+    if (nt <= 1) { fn(ctx, 0, n); return; }
+
+    pthread_mutex_lock(&par_call);
+    pthread_mutex_lock(&par_mu);
+    while (par_workers < nt - 1) { // started on first use; a failed start means fewer ranges
+        pthread_t th;
+        par_seen[par_workers + 1] = par_gen;
+        if (pthread_create(&th, NULL, par_worker, (void *)(intptr_t)(par_workers + 1)) != 0) break;
+        pthread_detach(th);
+        par_workers++;
+    }
+    if (nt > par_workers + 1) nt = par_workers + 1;
+    pthread_mutex_unlock(&par_mu);
+    if (nt <= 1) { pthread_mutex_unlock(&par_call); fn(ctx, 0, n); return; }
+
+    const int blas_prev = blas_serial ? openblas_get_num_threads() : 0;
+    if (blas_serial) openblas_set_num_threads(1);
+    pthread_mutex_lock(&par_mu);
+    par_fn = fn; par_ctx = ctx; par_n = n; par_nt = nt;
+    par_pending = nt - 1;
+    par_gen++;
+    pthread_cond_broadcast(&par_go);
+    pthread_mutex_unlock(&par_mu);
+
+    int lo, hi;
+    range(n, nt, 0, &lo, &hi);
+    if (lo < hi) fn(ctx, lo, hi);
+
+    pthread_mutex_lock(&par_mu);
+    while (par_pending > 0) pthread_cond_wait(&par_done, &par_mu);
+    pthread_mutex_unlock(&par_mu);
+    if (blas_serial) openblas_set_num_threads(blas_prev);
+    pthread_mutex_unlock(&par_call);
+}

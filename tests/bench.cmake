@@ -1,0 +1,21 @@
+# bench.cmake - the kernels' parallel-for (bit-identical results at any thread count) and
+# `hp bench` smoke runs on the tiny model: the FLOP count of its JSON is the formula's, and
+# --memory's per-rank persistent bytes add up to the full model plus padding. No timing is
+# asserted: performance is reported by hp bench / bench/run.sh as ratios, never tested.
+add_executable(test_parallel tests/test_parallel.c)
+target_include_directories(test_parallel PRIVATE src)
+target_link_libraries(test_parallel PRIVATE hyperpar)
+add_test(NAME parallel COMMAND test_parallel)
+set_tests_properties(parallel PROPERTIES LABELS L0 TIMEOUT 60)
+
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME bench_step COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
+           step $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_step.json)
+  set_tests_properties(bench_step PROPERTIES LABELS L0 TIMEOUT 60)
+  add_test(NAME bench_memory COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
+           memory $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_memory.json)
+  set_tests_properties(bench_memory PROPERTIES LABELS L1 TIMEOUT 120)
+else()
+  message(STATUS "bench.cmake: python3 not found, skipping the hp bench smoke tests")
+endif()

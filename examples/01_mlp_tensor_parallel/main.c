@@ -20,29 +20,6 @@ enum { N = 20, IN = 10, H = 32, OUT = 5, STEPS = 3 };
 static const float LR = 0.25f;
 static const double TOL = 1e-5;
 
-// The same random numbers on every rank: keyed by (seed, tensor name, index).
-static void fill(float *x, size_t n, const char *name, float scale) {
-    for (size_t i = 0; i < n; i++) x[i] = scale * hp_rng_normal(7, hp_name_id(name), i);
-}
-
-static void relu_forward(float *h, const float *a, size_t n) {
-    for (size_t i = 0; i < n; i++) h[i] = a[i] > 0 ? a[i] : 0;
-}
-static void relu_backward(float *da, const float *dh, const float *a, size_t n) {
-    for (size_t i = 0; i < n; i++) da[i] = a[i] > 0 ? dh[i] : 0;
-}
-
-// loss = 0.5 * sum((y - target)^2) / N; dy = (y - target) / N
-static float mse(float *dy, const float *y, const float *target, size_t n, int rows) {
-    double l = 0;
-    for (size_t i = 0; i < n; i++) {
-        float d = y[i] - target[i];
-        l += 0.5 * (double)d * d;
-        dy[i] = d / (float)rows;
-    }
-    return (float)(l / rows);
-}
-
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, world;
@@ -69,8 +46,8 @@ int main(int argc, char **argv) {
 
     // full weights (the reference) and this rank's shards
     float w1[H * IN], w2[OUT * H], w1_t[H * IN], w2_t[OUT * H];
-    fill(w1, H * IN, "in_proj.weight", 0.3f);
-    fill(w2, OUT * H, "out_proj.weight", 0.2f);
+    ex_fill(w1, H * IN, "in_proj.weight", 0.3f);
+    ex_fill(w2, OUT * H, "out_proj.weight", 0.2f);
     memcpy(w1_t, w1 + t * Hl * IN, sizeof(float) * Hl * IN);                     // rows of w1
     for (int o = 0; o < OUT; o++) memcpy(w2_t + o * Hl, w2 + o * H + t * Hl, sizeof(float) * Hl);  // columns of w2
 
@@ -79,20 +56,20 @@ int main(int argc, char **argv) {
         float x[N * IN], target[N * OUT];   // same batch on every rank (like torch.manual_seed(i))
         char key[32];
         snprintf(key, sizeof key, "x.%d", step);
-        fill(x, N * IN, key, 1.0f);
+        ex_fill(x, N * IN, key, 1.0f);
         snprintf(key, sizeof key, "target.%d", step);
-        fill(target, N * OUT, key, 1.0f);
+        ex_fill(target, N * OUT, key, 1.0f);
 
         // --- reference: the whole MLP in one process ---
         float a_r[N * H], h_r[N * H], y_r[N * OUT], dy_r[N * OUT], dh_r[N * H], da_r[N * H];
         float dw1_r[H * IN] = { 0 }, dw2_r[OUT * H] = { 0 }, dx_r[N * IN] = { 0 };
         hp_linear_forward(a_r, x, w1, N, IN, H);
-        relu_forward(h_r, a_r, N * H);
+        ex_relu_forward(h_r, a_r, N * H);
         hp_linear_forward(y_r, h_r, w2, N, H, OUT);
-        float loss_r = mse(dy_r, y_r, target, N * OUT, N);
+        float loss_r = ex_mse(dy_r, y_r, target, N * OUT, N);
         memset(dh_r, 0, sizeof dh_r);
         hp_linear_backward(dh_r, dw2_r, dy_r, h_r, w2, N, H, OUT);
-        relu_backward(da_r, dh_r, a_r, N * H);
+        ex_relu_backward(da_r, dh_r, a_r, N * H);
         hp_linear_backward(dx_r, dw1_r, da_r, x, w1, N, IN, H);
 
         // --- tensor parallel: colwise in_proj, rowwise out_proj ---
@@ -100,12 +77,12 @@ int main(int argc, char **argv) {
         float a_t[N * H], h_t[N * H], y[N * OUT], dy[N * OUT], dh_t[N * H] = { 0 }, da_t[N * H];
         float dw1_t[H * IN] = { 0 }, dw2_t[OUT * H] = { 0 }, dx[N * IN] = { 0 };
         hp_linear_forward(a_t, x, w1_t, N, IN, Hl);          // (N, H/T): no communication
-        relu_forward(h_t, a_t, (size_t)N * Hl);
+        ex_relu_forward(h_t, a_t, (size_t)N * Hl);
         hp_linear_forward(y, h_t, w2_t, N, Hl, OUT);         // (N, OUT) partial sums
         hp_allreduce_sum(comm, HP_G_TP, y, N * OUT);         // RowwiseParallel's output: Replicate
-        float loss = mse(dy, y, target, N * OUT, N);        // every rank has the full y
+        float loss = ex_mse(dy, y, target, N * OUT, N);        // every rank has the full y
         hp_linear_backward(dh_t, dw2_t, dy, h_t, w2_t, N, Hl, OUT);
-        relu_backward(da_t, dh_t, a_t, (size_t)N * Hl);
+        ex_relu_backward(da_t, dh_t, a_t, (size_t)N * Hl);
         hp_linear_backward(dx, dw1_t, da_t, x, w1_t, N, IN, Hl);
         hp_allreduce_sum(comm, HP_G_TP, dx, N * IN);         // ColwiseParallel's input grad: partial
 

@@ -19,26 +19,6 @@ enum { N = 24, IN = 10, H = 32, OUT = 5, STEPS = 3 };
 static const float LR = 0.25f;
 static const double TOL = 1e-5;
 
-static void fill(float *x, size_t n, const char *name, float scale) {
-    for (size_t i = 0; i < n; i++) x[i] = scale * hp_rng_normal(7, hp_name_id(name), i);
-}
-static void relu_forward(float *h, const float *a, size_t n) {
-    for (size_t i = 0; i < n; i++) h[i] = a[i] > 0 ? a[i] : 0;
-}
-static void relu_backward(float *da, const float *dh, const float *a, size_t n) {
-    for (size_t i = 0; i < n; i++) da[i] = a[i] > 0 ? dh[i] : 0;
-}
-// the part of loss = 0.5 * sum((y - target)^2) / N from these rows; dy = (y - target) / N
-static float mse_part(float *dy, const float *y, const float *target, size_t n, int rows_total) {
-    double l = 0;
-    for (size_t i = 0; i < n; i++) {
-        float d = y[i] - target[i];
-        l += 0.5 * (double)d * d;
-        dy[i] = d / (float)rows_total;
-    }
-    return (float)(l / rows_total);
-}
-
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, world;
@@ -64,8 +44,8 @@ int main(int argc, char **argv) {
                           "(%d rows and %d hidden units each)\n", IN, H, OUT, N, T, Nl, Hl);
 
     float w1[H * IN], w2[OUT * H], w1_t[H * IN], w2_t[OUT * H];
-    fill(w1, H * IN, "in_proj.weight", 0.3f);
-    fill(w2, OUT * H, "out_proj.weight", 0.2f);
+    ex_fill(w1, H * IN, "in_proj.weight", 0.3f);
+    ex_fill(w2, OUT * H, "out_proj.weight", 0.2f);
     memcpy(w1_t, w1 + t * Hl * IN, sizeof(float) * Hl * IN);
     for (int o = 0; o < OUT; o++) memcpy(w2_t + o * Hl, w2 + o * H + t * Hl, sizeof(float) * Hl);
 
@@ -74,20 +54,20 @@ int main(int argc, char **argv) {
         float x[N * IN], target[N * OUT];   // the global batch; rank t holds rows [t*N/T, (t+1)*N/T)
         char key[32];
         snprintf(key, sizeof key, "x.%d", step);
-        fill(x, N * IN, key, 1.0f);
+        ex_fill(x, N * IN, key, 1.0f);
         snprintf(key, sizeof key, "target.%d", step);
-        fill(target, N * OUT, key, 1.0f);
+        ex_fill(target, N * OUT, key, 1.0f);
         const float *x_t = x + t * Nl * IN, *target_t = target + t * Nl * OUT;
 
         // --- reference ---
         float a_r[N * H], h_r[N * H], y_r[N * OUT], dy_r[N * OUT], dh_r[N * H] = { 0 }, da_r[N * H];
         float dw1_r[H * IN] = { 0 }, dw2_r[OUT * H] = { 0 }, dx_r[N * IN] = { 0 };
         hp_linear_forward(a_r, x, w1, N, IN, H);
-        relu_forward(h_r, a_r, N * H);
+        ex_relu_forward(h_r, a_r, N * H);
         hp_linear_forward(y_r, h_r, w2, N, H, OUT);
-        float loss_r = mse_part(dy_r, y_r, target, N * OUT, N);
+        float loss_r = ex_mse(dy_r, y_r, target, N * OUT, N);
         hp_linear_backward(dh_r, dw2_r, dy_r, h_r, w2, N, H, OUT);
-        relu_backward(da_r, dh_r, a_r, N * H);
+        ex_relu_backward(da_r, dh_r, a_r, N * H);
         hp_linear_backward(dx_r, dw1_r, da_r, x, w1, N, IN, H);
 
         // --- sequence + tensor parallel ---
@@ -97,14 +77,14 @@ int main(int argc, char **argv) {
         float dw1_t[H * IN] = { 0 }, dw2_t[OUT * H] = { 0 };
         hp_allgather(comm, HP_G_TP, x_full, x_t, (size_t)Nl * IN);           // rows -> all rows
         hp_linear_forward(a_t, x_full, w1_t, N, IN, Hl);
-        relu_forward(h_t, a_t, (size_t)N * Hl);
+        ex_relu_forward(h_t, a_t, (size_t)N * Hl);
         hp_linear_forward(y_part, h_t, w2_t, N, Hl, OUT);
         hp_reduce_scatter(comm, HP_G_TP, y_t, y_part, (size_t)Nl * OUT);     // sum, keep my rows
-        float loss = mse_part(dy_t, y_t, target_t, (size_t)Nl * OUT, N);
+        float loss = ex_mse(dy_t, y_t, target_t, (size_t)Nl * OUT, N);
         hp_allreduce_sum(comm, HP_G_TP, &loss, 1);                            // the loss of all rows
         hp_allgather(comm, HP_G_TP, dy_full, dy_t, (size_t)Nl * OUT);         // transpose of reduce-scatter
         hp_linear_backward(dh_t, dw2_t, dy_full, h_t, w2_t, N, Hl, OUT);
-        relu_backward(da_t, dh_t, a_t, (size_t)N * Hl);
+        ex_relu_backward(da_t, dh_t, a_t, (size_t)N * Hl);
         hp_linear_backward(dx_part, dw1_t, da_t, x_full, w1_t, N, IN, Hl);
         hp_reduce_scatter(comm, HP_G_TP, dx_t, dx_part, (size_t)Nl * IN);     // transpose of all-gather
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <mpi.h>
 #include "example_common.h"
+#include "hyperpar/rng.h"
 
 static int bad(int rank, const char *flag, const char *value) {
     if (rank == 0) fprintf(stderr, "example: %s: bad value '%s'\n", flag, value ? value : "(missing)");
@@ -158,4 +159,29 @@ int ex_verify(const ex_args *a, int rank) {
     }
     hp_verify_result_free(&r);
     return pass ? 0 : HP_EXIT_FAIL;
+}
+
+// ---------------------------------------------------------------------------------------
+// the toy MLP
+
+void ex_fill(float *x, size_t n, const char *name, float scale) {
+    for (size_t i = 0; i < n; i++) x[i] = scale * hp_rng_normal(7, hp_name_id(name), i);
+}
+
+void ex_relu_forward(float *h, const float *a, size_t n) {
+    for (size_t i = 0; i < n; i++) h[i] = a[i] > 0 ? a[i] : 0;
+}
+
+void ex_relu_backward(float *da, const float *dh, const float *a, size_t n) {
+    for (size_t i = 0; i < n; i++) da[i] = a[i] > 0 ? dh[i] : 0;
+}
+
+float ex_mse(float *dy, const float *y, const float *target, size_t n, int rows_total) {
+    double l = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = y[i] - target[i];
+        l += 0.5 * (double)d * d;
+        dy[i] = d / (float)rows_total;
+    }
+    return (float)(l / rows_total);
 }

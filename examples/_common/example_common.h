@@ -40,6 +40,16 @@ double ex_rel_err(const float *a, const float *ref, size_t n);
 // the error is <= tol.
 int ex_compare(const char *name, const float *a, const float *ref, size_t n, double tol, int print);
 
+// ---- the toy MLP of examples 01 and 02 (PyTorch's tensor_parallel_example shape) ----
+// The same numbers on every rank: keyed by (seed 7, tensor name, index), so a shard is
+// filled without making the whole tensor.
+void ex_fill(float *x, size_t n, const char *name, float scale);
+void ex_relu_forward(float *h, const float *a, size_t n);
+void ex_relu_backward(float *da, const float *dh, const float *a, size_t n);
+// The part of loss = 0.5 * sum((y - target)^2) / rows_total from these n values;
+// dy = (y - target) / rows_total.
+float ex_mse(float *dy, const float *y, const float *target, size_t n, int rows_total);
+
 // Runs hp_verify_run (collective) and prints its result on rank 0 (a summary, or every
 // tensor with --verbose). Returns 0 on pass, HP_EXIT_FAIL otherwise, on every rank.
 int ex_verify(const ex_args *a, int rank);

@@ -5,7 +5,7 @@
 #   of sgemm = hyperpar achieved GFLOP/s / sgemm GFLOP/s (target >= 0.60)
 #
 #   bench/run.sh                      # threads 1 and 2, model bench, B 4 x S 512
-#   THREADS="1" STEPS=5 bench/run.sh  # settings: THREADS, MODEL, SEQ, BATCH, STEPS, ROUNDS,
+#   THREADS="1" STEPS=5 bench/run.sh  # settings: THREADS, MODEL, SEQ, BATCH, STEPS, WARMUP, ROUNDS,
 #                                     # BUILD_DIR (default build), OUT (default /tmp/hp-bench)
 # The machine may be shared: each round runs hyperpar then PyTorch back to back, ROUNDS times
 # (default 2), and the best step of each side counts.
@@ -16,6 +16,7 @@ MODEL=${MODEL:-bench}
 SEQ=${SEQ:-512}
 BATCH=${BATCH:-4}
 STEPS=${STEPS:-3}
+WARMUP=${WARMUP:-2}   # PyTorch's first two steps are slow (allocator, AdamW state): both sides skip 2
 ROUNDS=${ROUNDS:-2}
 BUILD_DIR=${BUILD_DIR:-build}
 OUT=${OUT:-${TMPDIR:-/tmp}/hp-bench}
@@ -40,11 +41,11 @@ for t in $THREADS; do
   for r in $(seq 1 "$ROUNDS"); do
     echo "== threads $t, round $r: hyperpar"
     OPENBLAS_NUM_THREADS=$t "$BUILD_DIR/hp" bench --model "$MODEL" --seq-len "$SEQ" --batch "$BATCH" \
-      --steps "$STEPS" --threads "$t" --json "$OUT/hp_t${t}_r${r}.json"
+      --steps "$STEPS" --warmup "$WARMUP" --threads "$t" --json "$OUT/hp_t${t}_r${r}.json"
     echo "== threads $t, round $r: PyTorch eager"
     # torch.set_num_threads does not reach OpenBLAS (torch's BLAS here): both get the count
     OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t "$PY" bench/bench_torch.py --model "$MODEL" \
-      --seq-len "$SEQ" --batch "$BATCH" --steps "$STEPS" --threads "$t" \
+      --seq-len "$SEQ" --batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --threads "$t" \
       --json "$OUT/torch_t${t}_r${r}.json" >/dev/null
   done
 done

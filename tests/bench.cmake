@@ -1,6 +1,7 @@
 # bench.cmake - the kernels' parallel-for (bit-identical results at any thread count) and
 # `hp bench` smoke runs on the tiny model: the FLOP count of its JSON is the formula's, and
-# --memory's per-rank persistent bytes add up to the full model plus padding. No timing is
+# --memory's per-rank persistent bytes add up to the full model plus padding; --recipes' bytes
+# match docs/traffic.md's prediction for every recipe. No timing is
 # asserted: performance is reported by hp bench / bench/run.sh as ratios, never tested.
 add_executable(test_parallel tests/test_parallel.c)
 target_include_directories(test_parallel PRIVATE src)
@@ -16,6 +17,9 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME bench_memory COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
            memory $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_memory.json)
   set_tests_properties(bench_memory PROPERTIES LABELS L1 TIMEOUT 120)
+  add_test(NAME bench_recipes COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
+           recipes $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_recipes.json)
+  set_tests_properties(bench_recipes PROPERTIES LABELS L1 TIMEOUT 120)
 else()
   message(STATUS "bench.cmake: python3 not found, skipping the hp bench smoke tests")
 endif()

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """check_bench.py - runs `hp bench` on the tiny model and checks what it reports (not how fast).
 
-usage: check_bench.py step|memory HP JSON_OUT
+usage: check_bench.py step|memory|recipes HP JSON_OUT
   step:   the single-rank bench: FLOPs/step equal the formula of tools/hp/cmd_bench.c, the rates
           and ratios are positive and consistent with each other
   memory: --memory at dp_shard 1, 2, 3 (3 does not divide the tiny model's rows: padding):
           per rank, persistent = full model / N + padding, summed over ranks exactly
+  recipes: --recipes: every recipe verifies and its counted bytes equal the predicted ones
 """
 import json
 import subprocess
@@ -78,9 +79,19 @@ def memory(hp, out):
               f"dp_shard {n}: working bytes (one gathered unit) do not shrink with N")
 
 
+def recipes(hp, out):
+    rc = run([hp, "bench", "--recipes", "--json", out])
+    check(rc == 0, "hp bench --recipes exits 0")
+    rows = json.load(open(out))
+    check(len(rows) >= 8, f"{len(rows)} recipes reported")
+    for r in rows:
+        check(r["pass"] and r["bytes_counted"] > 0 and r["bytes_counted"] == r["bytes_predicted"],
+              f"{r['recipe']}: verified, {r['bytes_counted']:.0f} bytes counted == predicted")
+
+
 def main():
     mode, hp, out = sys.argv[1:4]
-    (step if mode == "step" else memory)(hp, out)
+    {"step": step, "memory": memory, "recipes": recipes}[mode](hp, out)
     print(f"check_bench: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

@@ -1,6 +1,8 @@
-// test_parallel.c - the kernels' parallel-for (src/kernels/parallel.c) and the kernels that
-// use it: every item runs exactly once, OpenBLAS is single-threaded inside blas_serial jobs and
-// restored after, and attention (forward + backward, GQA, two merged key blocks), SwiGLU and
+// test_parallel.c - the kernels' parallel-for (src/kernels/parallel.c), the vectorised expf
+// (src/kernels/vexpf.c) and the kernels that use them: every item runs exactly once, OpenBLAS
+// is single-threaded inside blas_serial jobs and restored after; hp_expf_n == expf bit for bit
+// (a sweep of 2^24 floats over the whole range); SwiGLU and AdamW equal their scalar formulas
+// element by element; attention (forward + backward, GQA, two merged key blocks), SwiGLU and
 // AdamW give bit-identical results at 1, 2 and 3 threads and from run to run.
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <cblas.h>
 #include "hyperpar/kernels.h"
 #include "kernels/parallel.h"
+#include "kernels/vexpf.h"
 
 static int n_pass = 0, n_fail = 0;
 static void check(int ok, const char *what) {
@@ -133,14 +136,70 @@ static void test_elementwise(void) {
           "swiglu forward and backward: 2 threads == 1 thread, bit for bit");
     check(same(p[0], p[1], n) && same(m[0], m[1], n) && same(v[0], v[1], n),
           "adamw, 3 steps: 2 threads == 1 thread, bit for bit");
-    float want = a[3] / (1.0f + expf(-a[3])) * b[3];
-    check(h[1][3] == want, "swiglu element = a * sigmoid(a) * b exactly (the scalar formula)");
+    // the scalar formulas, element by element (the kernels vectorise; the bits must not move)
+    size_t bad_h = 0, bad_d = 0, bad_p = 0;
+    float *mm = dup(m0, n), *vv = dup(v0, n), *pp = dup(p0, n);
+    for (size_t i = 0; i < n; i++) {
+        float sg = 1.0f / (1.0f + expf(-a[i]));
+        float want = a[i] * sg * b[i];
+        float wda = dh[i] + dh[i] * b[i] * sg * (1.0f + a[i] * (1.0f - sg));
+        float wdb = b[i] + dh[i] * (a[i] * sg);
+        bad_h += memcmp(&want, &h[1][i], 4) != 0;
+        bad_d += memcmp(&wda, &da[1][i], 4) != 0 || memcmp(&wdb, &db[1][i], 4) != 0;
+        for (int t = 1; t <= 3; t++) {
+            float bc1 = (float)(1.0 - pow((double)0.9f, t)), bc2 = (float)(1.0 - pow((double)0.95f, t));
+            float gi = a[i];
+            float mi = 0.9f * mm[i] + (1.0f - 0.9f) * gi;
+            float vi = 0.95f * vv[i] + (1.0f - 0.95f) * gi * gi;
+            mm[i] = mi; vv[i] = vi;
+            float mhat = mi / bc1, vhat = vi / bc2, pi = pp[i];
+            pp[i] = pi - 1e-3f * 0.1f * pi - 1e-3f * mhat / (sqrtf(vhat) + 1e-8f);
+        }
+        bad_p += memcmp(&pp[i], &p[1][i], 4) != 0 || memcmp(&mm[i], &m[1][i], 4) != 0 ||
+                 memcmp(&vv[i], &v[1][i], 4) != 0;
+    }
+    printf("  (elements differing: swiglu h %zu, da/db %zu, adamw %zu)\n", bad_h, bad_d, bad_p);
+    check(bad_h == 0, "swiglu forward == a * (1 / (1 + expf(-a))) * b, every element");
+    check(bad_d == 0, "swiglu backward == the scalar formula with expf, every element");
+    check(bad_p == 0, "adamw p, m, v == the scalar update, every element");
+    free(mm); free(vv); free(pp);
     for (int r = 0; r < 2; r++) { free(h[r]); free(da[r]); free(db[r]); free(p[r]); free(m[r]); free(v[r]); }
     free(a); free(b); free(dh); free(p0); free(m0); free(v0);
 }
 
+// ---- hp_expf_n: the library's expf, bit for bit ----------------------------------------------
+static void test_expf(void) {
+    enum { BLK = 4099 };   // odd: the scalar tail runs too
+    static float x[BLK], y[BLK];
+    size_t bad = 0, n = 0;
+    // 2^24 bit patterns spread over all 2^32: both signs, subnormals, |x| >= 88, inf, NaN
+    for (uint64_t u = 0; u < (1ull << 32); u += 256 * BLK) {
+        int k = 0;
+        for (; k < BLK && u + (uint64_t)k * 256 < (1ull << 32); k++) {
+            uint32_t bits = (uint32_t)(u + (uint64_t)k * 256) ^ 0x5A5A5Au;
+            memcpy(&x[k], &bits, 4);
+        }
+        hp_expf_n(y, x, k);
+        for (int i = 0; i < k; i++, n++) {
+            float e = expf(x[i]);
+            bad += memcmp(&e, &y[i], 4) != 0 && !(isnan(e) && isnan(y[i]));
+        }
+    }
+    float special[] = { 0.0f, -0.0f, 88.0f, -88.0f, 88.72f, -103.9f, -104.0f, 1e-45f, INFINITY, -INFINITY, NAN };
+    const int ns = (int)(sizeof special / sizeof special[0]);
+    float ys[16];
+    hp_expf_n(ys, special, ns);
+    for (int i = 0; i < ns; i++) {
+        float e = expf(special[i]);
+        bad += memcmp(&e, &ys[i], 4) != 0 && !(isnan(e) && isnan(ys[i]));
+    }
+    printf("  (%zu of %zu floats differ)\n", bad, n + ns);
+    check(bad == 0, "hp_expf_n == expf bit for bit (2^24 patterns, specials, inf, NaN)");
+}
+
 int main(void) {
     test_cover();
+    test_expf();
     test_attention();
     test_elementwise();
     printf("test_parallel: %d passed, %d failed\n", n_pass, n_fail);

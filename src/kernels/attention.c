@@ -10,6 +10,8 @@
 // (dq) and of dk/dv - so they run in parallel (kernels/parallel.h), each with single-threaded
 // sgemm: the calls are small (hd = 64 deep) and thread poorly inside OpenBLAS. An item does its
 // query heads and tiles in the serial order, so results do not depend on the thread count.
+// The exps of a row go through hp_expf_n (kernels/vexpf.h: vectorised, the same bits as expf);
+// masked entries take exp(0) and are then zeroed.
 // defines: hp_attention_forward, hp_attention_backward
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <cblas.h>
 #include "hyperpar/kernels.h"
 #include "kernels/parallel.h"
+#include "kernels/vexpf.h"
 
 #define TQ 128 // query rows per tile: scores buffer is TQ x (keys of the block)
 
@@ -100,8 +103,10 @@ static void forward_items(void *ctx, int it_lo, int it_hi) {
                 if (mx == -INFINITY) { // this row sees nothing here: zero weights
                     for (int j = 0; j < nke; j++) s[j] = 0.0f;
                 } else {
+                    for (int j = 0; j < nke; j++) s[j] = kpos[j0 + j] <= qp ? s[j] - mx : 0.0f;
+                    hp_expf_n(s, s, nke);
                     for (int j = 0; j < nke; j++) {
-                        float p = kpos[j0 + j] <= qp ? expf(s[j] - mx) : 0.0f;
+                        float p = kpos[j0 + j] <= qp ? s[j] : 0.0f;
                         s[j] = p;
                         sum += p;
                     }
@@ -199,8 +204,9 @@ static void backward_items(void *ctx, int it_lo, int it_hi) {
                     Di[r] = 0.0f;
                     continue;
                 }
-                for (int j = 0; j < nke; j++)
-                    p[j] = kpos[j0 + j] <= qp ? expf(p[j] - l) : 0.0f;
+                for (int j = 0; j < nke; j++) p[j] = kpos[j0 + j] <= qp ? p[j] - l : 0.0f;
+                hp_expf_n(p, p, nke);
+                for (int j = 0; j < nke; j++) if (kpos[j0 + j] > qp) p[j] = 0.0f;
                 const float *g = dout + row * hd, *o = out + row * hd;
                 double acc = 0.0; // D_i = dout_i . out_i
                 for (int d = 0; d < hd; d++) acc += (double)g[d] * o[d];

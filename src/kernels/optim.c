@@ -7,6 +7,11 @@
 #include "hyperpar/kernels.h"
 #include "kernels/parallel.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define OPT_X86 1
+#endif
+
 #define OPT_CHUNK 16384 // elements per parallel item
 
 void hp_sgd_update(float *p, const float *g, size_t n, float lr) {
@@ -24,14 +29,46 @@ typedef struct {
     float lr, beta1, beta2, eps, weight_decay, bc1, bc2;
 } adamw_job;
 
+#ifdef OPT_X86
+// The same operations as the scalar loop below, in the same order, 8 lanes at a time: IEEE
+// add, mul, div and sqrt round the same in AVX as in SSE scalar code, and no multiply-add is
+// fused (target "avx" has no FMA), so every element is bit-identical. Returns where it stopped.
+__attribute__((target("avx"))) static size_t adamw_avx(const adamw_job *J, size_t i0, size_t i1) {
+    float *p = J->p, *m = J->m, *v = J->v;
+    const float *g = J->g;
+    const __m256 b1 = _mm256_set1_ps(J->beta1), b2 = _mm256_set1_ps(J->beta2);
+    const __m256 ob1 = _mm256_set1_ps(1.0f - J->beta1), ob2 = _mm256_set1_ps(1.0f - J->beta2);
+    const __m256 bc1 = _mm256_set1_ps(J->bc1), bc2 = _mm256_set1_ps(J->bc2);
+    const __m256 lr = _mm256_set1_ps(J->lr), lrwd = _mm256_set1_ps(J->lr * J->weight_decay);
+    const __m256 eps = _mm256_set1_ps(J->eps);
+    size_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        const __m256 gi = _mm256_loadu_ps(g + i);
+        const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(ob1, gi));
+        const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
+                                        _mm256_mul_ps(_mm256_mul_ps(ob2, gi), gi));
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        const __m256 mhat = _mm256_div_ps(mi, bc1), vhat = _mm256_div_ps(vi, bc2);
+        const __m256 pi = _mm256_loadu_ps(p + i);
+        const __m256 step = _mm256_div_ps(_mm256_mul_ps(lr, mhat), _mm256_add_ps(_mm256_sqrt_ps(vhat), eps));
+        _mm256_storeu_ps(p + i, _mm256_sub_ps(_mm256_sub_ps(pi, _mm256_mul_ps(lrwd, pi)), step));
+    }
+    return i;
+}
+#endif
+
 static void adamw_items(void *ctx, int lo, int hi) {
     const adamw_job *J = ctx;
-    const size_t i0 = (size_t)lo * OPT_CHUNK;
+    size_t i0 = (size_t)lo * OPT_CHUNK;
     const size_t i1 = (size_t)hi * OPT_CHUNK < J->n ? (size_t)hi * OPT_CHUNK : J->n;
     float *p = J->p, *m = J->m, *v = J->v;
     const float *g = J->g;
     const float lr = J->lr, beta1 = J->beta1, beta2 = J->beta2, eps = J->eps;
     const float weight_decay = J->weight_decay, bc1 = J->bc1, bc2 = J->bc2;
+#ifdef OPT_X86
+    if (__builtin_cpu_supports("avx")) i0 = adamw_avx(J, i0, i1);
+#endif
     for (size_t i = i0; i < i1; i++) {
         float gi = g[i];
         float mi = beta1 * m[i] + (1.0f - beta1) * gi;

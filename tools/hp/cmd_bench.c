@@ -6,6 +6,7 @@
 //   hp bench                                  # model bench, B 4 x S 512, 3 measured steps
 //   hp bench --threads 1 --json out.json      # OpenBLAS threads; machine-readable result
 //   hp bench --memory [--model small]         # FSDP at dp_shard 1,2,4,8: bytes per rank
+//   hp bench --recipes                        # bytes each recipe moves in a step (hp run --verify)
 //
 // FLOPs of one step (forward + backward; the optimiser's elementwise work is not counted):
 //   matmul:    6 * P * T, P = weights used by matmuls per token (wq wk wv wo, w1 w2 w3 or the
@@ -14,10 +15,14 @@
 //   attention: 12 * L * B * H * hd * S(S+1)/2: forward QK^T and PV are 2 * hd FLOPs per
 //              visible (query, key) pair each (causal: S(S+1)/2 pairs per head), the backward
 //              twice the forward; the scores the backward recomputes are not counted.
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cblas.h>
 #include <cjson/cJSON.h>
@@ -28,6 +33,7 @@ static const char *const bench_usage =
     "usage: hp bench [--model bench] [--seq-len 512] [--batch 4] [--steps 3] [--threads N]\n"
     "                [--warmup 1] [--json FILE]\n"
     "       hp bench --memory [--model small] [--shards 1,2,4,8] [--json FILE]\n"
+    "       hp bench --recipes [--json FILE]\n"
     "\n"
     "Single rank (no mpirun needed): the sgemm GFLOP/s of this machine on the model's matmul\n"
     "shapes (the best of a few), then forward + backward + optimiser steps (--optimizer, default\n"
@@ -39,6 +45,8 @@ static const char *const bench_usage =
     "                   persistent bytes (params + grads + AdamW m, v shards) against the full\n"
     "                   model / N, the padding, and the working bytes of one gathered unit\n"
     "  --shards LIST    dp_shard degrees for --memory (default 1,2,4,8)\n"
+    "  --recipes        run `hp run --verify` for a set of recipes (tiny / tiny-moe, S 32, B 8) and\n"
+    "                   print the bytes rank 0 moved in step 1, counted and as docs/traffic.md predicts\n"
     "\n";
 
 static double now_s(void) {
@@ -394,16 +402,118 @@ static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, c
     return rc;
 }
 
+static int open_devnull(void) { return open("/dev/null", O_WRONLY); }
+
+// ---------------------------------------------------------------------------------------
+// --recipes: one verified run per recipe, as a child `hp run` (which launches its own ranks)
+
+typedef struct { const char *name, *model; const char *args[8]; } recipe;
+
+static const recipe recipes[] = {
+    { "ddp",            "tiny",     { "--dp-replicate", "2", "--dp-shard", "1" } },
+    { "fsdp",           "tiny",     { "--dp-shard", "2" } },
+    { "hsdp",           "tiny",     { "--dp-replicate", "2", "--dp-shard", "2" } },
+    { "tp + sp",        "tiny",     { "--tp", "2", "--dp-shard", "1" } },
+    { "tp, no sp",      "tiny",     { "--tp", "2", "--dp-shard", "1", "--no-sp" } },
+    { "cp",             "tiny",     { "--cp", "2", "--dp-shard", "1" } },
+    { "fsdp + tp",      "tiny",     { "--dp-shard", "2", "--tp", "2" } },
+    { "fsdp + cp",      "tiny",     { "--dp-shard", "2", "--cp", "2" } },
+    { "ep (fsdp 2)",    "tiny-moe", { "--dp-shard", "2", "--ep", "2" } },
+    { "ep + tp",        "tiny-moe", { "--dp-shard", "2", "--tp", "2", "--ep", "4" } },
+};
+
+// Runs argv (argv[0] = this executable) as a child and returns its exit status.
+static int run_child(char **args) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int fd = open_devnull();
+        if (fd >= 0) { dup2(fd, 1); close(fd); }   // the table is the output, not the logs
+        execv(args[0], args);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int bench_recipes(const hp_cli *cli) {
+    static char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) { fprintf(stderr, "hp bench --recipes: cannot find this executable\n"); return HP_EXIT_FAIL; }
+    exe[n] = '\0';
+    char dir[] = "/tmp/hp_bench_rec_XXXXXX";
+    if (!mkdtemp(dir)) { fprintf(stderr, "hp bench: cannot make a temporary folder\n"); return HP_EXIT_FAIL; }
+    printf("hp bench --recipes: `hp run --verify --verify-steps 1`, S 32, B 8; bytes rank 0 moved in step 1\n");
+    printf("%-14s %-9s %5s %7s %14s %14s %8s\n", "recipe", "model", "world", "verify", "bytes counted",
+           "predicted", "seconds");
+    cJSON *out = cJSON_CreateArray();
+    int rc = HP_EXIT_OK;
+    const int nr = (int)(sizeof recipes / sizeof recipes[0]);
+    for (int i = 0; i < nr; i++) {
+        const recipe *r = &recipes[i];
+        char path[96];
+        snprintf(path, sizeof path, "%s/r%d.json", dir, i);
+        char *args[24];
+        int k = 0;
+        args[k++] = exe; args[k++] = "run"; args[k++] = "--model"; args[k++] = (char *)r->model;
+        args[k++] = "--verify"; args[k++] = "--verify-steps"; args[k++] = "1"; args[k++] = "--quiet";
+        args[k++] = "--json"; args[k++] = path;
+        for (int a = 0; a < 8 && r->args[a]; a++) args[k++] = (char *)r->args[a];
+        args[k] = NULL;
+        const double t0 = now_s();
+        const int e = run_child(args);
+        const double dt = now_s() - t0;
+        cJSON *j = read_json(path);
+        const cJSON *w = j ? cJSON_GetObjectItem(j, "world") : NULL;
+        const cJSON *bc = j ? cJSON_GetObjectItem(j, "bytes_counted") : NULL;
+        const cJSON *bp = j ? cJSON_GetObjectItem(j, "bytes_predicted") : NULL;
+        if (!w || !bc || !bp) {
+            printf("%-14s %-9s %5s %7s %14s %14s %8.1f   (exit %d, no result)\n", r->name, r->model, "-",
+                   "FAIL", "-", "-", dt, e);
+            rc = HP_EXIT_FAIL;
+        } else {
+            const int pass = e == 0 && cJSON_IsTrue(cJSON_GetObjectItem(j, "pass"));
+            if (!pass) rc = HP_EXIT_FAIL;
+            printf("%-14s %-9s %5d %7s %14.0f %14.0f %8.1f\n", r->name, r->model, w->valueint,
+                   pass ? "PASS" : "FAIL", bc->valuedouble, bp->valuedouble, dt);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "recipe", r->name);
+            cJSON_AddStringToObject(o, "model", r->model);
+            cJSON_AddNumberToObject(o, "world", w->valueint);
+            cJSON_AddBoolToObject(o, "pass", pass);
+            cJSON_AddNumberToObject(o, "bytes_counted", bc->valuedouble);
+            cJSON_AddNumberToObject(o, "bytes_predicted", bp->valuedouble);
+            cJSON_AddItemToArray(out, o);
+        }
+        cJSON_Delete(j);
+        remove(path);
+    }
+    rmdir(dir);
+    if (cli->json_out) {
+        char *text = cJSON_Print(out);
+        FILE *f = fopen(cli->json_out, "w");
+        if (f) { fprintf(f, "%s\n", text); fclose(f); }
+        else fprintf(stderr, "hp bench: cannot write --json file '%s'\n", cli->json_out);
+        free(text);
+    }
+    cJSON_Delete(out);
+    return rc;
+}
+
 // ---------------------------------------------------------------------------------------
 
 int hp_cmd_bench(int argc, char **argv) {
-    // --memory takes no value: hp_cli_parse's extras all do, so it is taken out first
-    int memory = 0;
+    // --memory and --recipes take no value (hp_cli_parse's extras all do): taken out first
+    int memory = 0, recipes_mode = 0;
     char **av = calloc((size_t)argc + 1, sizeof *av);
     if (!av) { fprintf(stderr, "hp bench: out of memory\n"); return HP_EXIT_FAIL; }
     int ac = 0;
     for (int i = 0; i < argc; i++) {
         if (i >= 2 && !strcmp(argv[i], "--memory")) { memory = 1; continue; }
+        if (i >= 2 && !strcmp(argv[i], "--recipes")) { recipes_mode = 1; continue; }
         av[ac++] = argv[i];
     }
     static const char *const extra[] = { "--threads", "--warmup", "--shards", "--memory-out", NULL };
@@ -441,6 +551,13 @@ int hp_cmd_bench(int argc, char **argv) {
         return HP_EXIT_CONFIG;
     }
 
+    if (recipes_mode) {
+        if (hp_launch_under_mpi()) {
+            fprintf(stderr, "hp bench --recipes launches its own jobs: run it without mpirun\n");
+            return HP_EXIT_CONFIG;
+        }
+        return bench_recipes(&cli);
+    }
     if (memory) {
         if (hp_launch_under_mpi()) {
             fprintf(stderr, "hp bench --memory launches its own jobs: run it without mpirun\n");

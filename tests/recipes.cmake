@@ -126,7 +126,7 @@ set_tests_properties(recipes_table_sync PROPERTIES LABELS L0 TIMEOUT 30)
 # the table, the JSON round trip the determinism check relies on, the reports
 add_executable(test_recipes ${CMAKE_CURRENT_LIST_DIR}/test_recipes.c
                ${CMAKE_SOURCE_DIR}/tools/hp/recipes.c ${CMAKE_SOURCE_DIR}/tools/hp/report.c)
-target_include_directories(test_recipes PRIVATE ${CMAKE_SOURCE_DIR}/tools/hp ${CJSON_INCLUDE_DIR})
+target_include_directories(test_recipes PRIVATE ${CMAKE_SOURCE_DIR}/tools/hp ${CMAKE_SOURCE_DIR}/src ${CJSON_INCLUDE_DIR})
 target_link_libraries(test_recipes PRIVATE hyperpar)
 add_test(NAME recipes_table COMMAND test_recipes)
 set_tests_properties(recipes_table PROPERTIES LABELS L0 TIMEOUT 60)

@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include "hyperpar/dump.h"
 #include "hyperpar/safetensors.h"
+#include "util/file_io.h"
 #include "train/trainer_internal.h"
 
 static int save_params(const hp_param_table *t, const float *full, const char *path,
@@ -106,17 +107,11 @@ int hp_dump_step1(hp_trainer *tr, const char *dir, const float *init, const floa
     if (rc != 0) return -1;
 
     cJSON *j = config_json(tr, loss);
-    char *text = cJSON_Print(j);
     snprintf(path, sizeof path, "%s/result.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
+    if (hp_json_save(j, path) != 0) {
         snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
         rc = -1;
-    } else {
-        fprintf(f, "%s\n", text);
-        fclose(f);
     }
-    free(text);
     cJSON_Delete(j);
     return rc;
 }

@@ -4,6 +4,7 @@
 // only on (seed, step, g), never on which rank asks or in what order.
 // defines: hp_data_open, hp_data_close, hp_data_windows, hp_data_sequence
 #include "hyperpar/data.h"
+#include "util/file_io.h"
 #include "hyperpar/rng.h"
 
 #include <errno.h>
@@ -16,27 +17,6 @@ struct hp_data {
     unsigned char *bytes;      // (len,) the whole text file; NULL for synthetic data
     int64_t        len;
 };
-
-// Reads a whole file into a fresh buffer. 0 ok; else one line in err.
-static int read_file(const char *path, unsigned char **out, int64_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "%s: cannot open data file: %s", path, strerror(errno)); return -1; }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        unsigned char *bigger = realloc(buf, cap * 2);
-        if (!bigger) { free(buf); buf = NULL; break; }
-        buf = bigger; cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) { snprintf(err, errlen, "%s: out of memory reading data file", path); return -1; }
-    if (bad) { free(buf); snprintf(err, errlen, "%s: read error on data file", path); return -1; }
-    *out = buf; *len = (int64_t)n;
-    return 0;
-}
 
 hp_data *hp_data_open(const char *path, int vocab_size, char *err, size_t errlen) {
     if (errlen) err[0] = '\0';
@@ -52,7 +32,14 @@ hp_data *hp_data_open(const char *path, int vocab_size, char *err, size_t errlen
     if (!d) { snprintf(err, errlen, "data: out of memory"); return NULL; }
     d->vocab_size = vocab_size;
     if (!path) return d;
-    if (read_file(path, &d->bytes, &d->len, err, errlen) != 0) { free(d); return NULL; }
+    size_t len;
+    const char *why;
+    if (hp_file_read(path, &d->bytes, &len, &why) != 0) {
+        snprintf(err, errlen, "%s: cannot open data file: %s", path, why);
+        free(d);
+        return NULL;
+    }
+    d->len = (int64_t)len;
     if (d->len == 0) {
         snprintf(err, errlen, "%s: data file is empty", path);
         hp_data_close(d);

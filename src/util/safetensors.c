@@ -8,6 +8,7 @@
 // with spaces to a multiple of 8 bytes (allowed by the format) so F32/I32 data stay aligned.
 // defines: hp_st_open/close/count/at/get/metadata, hp_st_writer_init/add/metadata/save/free
 #include "hyperpar/safetensors.h"
+#include "util/file_io.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -84,25 +85,6 @@ static void st_fail(char *err, size_t errlen, const char *path, const char *fmt,
     va_end(ap);
 }
 
-static int read_whole(const char *path, unsigned char **out, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { st_fail(err, errlen, path, "cannot open: %s", strerror(errno)); return -1; }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        unsigned char *bigger = realloc(buf, cap * 2);
-        if (!bigger) { free(buf); buf = NULL; break; }
-        buf = bigger; cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) { st_fail(err, errlen, path, "out of memory reading the file"); return -1; }
-    if (bad) { free(buf); st_fail(err, errlen, path, "read error"); return -1; }
-    *out = buf; *len = n;
-    return 0;
-}
 
 // A JSON number that is an exact integer in [0, 2^53].
 static int json_uint(const cJSON *item, int64_t *out) {
@@ -233,7 +215,11 @@ hp_st *hp_st_open(const char *path, char *err, size_t errlen) {
     cJSON *root = NULL;
     char *hdr = NULL;
     st_key *keys = NULL;
-    if (read_whole(path, &f->raw, &len, err, errlen) != 0) goto fail;
+    const char *why;
+    if (hp_file_read(path, &f->raw, &len, &why) != 0) {
+        st_fail(err, errlen, path, strcmp(why, "read error") ? "cannot open: %s" : "%s", why);
+        goto fail;
+    }
     if (len < 8) {
         st_fail(err, errlen, path, "file is %zu bytes, too short for the 8-byte header length "
                 "(truncated or not a safetensors file)", len);

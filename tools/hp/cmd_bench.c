@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <cblas.h>
 #include <cjson/cJSON.h>
+#include "util/file_io.h"
 #include "cli.h"
 #include "hyperpar/train.h"
 
@@ -241,11 +242,8 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
             cJSON_AddNumberToObject(o, "gflops", shapes[i].gflops);
             cJSON_AddItemToArray(sh, o);
         }
-        char *text = cJSON_Print(j);
-        FILE *fo = fopen(cli->json_out, "w");
-        if (fo) { fprintf(fo, "%s\n", text); fclose(fo); }
-        else fprintf(stderr, "hp bench: cannot write --json file '%s'\n", cli->json_out);
-        free(text);
+        if (hp_json_save(j, cli->json_out) != 0)
+            fprintf(stderr, "hp bench: cannot write --json file '%s'\n", cli->json_out);
         cJSON_Delete(j);
     }
     return HP_EXIT_OK;
@@ -296,31 +294,15 @@ static int memory_child(hp_cli *cli, const char *out_path) {
         cJSON_AddItemToArray(rows, o);
     }
     free(all);
-    char *text = cJSON_Print(j);
-    FILE *f = fopen(out_path, "w");
     int rc = HP_EXIT_OK;
-    if (f) { fprintf(f, "%s\n", text); fclose(f); }
-    else { fprintf(stderr, "hp bench: cannot write '%s'\n", out_path); rc = HP_EXIT_FAIL; }
-    free(text);
+    if (hp_json_save(j, out_path) != 0) {
+        fprintf(stderr, "hp bench: cannot write '%s'\n", out_path);
+        rc = HP_EXIT_FAIL;
+    }
     cJSON_Delete(j);
     return rc;
 }
 
-static cJSON *read_json(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!buf) return NULL;
-    buf[got] = '\0';
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    return j;
-}
 
 // Parent: launches one job per degree and prints the table.
 static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, char **argv) {
@@ -363,7 +345,7 @@ static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, c
                           "--optimizer", "adamw", "--quiet", NULL };
         const int cargc = (int)(sizeof cargv / sizeof cargv[0]) - 1;
         int e = hp_launch_self(N, cargc, cargv);
-        cJSON *j = e == 0 ? read_json(path) : NULL;
+        cJSON *j = e == 0 ? hp_json_load(path) : NULL;
         if (!j) {
             fprintf(stderr, "hp bench --memory: the dp_shard %d job failed (exit %d)\n", N, e);
             rc = HP_EXIT_FAIL;
@@ -392,11 +374,8 @@ static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, c
     }
     rmdir(tmpl);
     if (rc == HP_EXIT_OK && cli->json_out) {
-        char *text = cJSON_Print(out);
-        FILE *f = fopen(cli->json_out, "w");
-        if (f) { fprintf(f, "%s\n", text); fclose(f); }
-        else fprintf(stderr, "hp bench: cannot write --json file '%s'\n", cli->json_out);
-        free(text);
+        if (hp_json_save(out, cli->json_out) != 0)
+            fprintf(stderr, "hp bench: cannot write --json file '%s'\n", cli->json_out);
     }
     cJSON_Delete(out);
     return rc;
@@ -466,7 +445,7 @@ static int bench_recipes(const hp_cli *cli) {
         const double t0 = now_s();
         const int e = run_child(args);
         const double dt = now_s() - t0;
-        cJSON *j = read_json(path);
+        cJSON *j = hp_json_load(path);
         const cJSON *w = j ? cJSON_GetObjectItem(j, "world") : NULL;
         const cJSON *bc = j ? cJSON_GetObjectItem(j, "bytes_counted") : NULL;
         const cJSON *bp = j ? cJSON_GetObjectItem(j, "bytes_predicted") : NULL;
@@ -493,11 +472,8 @@ static int bench_recipes(const hp_cli *cli) {
     }
     rmdir(dir);
     if (cli->json_out) {
-        char *text = cJSON_Print(out);
-        FILE *f = fopen(cli->json_out, "w");
-        if (f) { fprintf(f, "%s\n", text); fclose(f); }
-        else fprintf(stderr, "hp bench: cannot write --json file '%s'\n", cli->json_out);
-        free(text);
+        if (hp_json_save(out, cli->json_out) != 0)
+            fprintf(stderr, "hp bench: cannot write --json file '%s'\n", cli->json_out);
     }
     cJSON_Delete(out);
     return rc;

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
+#include "util/file_io.h"
 #include "cli.h"
 #include "recipes.h"
 #include "report.h"
@@ -354,18 +355,6 @@ static int count_lines(const char *path) {
     return n;
 }
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
 
 // 1 when both files exist and hold the same bytes.
 static int files_equal(const char *a, const char *b) {
@@ -404,10 +393,7 @@ typedef struct {
 } run_numbers;
 
 static int load_json(const char *path, hp_recipe_result *x, run_numbers *rn) {
-    char *text = read_file(path);
-    if (!text) return -1;
-    cJSON *j = cJSON_Parse(text);
-    free(text);
+    cJSON *j = hp_json_load(path);
     if (!j) return -1;
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(j, "losses");
     rn->pass = boolean(j, "pass");

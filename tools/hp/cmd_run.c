@@ -12,6 +12,7 @@
 #include "hyperpar/dump.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
+#include "util/file_io.h"
 
 static const char *const run_usage =
     "usage: hp run [flags]\n"
@@ -72,11 +73,7 @@ static void write_json(const char *path, const hp_cli *cli, const hp_verify_resu
         cJSON_AddNumberToObject(j, "seconds", r->seconds);
         if (r->failure) cJSON_AddStringToObject(j, "failure", r->failure);
     }
-    char *text = cJSON_Print(j);
-    FILE *f = fopen(path, "w");
-    if (f) { fprintf(f, "%s\n", text); fclose(f); }
-    else fprintf(stderr, "hp: cannot write --json file '%s'\n", path);
-    free(text);
+    if (hp_json_save(j, path) != 0) fprintf(stderr, "hp: cannot write --json file '%s'\n", path);
     cJSON_Delete(j);
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include "util/file_io.h"
 #include "report.h"
 
 const char *hp_verdict_name(hp_verdict v) {
@@ -268,19 +269,10 @@ int hp_report_json(const char *path, const hp_matrix_report *m) {
         if (!g->ok) cJSON_AddStringToObject(o, "why", g->why);
         cJSON_AddItemToArray(na, o);
     }
-    char *text = cJSON_Print(j);
+    const int rc = hp_json_save(j, path);
     cJSON_Delete(j);
-    FILE *f = fopen(path, "w");
-    if (!f || !text) {
-        fprintf(stderr, "hp matrix: cannot write '%s'\n", path);
-        if (f) fclose(f);
-        free(text);
-        return -1;
-    }
-    fprintf(f, "%s\n", text);
-    fclose(f);
-    free(text);
-    return 0;
+    if (rc != 0) fprintf(stderr, "hp matrix: cannot write '%s'\n", path);
+    return rc;
 }
 
 // ---------------------------------------------------------------------------------------------

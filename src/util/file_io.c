@@ -1,0 +1,51 @@
+// file_io.c - whole-file reads and JSON files (see file_io.h).
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/file_io.h"
+
+int hp_file_read(const char *path, unsigned char **out, size_t *len, const char **why) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { *why = strerror(errno); return -1; }
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        unsigned char *bigger = realloc(buf, 2 * cap + 1);
+        if (!bigger) { free(buf); buf = NULL; break; }
+        buf = bigger;
+        cap *= 2;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (!buf) { *why = "out of memory reading the file"; return -1; }
+    if (bad) { free(buf); *why = "read error"; return -1; }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int hp_json_save(const cJSON *j, const char *path) {
+    char *text = cJSON_Print(j);
+    FILE *f = text ? fopen(path, "w") : NULL;
+    int rc = -1;
+    if (f) {
+        rc = fprintf(f, "%s\n", text) < 0 ? -1 : 0;
+        if (fclose(f) != 0) rc = -1;
+    }
+    free(text);
+    return rc;
+}
+
+cJSON *hp_json_load(const char *path) {
+    unsigned char *text;
+    size_t len;
+    const char *why;
+    if (hp_file_read(path, &text, &len, &why) != 0) return NULL;
+    cJSON *j = cJSON_Parse((const char *)text);
+    free(text);
+    return j;
+}

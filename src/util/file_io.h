@@ -1,0 +1,17 @@
+// file_io.h - whole-file reads and JSON files, shared by the library (data, safetensors,
+// dump) and the tool (run, matrix, bench reports). Internal: not part of the public API.
+// defines: hp_file_read, hp_json_save, hp_json_load
+#ifndef HP_UTIL_FILE_IO_H
+#define HP_UTIL_FILE_IO_H
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+// Reads a whole file into a fresh buffer with a NUL appended (*len excludes it). Returns 0,
+// or -1 with *why set to a short reason ("No such file or directory", "read error", ...).
+int hp_file_read(const char *path, unsigned char **out, size_t *len, const char **why);
+// Writes j pretty-printed (and a newline) to path. Returns 0, or -1 (errno tells why).
+int hp_json_save(const cJSON *j, const char *path);
+// Reads and parses a JSON file; NULL when it cannot be read or does not parse.
+cJSON *hp_json_load(const char *path);
+
+#endif

@@ -13,42 +13,68 @@
 #include "hyperpar/kernels.h"
 #include "train/trainer_internal.h"
 
-// Index of a block parameter ("attention.wq.weight" of layer l) or a top-level one (l < 0).
-static int pid(const hp_trainer *tr, int l, const char *suffix) {
+// The table names of a block's parameter roles (layers.{l}.<suffix>), in hp_block_param order.
+static const char *const block_suffix[BP_COUNT] = {
+    [BP_ATTN_NORM] = "attention_norm.weight",
+    [BP_WQ] = "attention.wq.weight",
+    [BP_WK] = "attention.wk.weight",
+    [BP_WV] = "attention.wv.weight",
+    [BP_WO] = "attention.wo.weight",
+    [BP_FFN_NORM] = "ffn_norm.weight",
+    [BP_W1] = "feed_forward.w1.weight",
+    [BP_W2] = "feed_forward.w2.weight",
+    [BP_W3] = "feed_forward.w3.weight",
+    [BP_GATE] = "moe.router.gate.weight",
+    [BP_EW1] = "moe.experts.w1",
+    [BP_EW2] = "moe.experts.w2",
+    [BP_EW3] = "moe.experts.w3",
+    [BP_SW1] = "moe.shared_experts.w1.weight",
+    [BP_SW2] = "moe.shared_experts.w2.weight",
+    [BP_SW3] = "moe.shared_experts.w3.weight",
+};
+
+// A block parameter by role (l >= 0), or a top-level one by its table index.
+#define W(l, role) hp_fsdp_param(tr, tr->blocks[(l)].pid[(role)])
+#define G(l, role) hp_fsdp_grad(tr, tr->blocks[(l)].pid[(role)])
+#define WT(id) hp_fsdp_param(tr, tr->id)
+#define GT(id) hp_fsdp_grad(tr, tr->id)
+
+static void lookup_params(hp_trainer *tr) {
     char name[96];
-    if (l < 0) snprintf(name, sizeof name, "%s", suffix);
-    else       snprintf(name, sizeof name, "layers.%d.%s", l, suffix);
-    return hp_params_find(&tr->pt, name);
+    for (int l = 0; l < tr->m.n_layers; l++)
+        for (int r = 0; r < BP_COUNT; r++) {
+            snprintf(name, sizeof name, "layers.%d.%s", l, block_suffix[r]);
+            tr->blocks[l].pid[r] = hp_params_find(&tr->pt, name);
+        }
+    tr->pid_tok = hp_params_find(&tr->pt, "tok_embeddings.weight");
+    tr->pid_norm = hp_params_find(&tr->pt, "norm.weight");
+    tr->pid_out = hp_params_find(&tr->pt, "output.weight");
 }
-#define W(l, s) hp_fsdp_param(tr, pid(tr, (l), (s)))
-#define G(l, s) hp_fsdp_grad(tr, pid(tr, (l), (s)))
 
 static float *falloc(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
 
-static int has_shared(const hp_model_config *m) { return m->n_shared_experts > 0; }
-
 static hp_moe_weights moe_weights(hp_trainer *tr, int l) {
     hp_moe_weights w = {
-        .gate = W(l, "moe.router.gate.weight"),
-        .w1 = W(l, "moe.experts.w1"), .w2 = W(l, "moe.experts.w2"), .w3 = W(l, "moe.experts.w3"),
+        .gate = W(l, BP_GATE),
+        .w1 = W(l, BP_EW1), .w2 = W(l, BP_EW2), .w3 = W(l, BP_EW3),
     };
-    if (has_shared(&tr->m)) {
-        w.sw1 = W(l, "moe.shared_experts.w1.weight");
-        w.sw2 = W(l, "moe.shared_experts.w2.weight");
-        w.sw3 = W(l, "moe.shared_experts.w3.weight");
+    if (tr->m.n_shared_experts > 0) {
+        w.sw1 = W(l, BP_SW1);
+        w.sw2 = W(l, BP_SW2);
+        w.sw3 = W(l, BP_SW3);
     }
     return w;
 }
 
 static hp_moe_grads moe_grads(hp_trainer *tr, int l) {
     hp_moe_grads g = {
-        .gate = G(l, "moe.router.gate.weight"),
-        .w1 = G(l, "moe.experts.w1"), .w2 = G(l, "moe.experts.w2"), .w3 = G(l, "moe.experts.w3"),
+        .gate = G(l, BP_GATE),
+        .w1 = G(l, BP_EW1), .w2 = G(l, BP_EW2), .w3 = G(l, BP_EW3),
     };
-    if (has_shared(&tr->m)) {
-        g.sw1 = G(l, "moe.shared_experts.w1.weight");
-        g.sw2 = G(l, "moe.shared_experts.w2.weight");
-        g.sw3 = G(l, "moe.shared_experts.w3.weight");
+    if (tr->m.n_shared_experts > 0) {
+        g.sw1 = G(l, BP_SW1);
+        g.sw2 = G(l, BP_SW2);
+        g.sw3 = G(l, BP_SW3);
     }
     return g;
 }
@@ -83,6 +109,7 @@ int hp_transformer_alloc(hp_trainer *tr) {
 
     tr->blocks = calloc((size_t)m->n_layers, sizeof(hp_block_acts));
     if (!tr->blocks) return -1;
+    lookup_params(tr);
     for (int l = 0; l < m->n_layers; l++) {
         hp_block_acts *A = &tr->blocks[l];
         A->h_in = falloc(res * D); A->n1 = falloc(res * D); A->rstd1 = falloc(res);
@@ -159,32 +186,32 @@ static void block_forward(hp_trainer *tr, int l, float *h_out) {
     const size_t nres = (size_t)tr->Nres * D;
 
     // h_mid = h_in + Attention(RMSNorm(h_in))
-    hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, W(l, "attention_norm.weight"), m->norm_eps,
+    hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, W(l, BP_ATTN_NORM), m->norm_eps,
                        tr->Nres, D);
     hp_tp_region_enter(tr, A->g1, A->n1, D);
-    hp_linear_forward(A->q, A->g1, W(l, "attention.wq.weight"), Nr, D, qd);
-    hp_linear_forward(A->k, A->g1, W(l, "attention.wk.weight"), Nr, D, kvd);
-    hp_linear_forward(A->v, A->g1, W(l, "attention.wv.weight"), Nr, D, kvd);
+    hp_linear_forward(A->q, A->g1, W(l, BP_WQ), Nr, D, qd);
+    hp_linear_forward(A->k, A->g1, W(l, BP_WK), Nr, D, kvd);
+    hp_linear_forward(A->v, A->g1, W(l, BP_WV), Nr, D, kvd);
     hp_rope_forward(A->q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
     hp_rope_forward(A->k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
     hp_cp_attention_forward(tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance, A->att, A->lse,
                             A->q, A->k, A->v, tr->pos, tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd);
-    hp_linear_forward(tr->reg_a, A->att, W(l, "attention.wo.weight"), Nr, qd, D);
+    hp_linear_forward(tr->reg_a, A->att, W(l, BP_WO), Nr, qd, D);
     hp_tp_region_exit(tr, tr->res_a, tr->reg_a, D);
     add_into(A->h_mid, A->h_in, tr->res_a, nres);
 
     // h_out = h_mid + (FFN or MoE)(RMSNorm(h_mid))
-    hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, W(l, "ffn_norm.weight"), m->norm_eps,
+    hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, W(l, BP_FFN_NORM), m->norm_eps,
                        tr->Nres, D);
     hp_tp_region_enter(tr, A->g2, A->n2, D);
     if (A->moe) {
         hp_moe_weights w = moe_weights(tr, l);
         hp_moe_forward(A->moe, tr->comm, tr->reg_a, A->g2, &w);
     } else {
-        hp_linear_forward(A->a1, A->g2, W(l, "feed_forward.w1.weight"), Nr, D, tr->Fl);
-        hp_linear_forward(A->a3, A->g2, W(l, "feed_forward.w3.weight"), Nr, D, tr->Fl);
+        hp_linear_forward(A->a1, A->g2, W(l, BP_W1), Nr, D, tr->Fl);
+        hp_linear_forward(A->a3, A->g2, W(l, BP_W3), Nr, D, tr->Fl);
         hp_swiglu_forward(A->act, A->a1, A->a3, (size_t)Nr * tr->Fl);
-        hp_linear_forward(tr->reg_a, A->act, W(l, "feed_forward.w2.weight"), Nr, tr->Fl, D);
+        hp_linear_forward(tr->reg_a, A->act, W(l, BP_W2), Nr, tr->Fl, D);
     }
     hp_tp_region_exit(tr, tr->res_a, tr->reg_a, D);
     add_into(h_out, A->h_mid, tr->res_a, nres);
@@ -196,7 +223,7 @@ double hp_transformer_forward(hp_trainer *tr) {
     float *h0 = L > 0 ? tr->blocks[0].h_in : tr->h_final;
 
     hp_fsdp_gather_unit(tr, 0);
-    hp_embedding_forward(tr->reg_a, tr->tokens, W(-1, "tok_embeddings.weight"), tr->v0, tr->Vl,
+    hp_embedding_forward(tr->reg_a, tr->tokens, WT(pid_tok), tr->v0, tr->Vl,
                          tr->Nreg, D);
     hp_fsdp_release_unit(tr, 0);
     hp_tp_region_exit(tr, h0, tr->reg_a, D);   // rowwise embedding: partial over tp
@@ -208,10 +235,10 @@ double hp_transformer_forward(hp_trainer *tr) {
     }
 
     hp_fsdp_gather_unit(tr, L + 1);
-    hp_rmsnorm_forward(tr->nf, tr->rstdf, tr->h_final, W(-1, "norm.weight"), m->norm_eps,
+    hp_rmsnorm_forward(tr->nf, tr->rstdf, tr->h_final, WT(pid_norm), m->norm_eps,
                        tr->Nres, D);
     hp_tp_region_enter(tr, tr->gf, tr->nf, D);
-    hp_linear_forward(tr->logits, tr->gf, W(-1, "output.weight"), tr->Nreg, D, tr->Vl);
+    hp_linear_forward(tr->logits, tr->gf, WT(pid_out), tr->Nreg, D, tr->Vl);
     const double ce_sum = hp_tp_cross_entropy(tr, tr->logits, tr->labels, tr->ce_m, tr->ce_se);
     hp_fsdp_release_unit(tr, L + 1);
     tr->loss_local = ce_sum / (double)tr->n_valid_global;
@@ -238,25 +265,25 @@ static void block_backward(hp_trainer *tr, int l, float *dh) {
         hp_moe_backward(A->moe, tr->comm, tr->reg_b, &g, tr->reg_a, &w);
     } else {
         zeros(tr->reg_f3, nf);
-        hp_linear_backward(tr->reg_f3, G(l, "feed_forward.w2.weight"), tr->reg_a, A->act,
-                           W(l, "feed_forward.w2.weight"), Nr, tr->Fl, D);
+        hp_linear_backward(tr->reg_f3, G(l, BP_W2), tr->reg_a, A->act,
+                           W(l, BP_W2), Nr, tr->Fl, D);
         zeros(tr->reg_f1, nf);
         zeros(tr->reg_f2, nf);
         hp_swiglu_backward(tr->reg_f1, tr->reg_f2, tr->reg_f3, A->a1, A->a3, nf);
-        hp_linear_backward(tr->reg_b, G(l, "feed_forward.w1.weight"), tr->reg_f1, A->g2,
-                           W(l, "feed_forward.w1.weight"), Nr, D, tr->Fl);
-        hp_linear_backward(tr->reg_b, G(l, "feed_forward.w3.weight"), tr->reg_f2, A->g2,
-                           W(l, "feed_forward.w3.weight"), Nr, D, tr->Fl);
+        hp_linear_backward(tr->reg_b, G(l, BP_W1), tr->reg_f1, A->g2,
+                           W(l, BP_W1), Nr, D, tr->Fl);
+        hp_linear_backward(tr->reg_b, G(l, BP_W3), tr->reg_f2, A->g2,
+                           W(l, BP_W3), Nr, D, tr->Fl);
     }
     hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_b, D);
-    hp_rmsnorm_backward(dh, G(l, "ffn_norm.weight"), tr->res_a, A->h_mid,
-                        W(l, "ffn_norm.weight"), A->rstd2, tr->Nres, D);   // dh is now dh_mid
+    hp_rmsnorm_backward(dh, G(l, BP_FFN_NORM), tr->res_a, A->h_mid,
+                        W(l, BP_FFN_NORM), A->rstd2, tr->Nres, D);   // dh is now dh_mid
 
     // attention branch
     hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
     zeros(tr->reg_att, (size_t)Nr * qd);
-    hp_linear_backward(tr->reg_att, G(l, "attention.wo.weight"), tr->reg_a, A->att,
-                       W(l, "attention.wo.weight"), Nr, qd, D);
+    hp_linear_backward(tr->reg_att, G(l, BP_WO), tr->reg_a, A->att,
+                       W(l, BP_WO), Nr, qd, D);
     zeros(tr->reg_q, (size_t)Nr * qd);
     zeros(tr->reg_k, (size_t)Nr * kvd);
     zeros(tr->reg_v, (size_t)Nr * kvd);
@@ -266,15 +293,15 @@ static void block_backward(hp_trainer *tr, int l, float *dh) {
     hp_rope_backward(tr->reg_q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
     hp_rope_backward(tr->reg_k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
     zeros(tr->reg_b, nreg);
-    hp_linear_backward(tr->reg_b, G(l, "attention.wq.weight"), tr->reg_q, A->g1,
-                       W(l, "attention.wq.weight"), Nr, D, qd);
-    hp_linear_backward(tr->reg_b, G(l, "attention.wk.weight"), tr->reg_k, A->g1,
-                       W(l, "attention.wk.weight"), Nr, D, kvd);
-    hp_linear_backward(tr->reg_b, G(l, "attention.wv.weight"), tr->reg_v, A->g1,
-                       W(l, "attention.wv.weight"), Nr, D, kvd);
+    hp_linear_backward(tr->reg_b, G(l, BP_WQ), tr->reg_q, A->g1,
+                       W(l, BP_WQ), Nr, D, qd);
+    hp_linear_backward(tr->reg_b, G(l, BP_WK), tr->reg_k, A->g1,
+                       W(l, BP_WK), Nr, D, kvd);
+    hp_linear_backward(tr->reg_b, G(l, BP_WV), tr->reg_v, A->g1,
+                       W(l, BP_WV), Nr, D, kvd);
     hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_b, D);
-    hp_rmsnorm_backward(dh, G(l, "attention_norm.weight"), tr->res_a, A->h_in,
-                        W(l, "attention_norm.weight"), A->rstd1, tr->Nres, D);  // dh_in
+    hp_rmsnorm_backward(dh, G(l, BP_ATTN_NORM), tr->res_a, A->h_in,
+                        W(l, BP_ATTN_NORM), A->rstd1, tr->Nres, D);  // dh_in
 }
 
 void hp_transformer_backward(hp_trainer *tr) {
@@ -289,11 +316,11 @@ void hp_transformer_backward(hp_trainer *tr) {
     hp_ce_backward(tr->dlogits, tr->logits, tr->ce_m, tr->ce_se, tr->labels, tr->v0,
                    (float)(1.0 / (double)tr->n_valid_global), tr->Nreg, tr->Vl);
     zeros(tr->reg_a, (size_t)tr->Nreg * D);
-    hp_linear_backward(tr->reg_a, G(-1, "output.weight"), tr->dlogits, tr->gf,
-                       W(-1, "output.weight"), tr->Nreg, D, tr->Vl);
+    hp_linear_backward(tr->reg_a, GT(pid_out), tr->dlogits, tr->gf,
+                       WT(pid_out), tr->Nreg, D, tr->Vl);
     hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_a, D);
     zeros(dh, nres);
-    hp_rmsnorm_backward(dh, G(-1, "norm.weight"), tr->res_a, tr->h_final, W(-1, "norm.weight"),
+    hp_rmsnorm_backward(dh, GT(pid_norm), tr->res_a, tr->h_final, WT(pid_norm),
                         tr->rstdf, tr->Nres, D);
     hp_fsdp_reduce_unit(tr, L + 1);
     hp_fsdp_release_unit(tr, L + 1);
@@ -309,7 +336,7 @@ void hp_transformer_backward(hp_trainer *tr) {
     hp_fsdp_gather_unit(tr, 0);
     hp_fsdp_zero_unit_grads(tr, 0);
     hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
-    hp_embedding_backward(G(-1, "tok_embeddings.weight"), tr->reg_a, tr->tokens, tr->v0, tr->Vl,
+    hp_embedding_backward(GT(pid_tok), tr->reg_a, tr->tokens, tr->v0, tr->Vl,
                           tr->Nreg, D);
     hp_fsdp_reduce_unit(tr, 0);
     hp_fsdp_release_unit(tr, 0);

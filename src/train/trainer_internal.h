@@ -9,6 +9,13 @@
 #include "hyperpar/params.h"
 #include "hyperpar/train.h"
 
+// A block's parameters, by role (their table indices are looked up once, in hp_transformer_alloc).
+typedef enum {
+    BP_ATTN_NORM, BP_WQ, BP_WK, BP_WV, BP_WO, BP_FFN_NORM,
+    BP_W1, BP_W2, BP_W3, BP_GATE, BP_EW1, BP_EW2, BP_EW3, BP_SW1, BP_SW2, BP_SW3,
+    BP_COUNT
+} hp_block_param;
+
 // Activations one block keeps for its backward. Rows: "res" = the residual stream of this
 // rank (B_l x S_res tokens; S_res = S_c/T under sequence parallel), "reg" = inside a tensor
 // parallel region (B_l x S_c: the cp-local sequence, replicated over tp).
@@ -23,6 +30,7 @@ typedef struct hp_block_acts {
     float *g2;            // (reg, D)
     float *a1, *a3, *act; // (reg, Fl) dense FFN
     hp_moe_state *moe;    // MoE block state (NULL for dense blocks)
+    int pid[BP_COUNT];    // parameter table index of each role (-1: absent in this block)
 } hp_block_acts;
 
 struct hp_trainer {
@@ -55,6 +63,7 @@ struct hp_trainer {
 
     // activations
     hp_block_acts *blocks;   // [L]
+    int pid_tok, pid_norm, pid_out;   // table indices of the top-level parameters
     float *h_final, *nf, *rstdf, *gf, *logits, *ce_m, *ce_se, *ce_tl;
     float *dlogits;          // (reg, Vl)
     float *tp_buf;           // (reg, D) staging of sequence all-gather / reduce-scatter

@@ -19,12 +19,15 @@ import argparse
 import json
 import math
 import os
-import struct
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
+
+# one safetensors reader for both PyTorch scripts: tests/check_torch.py's
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from check_torch import read_safetensors  # noqa: E402
 
 # name: V, D, L, H, Hkv, F (the dense configs of src/model/config.c)
 MODELS = {
@@ -190,23 +193,6 @@ def bench(args):
 
 
 # ---- --check: the same function as hyperpar, on hyperpar's own dump ------------------------
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        buf = f.read()
-    (n,) = struct.unpack("<Q", buf[:8])
-    header = json.loads(buf[8:8 + n].decode("utf-8"))
-    data = buf[8 + n:]
-    dtypes = {"F32": torch.float32, "I32": torch.int32}
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = t["data_offsets"]
-        x = torch.frombuffer(bytearray(data[a:b]), dtype=dtypes[t["dtype"]])
-        out[name] = x.reshape(t["shape"]).clone()
-    return out
-
 
 def check(args):
     torch.set_num_threads(args.threads)

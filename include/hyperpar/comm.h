@@ -1,5 +1,6 @@
 // comm.h - collectives over one MPI sub-communicator per mesh group.
-// defines: hp_comm (opaque), hp_comm_init/free, collectives, traffic counters
+// defines: hp_comm (opaque), hp_comm_init/free, collectives, traffic counters (logical
+//          and wire), the watchdog's timeout and step, diagnostic gathers
 //
 //   hp_comm *comm = hp_comm_init(MPI_COMM_WORLD, &dims, /*deterministic=*/1);
 //   hp_allreduce_sum(comm, HP_G_TP, buf, n);        // sums buf over rank's tp group
@@ -7,9 +8,20 @@
 //   printf("%llu\n", (unsigned long long)hp_comm_bytes(comm, HP_G_FSDP, HP_OP_REDUCE_SCATTER));
 //   hp_comm_free(comm);
 //
-// Deterministic mode fixes the reduction order: every reduction is an exchange of the
-// operands followed by a sum in group-rank order, so the same job twice is bit-identical
-// and a sum is independent of the MPI library's algorithm choice.
+// Deterministic mode fixes the reduction order: member j of a group owns chunk j of the
+// buffer, receives every member's piece of it and sums them in group-rank order 0..size-1
+// (a fixed-order reduce-scatter); an all-reduce then all-gathers the reduced chunks. Each
+// element is ((x0 + x1) + x2) + ... on every rank, so the same job twice is bit-identical,
+// a sum is independent of the MPI library's algorithm, and an all-reduce moves the
+// bandwidth-optimal 2(N-1)/N of the buffer per rank (exchanges in pipelined pieces).
+//
+// Watchdog: every blocking wait (collectives and send/recv) has a deadline. A rank that
+// waits longer prints one line and takes the whole job down (MPI_Abort, exit non-zero):
+//   hp: watchdog: rank 3 waited 600.0 s in all-gather on group tp (step 2); aborting the job
+//   hp_comm_set_timeout(30.0);       // process-wide; e.g. from `hp run --timeout 30`
+//   hp_comm_set_step(comm, step);    // the trainer, at the start of each step
+// Without the setter the timeout comes from the environment, HP_TIMEOUT=seconds, else
+// HP_COMM_DEFAULT_TIMEOUT. A killed rank is normally noticed sooner by the MPI launcher.
 //
 // Traffic counting (bytes, per group kind and op, on this rank; groups of size 1 count 0;
 // element size 4 for float/int, 8 for f64/i64; calls are counted even when bytes are 0):
@@ -20,6 +32,15 @@
 //   broadcast       n*4 on the root, 0 elsewhere
 //   send/recv       n*4 sent (0 when dst is this rank: a local copy)
 // docs/traffic.md derives each recipe's per-step totals from these rules.
+// hp_comm_wire_bytes counts what this rank really hands to other ranks (N = group size):
+//   all-reduce      2(N-1)/N * n*4 when N divides n (rule for other n in docs/traffic.md)
+//   all-gather      (N-1) * n*4
+//   reduce-scatter  (N-1) * n*4     (n = the chunk each member receives)
+//   all-to-all      as the logical count (what goes to other ranks)
+//   broadcast       (N-1) * n*4 on the root (it sends to each member), 0 elsewhere
+//   send/recv       as the logical count
+// In non-deterministic mode MPI picks the all-reduce and reduce-scatter algorithms; their
+// wire counts are then those of the bandwidth-optimal algorithm, not a measurement.
 #ifndef HYPERPAR_COMM_H
 #define HYPERPAR_COMM_H
 #include <mpi.h>
@@ -66,9 +87,31 @@ void hp_sendrecv(hp_comm *comm, hp_group_kind g, float *recv, int src, const flo
                  int dst, size_t n);
 void hp_barrier(hp_comm *comm, hp_group_kind g);
 
+// Diagnostics outside the training step (not counted in the traffic counters): rank 0 of
+// the communicator handed to hp_comm_init receives every rank's n elements, in rank order
+// (recv holds world*n there and may be NULL elsewhere).
+//   hp_gather_to_root(comm, all, shard, shard_n);      // the verifier's full tensors
+void hp_gather_to_root(hp_comm *comm, float *recv, const float *send, size_t n);
+void hp_gather_to_root_int(hp_comm *comm, int *recv, const int *send, size_t n);
+// Broadcast of n ints on a plain communicator, for code that holds no hp_comm (the
+// verifier's verdict after the trainers are freed); watched like every other wait.
+void hp_mpi_broadcast_int(MPI_Comm mpi, int *buf, int n, int root);
+
+// Watchdog settings. The timeout is process-wide: seconds must be finite and > 0, else it
+// returns -1 and changes nothing. hp_comm_timeout() is the one in force.
+#define HP_COMM_DEFAULT_TIMEOUT 600.0
+int    hp_comm_set_timeout(double seconds);
+double hp_comm_timeout(void);
+// Parses a timeout as given on a command line or in HP_TIMEOUT ("2", "0.5", "1e3"):
+// 0 and *seconds set, or -1 when it is not a finite number > 0.
+int    hp_comm_parse_timeout(const char *text, double *seconds);
+// The training step the watchdog names (0 = before the first step: setup).
+void   hp_comm_set_step(hp_comm *comm, int step);
+
 uint64_t hp_comm_bytes(const hp_comm *comm, hp_group_kind g, hp_op_kind op);
 uint64_t hp_comm_calls(const hp_comm *comm, hp_group_kind g, hp_op_kind op);
-void     hp_comm_reset_stats(hp_comm *comm);
+uint64_t hp_comm_wire_bytes(const hp_comm *comm, hp_group_kind g, hp_op_kind op);
+void     hp_comm_reset_stats(hp_comm *comm);   // bytes, wire bytes and calls
 const char *hp_op_name(hp_op_kind op);
 
 #endif

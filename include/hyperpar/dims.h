@@ -16,6 +16,8 @@
 #define HP_EXIT_FAIL   1   // a run or its verification failed
 #define HP_EXIT_CONFIG 2   // bad usage or configuration
 
+#define HP_DIMS_MAX_DEGREE (1 << 24)   // any one degree; the world is bounded the same way
+
 typedef struct hp_dims {
     int dp_replicate;  // R  (HSDP outer replication / DDP)
     int dp_shard;      // S  (-1 = infer from world)

@@ -31,6 +31,9 @@ typedef struct hp_st hp_st;
 // every tensor's dtype/shape/data_offsets consistent and inside the data section.
 // On a bad file returns NULL and one line in err naming the tensor and the problem.
 hp_st *hp_st_open(const char *path, char *err, size_t errlen);
+// The same checks on len bytes already in memory (copied: buf may be freed after the call);
+// `name` stands for the path in err.   hp_st *f = hp_st_open_mem(buf, len, "upload", err, n);
+hp_st *hp_st_open_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen);
 void   hp_st_close(hp_st *f);
 int    hp_st_count(const hp_st *f);
 const hp_st_tensor *hp_st_at(const hp_st *f, int i);

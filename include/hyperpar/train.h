@@ -4,10 +4,14 @@
 // defines: hp_trainer (opaque), hp_step_stats, init/free, step phases, gathering to full
 //
 //   hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &model, &dims, &run, err, sizeof err);
-//   for (int i = 0; i < run.steps; i++) { hp_step_stats st; hp_trainer_step(tr, &st); }
+//   for (int i = 0; i < run.steps; i++) {
+//       hp_step_stats st;
+//       if (hp_trainer_step(tr, &st) != 0) break;   // non-finite loss or grad norm
+//   }
 //   hp_trainer_free(tr);
 #ifndef HYPERPAR_TRAIN_H
 #define HYPERPAR_TRAIN_H
+#include <math.h>
 #include <mpi.h>
 #include <stddef.h>
 #include "comm.h"
@@ -37,7 +41,14 @@ void hp_trainer_free(hp_trainer *tr);
 double hp_trainer_forward_backward(hp_trainer *tr);   // returns the global loss
 double hp_trainer_clip(hp_trainer *tr);               // returns the norm before clipping
 void   hp_trainer_optimizer_step(hp_trainer *tr);
-void   hp_trainer_step(hp_trainer *tr, hp_step_stats *st);
+// Returns 0, or HP_EXIT_FAIL when the loss or the grad norm (both reduced over the whole job,
+// so every rank decides alike) is not finite: then the optimiser step is skipped, the
+// parameters stay as they were, and the caller stops (TorchTitan's rule).
+int    hp_trainer_step(hp_trainer *tr, hp_step_stats *st);
+// 1 when a step with this loss and grad norm may update the parameters.
+static inline int hp_step_finite(double loss, double grad_norm) {
+    return isfinite(loss) && isfinite(grad_norm);
+}
 // The global loss of the current parameters on the batch of `step`, forward only; changes
 // no state (finite-difference checks, evaluation).
 double hp_trainer_eval_loss(hp_trainer *tr, int step);
@@ -61,6 +72,21 @@ int      hp_trainer_rank(const hp_trainer *tr);
 // Persistent bytes on this rank: parameter, gradient and optimiser shards; and the largest
 // unsharded unit (the working buffers of one gathered FSDP unit).
 void     hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *working);
+// What one rank of a job will allocate, in bytes, computed before allocating (an upper
+// estimate; `hp run` refuses a run whose total does not fit the memory available per rank).
+typedef struct hp_memory_estimate_t {
+    double persistent_bytes;   // parameter, gradient and AdamW shards
+    double working_bytes;      // one gathered FSDP unit, its grads, gather/reduce staging
+    double activation_bytes;   // what the forward keeps for the backward
+    double scratch_bytes;      // backward scratch, ring K/V, token ids
+    double total_bytes;
+    double largest_elems;      // the largest single buffer, in elements
+    char   largest_name[48];   // ... and what it holds
+} hp_memory_estimate_t;
+// dims validated for model and run; rank in [0, world). Returns 0, or -1 on allocation failure.
+int hp_memory_estimate(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                       int rank, hp_memory_estimate_t *out);
+
 // The ids of global sequence g of step `step` (tokens = ids[0..S), labels = ids[1..S]).
 void     hp_trainer_sequence(const hp_trainer *tr, int *ids, int step, int g);
 

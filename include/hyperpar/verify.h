@@ -63,6 +63,7 @@ typedef struct hp_verify_result {
     int     traffic_ok;
     double  seconds, seconds_ref;
     const char *failure;                        // first failed check, or NULL
+    char    failure_text[128];                  // room for a failure that names numbers
 } hp_verify_result;
 
 // Collective over world. Fills *res on world rank 0 (others get pass only). Returns 0 when
@@ -73,8 +74,13 @@ void hp_verify_print(FILE *out, const hp_verify_result *res);
 void hp_verify_result_free(hp_verify_result *res);
 
 // The bytes each (group, op) moves in one training step on `rank` by docs/traffic.md.
-// UINT64_MAX where the amount depends on the data (MoE dispatch).
+// UINT64_MAX where the amount depends on the data (the all-to-all of the MoE dispatch).
 void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                         int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]);
+// Replaces that UINT64_MAX with the bytes the routing of the step implies
+// (docs/traffic_moe.md): routing (n_moe_layers, batch, seq_len, top_k) global expert ids, as
+// hp_trainer_gather_routing returns them.
+void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           int rank, const int *routing, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]);
 
 #endif

@@ -1,8 +1,10 @@
 // comm.c - builds one MPI sub-communicator per mesh group; accessors, counters, errors.
 // The collectives themselves live in comm_reduce.c (sums, max) and comm_move.c (gather,
-// all-to-all, broadcast, send/recv). spec: shared/spec/torchtitan-semantics.md §2.
-// defines: hp_comm_init/free, accessors, hp_comm_bytes/calls/reset_stats, hp_op_name,
-//          hp_comm_fail, hp_mpi_check, hp_comm_scratch, hp_comm_count
+// all-to-all, broadcast, send/recv), comm_fixed_order.c (the deterministic exchanges) and
+// comm_wait.c (the watchdog). spec: shared/spec/torchtitan-semantics.md §2.
+// defines: hp_comm_init/free, accessors, hp_comm_bytes/wire_bytes/calls/reset_stats,
+//          hp_op_name, hp_comm_set_step, hp_comm_fail, hp_mpi_check, hp_comm_scratch,
+//          hp_comm_count, hp_comm_count_wire
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +55,13 @@ hp_comm *hp_comm_init(MPI_Comm world, const hp_dims *dims, int deterministic) {
         HP_COMM_FAIL("hp_comm_init: dims not validated: R*S*C*T*P = %d != world %d",
                      hp_dims_product(dims), dims->world);
 
+    hp_comm_check_timeout_env(world);
     hp_comm *comm = calloc(1, sizeof *comm);
     int *members = malloc((size_t)wsize * sizeof *members);
     if (comm == NULL || members == NULL) HP_COMM_FAIL("hp_comm_init: out of memory");
+    comm->reqs = malloc(8 * (size_t)wsize * sizeof *comm->reqs);
+    comm->rows = malloc((size_t)wsize * sizeof *comm->rows);
+    if (comm->reqs == NULL || comm->rows == NULL) HP_COMM_FAIL("hp_comm_init: out of memory");
     comm->world = world;
     comm->world_rank = wrank;
     comm->deterministic = deterministic != 0;
@@ -92,6 +98,8 @@ void hp_comm_free(hp_comm *comm) {
     for (int g = 0; g < HP_G_COUNT; g++)
         if (comm->group[g] != MPI_COMM_NULL) HP_MPI_CHECK(MPI_Comm_free(&comm->group[g]));
     free(comm->scratch);
+    free(comm->reqs);
+    free((void *)comm->rows);
     free(comm);
 }
 
@@ -141,6 +149,16 @@ uint64_t hp_comm_bytes(const hp_comm *comm, hp_group_kind g, hp_op_kind op) {
     return comm->bytes[g][op];
 }
 
+void hp_comm_count_wire(hp_comm *comm, hp_group_kind g, hp_op_kind op, uint64_t bytes) {
+    if (comm->size[g] > 1) comm->wire[g][op] += bytes;
+}
+
+uint64_t hp_comm_wire_bytes(const hp_comm *comm, hp_group_kind g, hp_op_kind op) {
+    check_kind(g, "hp_comm_wire_bytes");
+    if ((int)op < 0 || op >= HP_OP_COUNT) return 0;
+    return comm->wire[g][op];
+}
+
 uint64_t hp_comm_calls(const hp_comm *comm, hp_group_kind g, hp_op_kind op) {
     check_kind(g, "hp_comm_calls");
     if ((int)op < 0 || op >= HP_OP_COUNT) return 0;
@@ -150,6 +168,7 @@ uint64_t hp_comm_calls(const hp_comm *comm, hp_group_kind g, hp_op_kind op) {
 void hp_comm_reset_stats(hp_comm *comm) {
     memset(comm->bytes, 0, sizeof comm->bytes);
     memset(comm->calls, 0, sizeof comm->calls);
+    memset(comm->wire, 0, sizeof comm->wire);
 }
 
 const char *hp_op_name(hp_op_kind op) {

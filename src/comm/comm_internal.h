@@ -1,6 +1,6 @@
 // comm_internal.h - the hp_comm struct and the checks shared by src/comm/*.c (private).
 // defines: struct hp_comm, HP_MPI_CHECK, hp_comm_fail, hp_comm_scratch, hp_comm_count,
-//          HP_COMM_CHUNK
+//          hp_comm_count_wire, hp_comm_wait, HP_COMM_CHUNK, HP_COMM_TAG_*
 #ifndef HYPERPAR_COMM_INTERNAL_H
 #define HYPERPAR_COMM_INTERNAL_H
 #include <limits.h>
@@ -10,6 +10,12 @@
 // size*n. They work through the buffer in pieces of at most this many elements per
 // member (256 KiB of floats) to keep that bounded; the pieces do not change the result.
 #define HP_COMM_CHUNK ((size_t)1 << 16)
+
+// Tags of the point-to-point messages the comm layer sends itself (fixed-order reductions,
+// broadcast, send/recv). Distinct per phase so one phase never matches another's message;
+// every call completes all its requests before it returns, so calls never interleave.
+enum { HP_COMM_TAG_SENDRECV = 0, HP_COMM_TAG_SCATTER = 0x4801, HP_COMM_TAG_GATHER = 0x4802,
+       HP_COMM_TAG_BCAST = 0x4803 };
 
 struct hp_comm {
     MPI_Comm  world;                    // the communicator handed to hp_comm_init
@@ -22,8 +28,12 @@ struct hp_comm {
     int       rank[HP_G_COUNT];         // == my_index of hp_mesh_group
     uint64_t  bytes[HP_G_COUNT][HP_OP_COUNT];
     uint64_t  calls[HP_G_COUNT][HP_OP_COUNT];
+    uint64_t  wire[HP_G_COUNT][HP_OP_COUNT];  // bytes this rank handed to other ranks
+    int       step;                     // training step, for the watchdog's message
     void     *scratch;                  // reused temporary for exchanges
     size_t    scratch_bytes;
+    MPI_Request *reqs;                  // (8*world) requests of the fixed-order exchanges
+    const void **rows;                  // (world) operand rows of one fixed-order reduction
 };
 
 // Prints "file:line: what" and takes the whole job down (MPI_Abort, never exit): a
@@ -47,6 +57,36 @@ int hp_comm_group_size(const hp_comm *comm, hp_group_kind g, const char *who);
 // the group's size. Every public collective starts with it.
 int hp_comm_count(hp_comm *comm, hp_group_kind g, hp_op_kind op, uint64_t bytes,
                   const char *who);
+
+// Adds `bytes` to what this rank put on the wire for (g, op) (0 on groups of size 1).
+void hp_comm_count_wire(hp_comm *comm, hp_group_kind g, hp_op_kind op, uint64_t bytes);
+
+// The watchdog (comm_wait.c). Completes the n requests, polling MPI_Testall with a short
+// yield/sleep backoff; if they are not all done within hp_comm_timeout() seconds, prints
+//   hp: watchdog: rank 3 waited 5.0 s in all-gather on group tp (step 2); aborting the job
+// and calls MPI_Abort. comm may be NULL (a wait on a plain communicator): the step is
+// then the last one any hp_comm was given. Every blocking wait of the comm layer ends here.
+void hp_comm_wait(const hp_comm *comm, int n, MPI_Request *reqs, const char *op,
+                  const char *group);
+
+// hp_comm_init's check of HP_TIMEOUT (when no setter ran): a bad value ends the job with
+// exit 2 and one line from rank 0 of world.
+void hp_comm_check_timeout_env(MPI_Comm world);
+// The step most recently given to any hp_comm (for waits that have none).
+int hp_comm_last_step(void);
+
+// The fixed-order (deterministic) reductions by direct exchange (comm_fixed_order.c).
+// Element kinds and reductions they support.
+typedef enum { HP_RED_F32_SUM, HP_RED_F32_MAX, HP_RED_F64_SUM, HP_RED_I64_SUM } hp_red_kind;
+// In place over a group of size > 1: a reduce-scatter (member j reduces chunk j in member
+// order 0..size-1) then an all-gather of the reduced chunks, in pipelined pieces.
+void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_red_kind k);
+// recv (n) = member-ordered sum of every member's send[me*n .. +n); group of size > 1.
+void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
+                             size_t n);
+// Bytes member `me` of a group of `size` puts on the wire in hp_fixed_allreduce of n
+// elements of esz bytes (see docs/traffic.md).
+uint64_t hp_fixed_allreduce_wire(size_t n, int size, int me, size_t esz);
 
 // Checks that n fits an MPI count (int) for the operations that cannot split it.
 static inline int hp_comm_int_count(size_t n, const char *who) {

@@ -39,6 +39,12 @@ static int check_mesh(hp_dims *d, char *err, size_t n) {
             return fail(err, n, "degree must be >= 1 (except dp_shard): %s = %d", deg[i].name, deg[i].v);
     if (d->dp_shard == 0 || d->dp_shard < -1)
         return fail(err, n, "dp_shard must be -1 (infer) or >= 1: dp_shard = %d", d->dp_shard);
+    // bounded first, so that no product of degrees below can overflow
+    for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++)
+        if (deg[i].v > HP_DIMS_MAX_DEGREE)
+            return fail(err, n, "degree must be <= %d: %s = %d", HP_DIMS_MAX_DEGREE, deg[i].name, deg[i].v);
+    if (d->dp_shard > HP_DIMS_MAX_DEGREE)
+        return fail(err, n, "degree must be <= %d: dp_shard = %d", HP_DIMS_MAX_DEGREE, d->dp_shard);
     if (d->sp < -1 || d->sp > 1)
         return fail(err, n, "sp must be -1 (default), 0 or 1: sp = %d", d->sp);
     if (d->world < 0)

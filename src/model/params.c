@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/failpoint.h"
 #include "hyperpar/params.h"
 
 // ---------------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ static int add_model(builder *b, const hp_model_config *m, const hp_dims *d) {
         ADD(nm, 2, E, D, 0, u, HP_STACK_DENSE, 0.02f, HP_REPLICATE, HP_REPLICATE);
         // NoParallel gate: replicated compute, but the gradient arriving from the (tp-split)
         // experts is partial over tp: the #4054 lesson.
-        p->tp_grad_partial = tp_on;
+        p->tp_grad_partial = tp_on && !hp_failpoint(HP_FP_GATE_GRAD_TP);
         if (Fs > 0) {
             snprintf(nm, sizeof nm, "layers.%d.moe.shared_experts.w1.weight", l);
             ADD(nm, 2, Fs, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
@@ -92,7 +93,9 @@ static int add_model(builder *b, const hp_model_config *m, const hp_dims *d) {
         snprintf(nm, sizeof nm, "layers.%d.moe.experts.w1", l);
         ADD(nm, 3, E, Fe, D, u, HP_STACK_EXPERT, 0.02f, etp_on ? 1 : HP_REPLICATE, 0);
         snprintf(nm, sizeof nm, "layers.%d.moe.experts.w2", l);
-        ADD(nm, 3, E, D, Fe, u, HP_STACK_EXPERT, std_out, etp_on ? 2 : HP_REPLICATE, 0);
+        // (etp_split_dim: the bug splits w2's output dim D, not the hidden dim Fe it contracts)
+        const int w2_tp_dim = hp_failpoint(HP_FP_ETP_SPLIT_DIM) ? 1 : 2;
+        ADD(nm, 3, E, D, Fe, u, HP_STACK_EXPERT, std_out, etp_on ? w2_tp_dim : HP_REPLICATE, 0);
         snprintf(nm, sizeof nm, "layers.%d.moe.experts.w3", l);
         ADD(nm, 3, E, Fe, D, u, HP_STACK_EXPERT, std_out, etp_on ? 1 : HP_REPLICATE, 0);
     }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/cp.h"
+#include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "train/trainer_internal.h"
 
@@ -135,6 +136,9 @@ int hp_transformer_alloc(hp_trainer *tr) {
             .route_scale = m->route_scale, .dispatcher = tr->rc.dispatcher,
         };
         if (md.token_split == 1) md.token_rank = 0;
+        // token_split_offset (#3604): tp rank t takes the S_local rows at t*S_local, the
+        // split of one sequence; right only for a local batch of 1
+        if (md.token_split > 1 && hp_failpoint(HP_FP_TOKEN_SPLIT_OFFSET)) md.token_split *= tr->Bl;
         A->moe = hp_moe_state_init(&md);
         if (!A->moe) return -1;
     }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include "hyperpar/cp.h"
 #include "hyperpar/cp_stats.h"
+#include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "cp_internal.h"
 
@@ -53,9 +54,11 @@ static void make_chunks(cp_chunk *c, const int *pos, int Sl, int nch) {
     }
 }
 
-// Key j is visible to query i iff kpos[j] <= qpos[i] (kernels.h).
-static cp_block classify(const cp_chunk *qc, const cp_chunk *kc) {
+// Key j is visible to query i iff kpos[j] <= qpos[i] (kernels.h). skip_diag is the
+// cp_skip_diagonal failpoint: the rule "skip unless every key is visible".
+static cp_block classify(const cp_chunk *qc, const cp_chunk *kc, int skip_diag) {
     if (kc->pmin > qc->pmax) return BLOCK_SKIP;
+    if (skip_diag && kc->pmax > qc->pmin) return BLOCK_SKIP;
     if (kc->pmax <= qc->pmin) return BLOCK_FULL;
     return BLOCK_DIAG;
 }
@@ -63,6 +66,7 @@ static cp_block classify(const cp_chunk *qc, const cp_chunk *kc) {
 // Everything one rank needs to run the blocks of one source.
 typedef struct {
     int B, Sl, H, Hkv, hd, nch;
+    int skip_diag;               // failpoint cp_skip_diagonal (only when C > 1)
     const int *qpos;             // (Sl) this rank's positions
     cp_chunk   qc[MAX_CHUNKS];   // this rank's query chunks
 } cp_ctx;
@@ -97,6 +101,11 @@ static void check_args(const char *who, const hp_comm *comm, hp_cp_rotate rotate
     free(want);
 }
 
+// The global positions of source s's K/V rows (cp_kv_positions: the bug uses this rank's).
+static void source_positions(int *kpos, int Sl, int C, int r, int s, int load_balance) {
+    hp_cp_positions(kpos, Sl * C, C, hp_failpoint(HP_FP_CP_KV_POSITIONS) ? r : s, load_balance);
+}
+
 static void *xmalloc(size_t nbytes, const char *who) {
     void *p = malloc(nbytes ? nbytes : 1);
     if (!p) hp_cp_fail("%s: out of memory (%zu bytes)", who, nbytes);
@@ -113,7 +122,7 @@ static void fwd_source(const cp_ctx *x, float *out, float *lse, const float *q,
     make_chunks(kc, kpos, x->Sl, x->nch);
     for (int a = 0; a < x->nch; a++)
     for (int b = 0; b < x->nch; b++) {
-        cp_block cls = classify(&x->qc[a], &kc[b]);
+        cp_block cls = classify(&x->qc[a], &kc[b], x->skip_diag);
         if (cls == BLOCK_SKIP) { g_stats.skipped++; continue; }
         if (cls == BLOCK_FULL) g_stats.full++; else g_stats.diag++;
         g_stats.fwd_calls++;
@@ -132,7 +141,7 @@ static void bwd_source(const cp_ctx *x, float *dq, float *dk, float *dv, const f
     make_chunks(kc, kpos, x->Sl, x->nch);
     for (int a = 0; a < x->nch; a++)
     for (int b = 0; b < x->nch; b++) {
-        if (classify(&x->qc[a], &kc[b]) == BLOCK_SKIP) continue;
+        if (classify(&x->qc[a], &kc[b], x->skip_diag) == BLOCK_SKIP) continue;
         g_stats.bwd_calls++;
         g_stats.bwd_pairs += (uint64_t)x->B * x->H * (uint64_t)(x->qc[a].hi - x->qc[a].lo) *
                              (uint64_t)(kc[b].hi - kc[b].lo);
@@ -145,6 +154,7 @@ static void bwd_source(const cp_ctx *x, float *dq, float *dk, float *dv, const f
 static cp_ctx make_ctx(const int *pos, int load_balance, int C, int B, int Sl, int H, int Hkv, int hd) {
     cp_ctx x = { .B = B, .Sl = Sl, .H = H, .Hkv = Hkv, .hd = hd, .qpos = pos };
     x.nch = (C > 1 && load_balance) ? 2 : 1;
+    x.skip_diag = C > 1 && hp_failpoint(HP_FP_CP_SKIP_DIAGONAL);
     make_chunks(x.qc, pos, Sl, x.nch);
     return x;
 }
@@ -179,7 +189,7 @@ void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balanc
         for (int i = 0; i < C; i++) {
             const int s = (r - i + C) % C;
             const float *kv = all + (size_t)s * 2 * n;
-            hp_cp_positions(kpos, Sl * C, C, s, load_balance);
+            source_positions(kpos, Sl, C, r, s, load_balance);
             fwd_source(&x, out, lse, q, kv, kv + n, kpos);
         }
         free(all);
@@ -191,7 +201,7 @@ void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balanc
         memcpy(cur + n, v, n * sizeof *cur);
         for (int i = 0; i < C; i++) {
             const int s = (r - i + C) % C;
-            hp_cp_positions(kpos, Sl * C, C, s, load_balance);
+            source_positions(kpos, Sl, C, r, s, load_balance);
             fwd_source(&x, out, lse, q, cur, cur + n, kpos);
             if (i == C - 1) break; // the last block need not move on
             hp_sendrecv(comm, HP_G_CP, nxt, (r - 1 + C) % C, cur, (r + 1) % C, 2 * n);
@@ -236,7 +246,7 @@ void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balan
             const int s = (r - i + C) % C;
             const float *kv = all + (size_t)s * 2 * n;
             float *dkv = dall + (size_t)s * 2 * n;
-            hp_cp_positions(kpos, Sl * C, C, s, load_balance);
+            source_positions(kpos, Sl, C, r, s, load_balance);
             bwd_source(&x, dq, dkv, dkv + n, dout, out, lse, q, kv, kv + n, kpos);
         }
         hp_reduce_scatter(comm, HP_G_CP, mine, dall, 2 * n); // mine <- summed dK/dV
@@ -258,9 +268,10 @@ void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balan
         const int dst = (r + 1) % C, src = (r - 1 + C) % C;
         for (int i = 0; i < C; i++) {
             const int s = (r - i + C) % C;
-            hp_cp_positions(kpos, Sl * C, C, s, load_balance);
+            source_positions(kpos, Sl, C, r, s, load_balance);
             bwd_source(&x, dq, cur + 2 * n, cur + 3 * n, dout, out, lse, q, cur, cur + n, kpos);
             if (i < C - 1) hp_sendrecv(comm, HP_G_CP, nxt, src, cur, dst, 4 * n);
+            else if (hp_failpoint(HP_FP_RING_LAST_HOP_DROPPED)) break;   // the bug: kept here
             else           hp_sendrecv(comm, HP_G_CP, nxt + 2 * n, src, cur + 2 * n, dst, 2 * n);
             float *t = cur; cur = nxt; nxt = t;
         }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ep_dispatch.h"   // defines: hp_ep_dispatch
+#include "hyperpar/failpoint.h"
 
 static void *xcalloc(size_t n, size_t sz) { return calloc(n ? n : 1, sz); }
 
@@ -137,7 +138,8 @@ static void route_alltoall(hp_ep_dispatch *d, hp_comm *comm, const int *idx, con
             int b = base;
             for (int ll = 0; ll < l; ll++) b += d->counts_recv[src * El + ll];
             int c = d->counts_recv[src * El + l];
-            for (int q = 0; q < c; q++) d->perm[p++] = b + q;
+            for (int q = 0; q < c; q++, p++)   // ep_counts_layout: the bug keeps received order
+                d->perm[p] = hp_failpoint(HP_FP_EP_COUNTS_LAYOUT) ? p : b + q;
             base += d->recv_counts[src] / d->D;
         }
     }
@@ -199,7 +201,9 @@ void hp_ep_combine_rows(hp_ep_dispatch *d, hp_comm *comm, float *out, const floa
     const size_t row = (size_t)D * sizeof(float);
     if (d->mode == HP_DISPATCH_ALLTOALL) {
         // unpermute to received order, send back with the splits swapped
-        for (int p = 0; p < d->Mr; p++) memcpy(d->xr + (size_t)d->perm[p] * D, ye + (size_t)p * D, row);
+        const int unpermute = !hp_failpoint(HP_FP_EP_COMBINE_ORDER);   // the bug: skipped
+        for (int p = 0; p < d->Mr; p++)
+            memcpy(d->xr + (size_t)(unpermute ? d->perm[p] : p) * D, ye + (size_t)p * D, row);
         hp_alltoallv(comm, HP_G_EP, d->ys, d->send_counts, d->xr, d->recv_counts);
         // K-weighted sum at the row's owner, k in order
         for (int r = 0; r < n; r++) {

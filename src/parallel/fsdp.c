@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/failpoint.h"
 #include "hyperpar/rng.h"
 #include "train/trainer_internal.h"
 
@@ -151,11 +152,16 @@ void hp_fsdp_zero_unit_grads(hp_trainer *tr, int u) {
     memset(tr->work_g, 0, (size_t)tr->pt.unit_work_numel[u] * sizeof(float));
 }
 
+// x *= f: only the failpoints of hp_fsdp_reduce_unit scale (the real reduction is a sum)
+static void scale(float *x, int64_t n, float f) {
+    for (int64_t i = 0; i < n; i++) x[i] *= f;
+}
+
 void hp_fsdp_reduce_unit(hp_trainer *tr, int u) {
     // 1. replicated-over-tp params whose grads are partial sums over tp (SP norms, gate)
     for (int i = 0; i < tr->pt.n; i++) {
         const hp_param *p = &tr->pt.p[i];
-        if (p->unit == u && p->tp_grad_partial)
+        if (p->unit == u && p->tp_grad_partial && !hp_failpoint(HP_FP_TP_PARTIAL_GRAD_DROPPED))
             hp_allreduce_sum(tr->comm, HP_G_TP, hp_fsdp_grad(tr, i), (size_t)p->local_numel);
     }
     // 2. reduce-scatter over the shard group, 3. all-reduce over dp_replicate (HSDP / DDP)
@@ -163,12 +169,23 @@ void hp_fsdp_reduce_unit(hp_trainer *tr, int u) {
     for (int st = 0; st < 2; st++) {
         if (!stack_span_of(tr, u, (hp_stack)st, &sp)) continue;
         memset(tr->comm_buf, 0, (size_t)(sp.n * sp.G) * sizeof(float));   // padding stays 0
+        // (the bug of fsdp_shard_offset: chunk k staged in slot k+1, a neighbour's shard)
+        const int slot_shift = hp_failpoint(HP_FP_FSDP_SHARD_OFFSET) ? 1 : 0;
         for (int i = sp.i0; i < sp.i1; i++)
             for (int k = 0; k < sp.G; k++)
                 chunk_copy(&tr->pt.p[i], k, hp_fsdp_grad(tr, i),
-                           tr->comm_buf + k * sp.n + (tr->pt.p[i].shard_offset - sp.s0), 1);
-        hp_reduce_scatter(tr->comm, sp.group, tr->g_shard + sp.s0, tr->comm_buf, (size_t)sp.n);
-        hp_allreduce_sum(tr->comm, HP_G_DP_REPLICATE, tr->g_shard + sp.s0, (size_t)sp.n);
+                           tr->comm_buf + ((k + slot_shift) % sp.G) * sp.n +
+                               (tr->pt.p[i].shard_offset - sp.s0), 1);
+        float *g = tr->g_shard + sp.s0;
+        hp_reduce_scatter(tr->comm, sp.group, g, tr->comm_buf, (size_t)sp.n);
+        if (hp_failpoint(HP_FP_FSDP_GRAD_AVERAGE))   // the bug: FSDP's default mean
+            scale(g, sp.n, 1.0f / (float)sp.G);
+        if (st == HP_STACK_EXPERT && hp_failpoint(HP_FP_EXPERT_DIVIDE_FACTOR))   // the old R*S*C
+            scale(g, sp.n, 1.0f / (float)(tr->d.dp_replicate * tr->d.dp_shard * tr->d.cp));
+        if (!hp_failpoint(HP_FP_HSDP_ALLREDUCE_DROPPED))
+            hp_allreduce_sum(tr->comm, HP_G_DP_REPLICATE, g, (size_t)sp.n);
+        if (hp_failpoint(HP_FP_DDP_GRAD_AVERAGE))    // the bug: DDP's default mean
+            scale(g, sp.n, 1.0f / (float)tr->d.dp_replicate);
     }
 }
 

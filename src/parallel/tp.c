@@ -7,6 +7,7 @@
 // (a token's row is b*Sc + t*Ss + j, never t*Ss + j: the #3604 lesson).
 #include <math.h>
 #include <string.h>
+#include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "train/trainer_internal.h"
 
@@ -35,7 +36,10 @@ void hp_tp_region_enter(hp_trainer *tr, float *out, const float *in, int D) {
     const size_t nres = (size_t)tr->Nres * D;
     if (sp_on(tr)) {
         hp_allgather(tr->comm, HP_G_TP, tr->tp_buf, in, nres);
-        blocks_to_seq(tr, out, tr->tp_buf, D);
+        if (hp_failpoint(HP_FP_SP_ALLGATHER_LAYOUT))   // the bug: blocks taken as rows
+            memcpy(out, tr->tp_buf, (size_t)tr->d.tp * nres * sizeof(float));
+        else
+            blocks_to_seq(tr, out, tr->tp_buf, D);
     } else {
         memcpy(out, in, nres * sizeof(float));
     }
@@ -57,6 +61,8 @@ void hp_tp_region_exit(hp_trainer *tr, float *out, float *in, int D) {
     if (sp_on(tr)) {
         seq_to_blocks(tr, tr->tp_buf, in, D);
         hp_reduce_scatter(tr->comm, HP_G_TP, out, tr->tp_buf, nres);
+        if (hp_failpoint(HP_FP_SP_REDUCE_SCATTER_MEAN))   // the bug: a mean, not a sum
+            for (size_t i = 0; i < nres; i++) out[i] /= (float)tr->d.tp;
     } else {
         hp_allreduce_sum(tr->comm, HP_G_TP, in, nres);
         memcpy(out, in, nres * sizeof(float));
@@ -79,11 +85,13 @@ double hp_tp_cross_entropy(hp_trainer *tr, const float *logits, const int *label
                            float *m, float *se) {
     const int N = tr->Nreg;
     hp_ce_local_max(m, logits, N, tr->Vl);
-    hp_allreduce_max(tr->comm, HP_G_TP, m, (size_t)N);
+    if (!hp_failpoint(HP_FP_CE_MAX_LOCAL))   // the bug: "softmax is shift-invariant anyway"
+        hp_allreduce_max(tr->comm, HP_G_TP, m, (size_t)N);
     hp_ce_local_sumexp(se, logits, m, N, tr->Vl);
     hp_allreduce_sum(tr->comm, HP_G_TP, se, (size_t)N);
     hp_ce_local_target(tr->ce_tl, logits, labels, tr->v0, N, tr->Vl);
-    hp_allreduce_sum(tr->comm, HP_G_TP, tr->ce_tl, (size_t)N);
+    if (!hp_failpoint(HP_FP_CE_TARGET_DROPPED))
+        hp_allreduce_sum(tr->comm, HP_G_TP, tr->ce_tl, (size_t)N);
     double sum = 0.0;
     for (int i = 0; i < N; i++)
         if (labels[i] != -100) sum += log((double)se[i]) + (double)m[i] - (double)tr->ce_tl[i];

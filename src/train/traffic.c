@@ -1,7 +1,9 @@
 // traffic.c - the bytes one training step moves per (group, op) on a rank, from the
 // formulas of docs/traffic.md and comm.h's counting rules. The verifier compares them with
 // what the collectives counted, so a collective added, dropped or resized shows up.
+#include <stdlib.h>
 #include <string.h>
+#include "hyperpar/cp.h"
 #include "hyperpar/params.h"
 #include "hyperpar/verify.h"
 
@@ -64,8 +66,72 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     if (hp_dims_loss(d) > 1) bytes[HP_G_LOSS][HP_OP_ALLREDUCE] += 8;
     if (d->world > 1) bytes[HP_G_WORLD][HP_OP_ALLREDUCE] += 8;
 
-    // expert dispatch depends on the routing: not predicted here (see docs/traffic_moe.md)
-    if (m->num_experts > 0 && d->ep > 1)
-        for (int op = 0; op < HP_OP_COUNT; op++) bytes[HP_G_EP][op] = UINT64_MAX;
+    // expert dispatch (docs/traffic_moe.md): the all-gather path moves fixed sizes; the
+    // all-to-all path depends on the routing (hp_traffic_predict_ep fills it in)
+    if (m->num_experts > 0 && d->ep > 1) {
+        int n_moe = 0;
+        for (int l = 0; l < L; l++) n_moe += hp_model_is_moe_layer(m, l);
+        const uint64_t n = Nreg / (uint64_t)hp_dims_token_split(d), K = (uint64_t)m->top_k;
+        const uint64_t n_ep = (uint64_t)d->ep;
+        if (rc->dispatcher == HP_DISPATCH_ALLGATHER) {
+            bytes[HP_G_EP][HP_OP_ALLGATHER] += (uint64_t)n_moe * n * (2 * D + 2 * K) * F4;
+            bytes[HP_G_EP][HP_OP_REDUCE_SCATTER] += (uint64_t)n_moe * n_ep * n * (2 * D + K) * F4;
+        } else {
+            bytes[HP_G_EP][HP_OP_ALLTOALL] = UINT64_MAX;
+        }
+    }
     hp_params_free(&t);
+}
+
+// The global tokens (index g*S + s into the routing) that `rank` routes, in its row order:
+// its batch shard's sequences, cut to its cp positions, then its tp slice under token split.
+static int routed_tokens(const hp_dims *d, const hp_run_config *rc, int rank, int *tok) {
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    const int S = rc->seq_len, Sc = S / d->cp, Bl = rc->batch / hp_dims_batch(d);
+    int *pos = malloc((size_t)Sc * sizeof(int));
+    if (!pos) return 0;
+    hp_cp_positions(pos, S, d->cp, co.c, rc->cp_load_balance);
+    const int split = hp_dims_token_split(d), n = Bl * Sc / split, r0 = (split > 1 ? co.t : 0) * n;
+    for (int i = 0; i < n; i++) {
+        const int row = r0 + i, b = row / Sc, j = row % Sc;
+        tok[i] = (co.batch * Bl + b) * S + pos[j];
+    }
+    free(pos);
+    return n;
+}
+
+// All-to-all bytes of the expert dispatch on `rank`, from the routing of the step: per MoE
+// layer (n_ep-1)*El*4 for the counts exchange plus 2*(S+R)*D*4, where S counts the entries
+// this rank sends to another ep member's experts and R those the others send to its experts.
+// The routing is the gathered one (hp_trainer_gather_routing), independent of the counters.
+void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           int rank, const int *routing, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]) {
+    if (m->num_experts == 0 || d->ep <= 1 || rc->dispatcher != HP_DISPATCH_ALLTOALL) return;
+    const int n_ep = d->ep, El = m->num_experts / n_ep, K = m->top_k;
+    const size_t tokens = (size_t)rc->batch * rc->seq_len;
+    int *members = malloc((size_t)d->world * sizeof(int));
+    int *tok = malloc(tokens * sizeof(int));
+    if (!members || !tok) { free(members); free(tok); return; }
+    int me = 0;
+    hp_mesh_group(d, HP_G_EP, rank, members, &me);
+    uint64_t total = 0;
+    for (int l = 0, li = 0; l < m->n_layers; l++) {
+        if (!hp_model_is_moe_layer(m, l)) continue;
+        const int *lr = routing + (size_t)li++ * tokens * K;
+        uint64_t sent = 0, received = 0;
+        for (int j = 0; j < n_ep; j++) {
+            const int n = routed_tokens(d, rc, members[j], tok);
+            for (int i = 0; i < n; i++)
+                for (int k = 0; k < K; k++) {
+                    const int owner = lr[(size_t)tok[i] * K + k] / El;
+                    if (j == me && owner != me) sent++;
+                    if (j != me && owner == me) received++;
+                }
+        }
+        total += (uint64_t)(n_ep - 1) * El * 4 + 2 * (sent + received) * (uint64_t)m->dim * F4;
+    }
+    bytes[HP_G_EP][HP_OP_ALLTOALL] = total;
+    free(members);
+    free(tok);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "hyperpar/cp.h"
+#include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "train/trainer_internal.h"
 
@@ -23,6 +24,7 @@ hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_d
     tr->rc = *rc;
     tr->world = world;
     MPI_Comm_rank(world, &tr->rank);
+    if (hp_failpoint_init(err, errlen) != 0) { free(tr); return NULL; }   // HP_FAILPOINT, once
     tr->data = hp_data_open(rc->data_path, m->vocab_size, err, errlen);
     if (!tr->data) { free(tr); return NULL; }
     if (hp_data_windows(tr->data, rc->seq_len) < 1) {
@@ -75,7 +77,8 @@ static void load_batch(hp_trainer *tr) {
         for (int i = 1; i <= S; i++) n_valid += ids[i] != -100;
     }
     free(ids);
-    hp_allreduce_sum_i64(tr->comm, HP_G_BATCH, &n_valid, 1);
+    if (!hp_failpoint(HP_FP_N_GLOBAL_LOCAL))   // the bug: each rank divides by its own count
+        hp_allreduce_sum_i64(tr->comm, HP_G_BATCH, &n_valid, 1);
     tr->n_valid_global = n_valid > 0 ? n_valid : 1;
 }
 
@@ -106,7 +109,8 @@ double hp_trainer_clip(hp_trainer *tr) {
     for (int i = 0; i < tr->pt.n; i++) {
         const hp_param *p = &tr->pt.p[i];
         const int owner = tr->co.r == 0 &&
-                          (p->tp_size > 1 || p->stack == HP_STACK_EXPERT || tr->co.t == 0);
+                          (p->tp_size > 1 || p->stack == HP_STACK_EXPERT || tr->co.t == 0 ||
+                           hp_failpoint(HP_FP_GRAD_NORM_DOUBLE_COUNT));
         if (!owner) continue;
         const float *g = tr->g_shard + p->shard_offset;
         for (int64_t k = 0; k < p->shard_numel; k++) sq += (double)g[k] * (double)g[k];
@@ -130,16 +134,22 @@ void hp_trainer_optimizer_step(hp_trainer *tr) {
         hp_sgd_update(tr->p_shard, tr->g_shard, n, tr->rc.lr);
 }
 
-void hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
+int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
     MPI_Barrier(tr->world);
     const double t0 = now_ms();
     st->loss = hp_trainer_forward_backward(tr);
     st->grad_norm = hp_trainer_clip(tr);
+    st->step = tr->step;
+    if (!hp_step_finite(st->loss, st->grad_norm)) {
+        st->ms = now_ms() - t0;
+        st->tokens_per_s = 0.0;
+        return HP_EXIT_FAIL;
+    }
     hp_trainer_optimizer_step(tr);
     MPI_Barrier(tr->world);
     st->ms = now_ms() - t0;
-    st->step = tr->step;
     st->tokens_per_s = (double)tr->rc.batch * tr->rc.seq_len / (st->ms * 1e-3);
+    return 0;
 }
 
 const hp_param_table *hp_trainer_params(const hp_trainer *tr) { return &tr->pt; }

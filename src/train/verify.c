@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "hyperpar/dump.h"
+#include "hyperpar/failpoint.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
 
@@ -56,8 +57,16 @@ typedef struct run_record {
     double  grad_norm, replica_diff, seconds;
     int    *routing;
     int     n_moe;
+    int     nonfinite_step;   // the first step whose loss or grad norm was not finite, or 0
     uint64_t bytes[HP_G_COUNT][HP_OP_COUNT];
 } run_record;
+
+// bytes += sign * the counters so far: bracketing a span with -1 and +1 adds its traffic.
+static void add_bytes(uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], const hp_comm *comm, int sign) {
+    for (int g = 0; g < HP_G_COUNT; g++)
+        for (int op = 0; op < HP_OP_COUNT; op++)
+            bytes[g][op] += (uint64_t)sign * hp_comm_bytes(comm, (hp_group_kind)g, (hp_op_kind)op);
+}
 
 static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
                       const hp_run_config *rc, const hp_verify_opts *o, run_record *rec,
@@ -81,12 +90,15 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
     const double t0 = wall();
     hp_comm_reset_stats(hp_trainer_comm(tr));
     rec->losses[0] = hp_trainer_forward_backward(tr);
-    rec->grad_norm = hp_trainer_clip(tr);
-    for (int g = 0; g < HP_G_COUNT; g++)
-        for (int op = 0; op < HP_OP_COUNT; op++)
-            rec->bytes[g][op] = hp_comm_bytes(hp_trainer_comm(tr), (hp_group_kind)g, (hp_op_kind)op);
+    add_bytes(rec->bytes, hp_trainer_comm(tr), +1);
+    // step 1's gradients are captured before clipping (dump.h), with or without --max-norm;
+    // what the capture itself moves is the verifier's, not the step's: left out of the bytes
     double gd = hp_trainer_gather_grads(tr, rec->grads);
     if (gd > diff) diff = gd;
+    add_bytes(rec->bytes, hp_trainer_comm(tr), -1);
+    rec->grad_norm = hp_trainer_clip(tr);
+    add_bytes(rec->bytes, hp_trainer_comm(tr), +1);
+    if (!hp_step_finite(rec->losses[0], rec->grad_norm)) rec->nonfinite_step = 1;
     rec->n_moe = hp_trainer_gather_routing(tr, rec->routing);
     if (dump_dir) {
         if (hp_dump_step1(tr, dump_dir, rec->init, rec->grads, rec->losses[0], err, sizeof err)) {
@@ -94,12 +106,12 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
-    hp_trainer_optimizer_step(tr);
+    if (!rec->nonfinite_step) hp_trainer_optimizer_step(tr);
     const double pd = hp_trainer_gather_params(tr, rec->params);
     if (pd > diff) diff = pd;
-    for (int s = 1; s < o->steps; s++) {
+    for (int s = 1; s < o->steps && !rec->nonfinite_step; s++) {
         hp_step_stats st;
-        hp_trainer_step(tr, &st);
+        if (hp_trainer_step(tr, &st) != 0) rec->nonfinite_step = s + 1;
         rec->losses[s] = st.loss;
     }
     rec->seconds = wall() - t0;
@@ -136,7 +148,9 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
             fprintf(stderr, "hp: reference: %s\n", err);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
+        hp_failpoint_suspend(1);   // an injected fault (failpoint.h) hits the parallel run only
         record_run(MPI_COMM_SELF, m, &one, rc, o, &ref, NULL);
+        hp_failpoint_suspend(0);
 
         hp_param_table t;
         hp_params_build(&t, m, &one, 0);
@@ -144,6 +158,12 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         res->n = t.n;
         res->grads = calloc((size_t)t.n, sizeof(hp_tensor_diff));
         res->params = calloc((size_t)t.n, sizeof(hp_tensor_diff));
+        if (par.nonfinite_step) {
+            snprintf(res->failure_text, sizeof res->failure_text,
+                     "non-finite loss or grad norm at step %d (stopped before its optimiser step)",
+                     par.nonfinite_step);
+            fail(res, res->failure_text);
+        }
         res->init_equal = memcmp(par.init, ref.init, (size_t)t.full_numel * sizeof(float)) == 0;
         if (!res->init_equal) fail(res, "initial parameters differ from the reference init");
         res->replica_diff = par.replica_diff;
@@ -194,6 +214,9 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         // traffic of rank 0 against the formulas
         uint64_t pred[HP_G_COUNT][HP_OP_COUNT];
         hp_traffic_predict(m, d, rc, 0, pred);
+        // the EP all-to-all from the step's own routing (gathered apart from the counters);
+        // routing that differs from the reference is the flip report's business
+        if (par.n_moe) hp_traffic_predict_ep(m, d, rc, 0, par.routing, pred);
         res->traffic_ok = 1;
         for (int g = 0; g < HP_G_COUNT; g++)
             for (int op = 0; op < HP_OP_COUNT; op++) {

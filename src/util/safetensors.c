@@ -6,7 +6,7 @@
 // byte of data is touched, and a bad file gives NULL plus one line naming the tensor and the
 // problem. The writer lays tensors out in the order added, back to back, and pads the header
 // with spaces to a multiple of 8 bytes (allowed by the format) so F32/I32 data stay aligned.
-// defines: hp_st_open/close/count/at/get/metadata, hp_st_writer_init/add/metadata/save/free
+// defines: hp_st_open/open_mem/close/count/at/get/metadata, hp_st_writer_init/add/metadata/save/free
 #include "hyperpar/safetensors.h"
 #include "util/file_io.h"
 
@@ -206,20 +206,12 @@ static int parse_tensor(const cJSON *entry, hp_st_tensor *t, int64_t *begin, int
     return 0;
 }
 
-hp_st *hp_st_open(const char *path, char *err, size_t errlen) {
-    if (errlen) err[0] = '\0';
-    if (!path) { st_fail(err, errlen, "(null)", "no path given"); return NULL; }
-    hp_st *f = calloc(1, sizeof *f);
-    if (!f) { st_fail(err, errlen, path, "out of memory"); return NULL; }
-    size_t len = 0;
+// Validates f->raw (len bytes, owned by f) and fills f; `path` only names the file in err.
+// Returns f, or NULL after freeing f. The one parser behind hp_st_open and hp_st_open_mem.
+static hp_st *st_parse(hp_st *f, size_t len, const char *path, char *err, size_t errlen) {
     cJSON *root = NULL;
     char *hdr = NULL;
     st_key *keys = NULL;
-    const char *why;
-    if (hp_file_read(path, &f->raw, &len, &why) != 0) {
-        st_fail(err, errlen, path, strcmp(why, "read error") ? "cannot open: %s" : "%s", why);
-        goto fail;
-    }
     if (len < 8) {
         st_fail(err, errlen, path, "file is %zu bytes, too short for the 8-byte header length "
                 "(truncated or not a safetensors file)", len);
@@ -352,6 +344,34 @@ fail:
     cJSON_Delete(root);
     hp_st_close(f);
     return NULL;
+}
+
+hp_st *hp_st_open(const char *path, char *err, size_t errlen) {
+    if (errlen) err[0] = '\0';
+    if (!path) { st_fail(err, errlen, "(null)", "no path given"); return NULL; }
+    hp_st *f = calloc(1, sizeof *f);
+    if (!f) { st_fail(err, errlen, path, "out of memory"); return NULL; }
+    size_t len = 0;
+    const char *why;
+    if (hp_file_read(path, &f->raw, &len, &why) != 0) {
+        st_fail(err, errlen, path, strcmp(why, "read error") ? "cannot open: %s" : "%s", why);
+        hp_st_close(f);
+        return NULL;
+    }
+    return st_parse(f, len, path, err, errlen);
+}
+
+hp_st *hp_st_open_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen) {
+    if (errlen) err[0] = '\0';
+    if (!name) name = "(memory)";
+    if (!buf && len) { st_fail(err, errlen, name, "no buffer given"); return NULL; }
+    hp_st *f = calloc(1, sizeof *f);
+    // our own copy: tensors point into it, and malloc's alignment is what the file read gives
+    if (f) f->raw = malloc(len + 1);
+    if (!f || !f->raw) { st_fail(err, errlen, name, "out of memory"); hp_st_close(f); return NULL; }
+    if (len) memcpy(f->raw, buf, len);
+    f->raw[len] = '\0';
+    return st_parse(f, len, name, err, errlen);
 }
 
 int hp_st_count(const hp_st *f) { return f ? f->n : 0; }

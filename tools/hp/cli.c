@@ -7,6 +7,7 @@
 // HP_EXIT_CONFIG; the caller exits with it.
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -16,6 +17,7 @@ typedef enum {
     F_MODEL, F_SEQ_LEN, F_BATCH, F_SEED, F_STEPS, F_LR, F_OPTIMIZER, F_MAX_NORM, F_DATA,
     F_CP_ROTATE, F_CP_NO_BALANCE, F_DISPATCHER,
     F_NPROC, F_RANK, F_VERIFY, F_VERIFY_STEPS, F_DUMP, F_LOAD, F_JSON, F_QUIET, F_HELP,
+    F_TIMEOUT, F_LIST_FAILPOINTS,
 } flag_id;
 
 typedef struct { const char *name; flag_id id; int takes_value; } flag_def;
@@ -32,7 +34,8 @@ static const flag_def flags[] = {
     { "--dispatcher", F_DISPATCHER, 1 },
     { "--nproc", F_NPROC, 1 }, { "--rank", F_RANK, 1 }, { "--verify", F_VERIFY, 0 },
     { "--verify-steps", F_VERIFY_STEPS, 1 }, { "--dump", F_DUMP, 1 }, { "--load", F_LOAD, 1 },
-    { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 },
+    { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 }, { "--timeout", F_TIMEOUT, 1 },
+    { "--list-failpoints", F_LIST_FAILPOINTS, 0 },
     { "--help", F_HELP, 0 }, { "-h", F_HELP, 0 },
 };
 
@@ -69,6 +72,9 @@ void hp_cli_print_common_help(FILE *out) {
         "  --load FILE        load parameters from a safetensors FILE\n"
         "  --json FILE        write the machine-readable result to FILE\n"
         "  --quiet            print less\n"
+        "  --list-failpoints  run: list the fault-injection points of HP_FAILPOINT=name[,name]\n"
+        "  --timeout S        watchdog: a collective waiting longer than S seconds aborts the job\n"
+        "                     (default: environment HP_TIMEOUT, else 600)\n"
         "  -h, --help         this help\n",
         out);
 }
@@ -112,6 +118,33 @@ static int parse_float(const char *flag, const char *s, float *out) {
     return 0;
 }
 
+// An integer within [lo, hi]: the ranges keep every size the code derives from a flag
+// inside what an int (and the memory check) can hold.
+static int parse_int_in(const char *flag, const char *s, long lo, long hi, int *out) {
+    int v = 0, e = parse_int(flag, s, &v);
+    if (e) return e;
+    if (v < lo || v > hi) {
+        fprintf(stderr, "hp: %s must be in [%ld, %ld], got %d\n", flag, lo, hi, v);
+        return HP_EXIT_CONFIG;
+    }
+    *out = v;
+    return 0;
+}
+
+// A finite number, > 0 (positive) or >= 0 (!positive).
+static int parse_finite(const char *flag, const char *s, int positive, float *out) {
+    float v = 0.0f;
+    int e = parse_float(flag, s, &v);
+    if (e) return e;
+    if (!isfinite(v) || (positive ? !(v > 0.0f) : !(v >= 0.0f))) {
+        fprintf(stderr, "hp: %s must be a finite number %s, got '%s'\n", flag,
+                positive ? "> 0" : ">= 0 (0 = off)", s);
+        return HP_EXIT_CONFIG;
+    }
+    *out = v;
+    return 0;
+}
+
 // One of two names -> 0 or 1.
 static int parse_choice(const char *flag, const char *s, const char *a, const char *b, int *out) {
     if (!strcmp(s, a)) { *out = 0; return 0; }
@@ -144,12 +177,12 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_NO_SP:        cli->dims.sp = 0; return 0;
     case F_SP:           cli->dims.sp = 1; return 0;
     case F_MODEL:        return parse_model(v, &cli->model);
-    case F_SEQ_LEN:      return parse_int(flag, v, &cli->run.seq_len);
-    case F_BATCH:        return parse_int(flag, v, &cli->run.batch);
+    case F_SEQ_LEN:      return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->run.seq_len);
+    case F_BATCH:        return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->run.batch);
     case F_SEED:         return parse_u64(flag, v, &cli->run.seed);
-    case F_STEPS:        return parse_int(flag, v, &cli->run.steps);
-    case F_LR:           return parse_float(flag, v, &cli->run.lr);
-    case F_MAX_NORM:     return parse_float(flag, v, &cli->run.max_norm);
+    case F_STEPS:        return parse_int_in(flag, v, 1, HP_CLI_MAX_STEPS, &cli->run.steps);
+    case F_LR:           return parse_finite(flag, v, 1, &cli->run.lr);
+    case F_MAX_NORM:     return parse_finite(flag, v, 0, &cli->run.max_norm);
     case F_DATA:         cli->run.data_path = v; return 0;
     case F_OPTIMIZER:
         if ((e = parse_choice(flag, v, "sgd", "adamw", &choice))) return e;
@@ -164,14 +197,16 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
         if ((e = parse_choice(flag, v, "alltoall", "allgather", &choice))) return e;
         cli->run.dispatcher = choice ? HP_DISPATCH_ALLGATHER : HP_DISPATCH_ALLTOALL;
         return 0;
-    case F_NPROC:        return parse_int(flag, v, &cli->nproc);
-    case F_RANK:         return parse_int(flag, v, &cli->rank);
+    case F_NPROC:        return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->nproc);
+    case F_RANK:         return parse_int_in(flag, v, 0, HP_CLI_MAX_SIZE - 1, &cli->rank);
     case F_VERIFY:       cli->verify = 1; return 0;
-    case F_VERIFY_STEPS: return parse_int(flag, v, &cli->verify_steps);
+    case F_VERIFY_STEPS: return parse_int_in(flag, v, 1, 1000, &cli->verify_steps);
     case F_DUMP:         cli->dump_dir = v; return 0;
     case F_LOAD:         cli->load_file = v; return 0;
     case F_JSON:         cli->json_out = v; return 0;
     case F_QUIET:        cli->quiet = 1; return 0;
+    case F_TIMEOUT:      return parse_finite(flag, v, 1, &cli->timeout);
+    case F_LIST_FAILPOINTS: cli->list_failpoints = 1; return 0;
     case F_HELP:         return 0;
     }
     return 0;

@@ -6,6 +6,10 @@
 #include "hyperpar/config.h"
 #include "hyperpar/dims.h"
 
+// Flag ranges: sizes (seq_len, batch, ranks) and step counts an int and the memory check hold.
+#define HP_CLI_MAX_SIZE  (1L << 24)
+#define HP_CLI_MAX_STEPS 1000000000L
+
 typedef struct hp_cli {
     hp_dims         dims;        // --dp-replicate --dp-shard --cp --tp --pp --ep --etp --no-sp
     hp_model_config model;       // --model NAME (default tiny)
@@ -20,6 +24,8 @@ typedef struct hp_cli {
     const char *load_file;       // --load FILE
     const char *json_out;        // --json FILE (machine-readable result of run/verify)
     int   quiet;                 // --quiet
+    int   list_failpoints;       // --list-failpoints (run: print the failpoint registry)
+    float timeout;               // --timeout S (watchdog; 0 = HP_TIMEOUT or the default)
     // positional arguments left after the flags (subcommand-specific)
     int   n_rest;
     char *rest[16];
@@ -33,6 +39,17 @@ typedef struct hp_cli {
 int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *const *extra,
                  const char *usage);
 void hp_cli_print_common_help(FILE *out);
+
+// Checks that can only run once every flag is known, before any rank starts (cli_check.c).
+// Each prints one line naming the rule and the numbers and returns HP_EXIT_CONFIG, or 0.
+// Output paths: --dump DIR is created (if needed) and written to, --json FILE can be created.
+int hp_cli_check_outputs(const hp_cli *cli);
+// An output folder (--dump, --report): created if needed and written to; flag names it.
+int hp_cli_check_dir(const char *flag, const char *dir);
+// Memory: the per-rank estimate of dims (validated) against what this machine has available
+// for `local_ranks` ranks; with --verify world rank 0 also holds the reference and the full
+// tensors of both runs.
+int hp_cli_check_memory(const hp_cli *cli, const hp_dims *dims, int local_ranks);
 
 // Launch: 1 if this process runs under an MPI launcher (mpirun/srun/mpiexec env vars).
 int  hp_launch_under_mpi(void);

@@ -27,7 +27,10 @@
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include "util/file_io.h"
+#include "bench_json.h"
 #include "cli.h"
+#include "fma_peak.h"
+#include "hyperpar/blas.h"
 #include "hyperpar/train.h"
 
 static const char *const bench_usage =
@@ -149,6 +152,7 @@ static double time_sgemm(gemm_shape *g, int reps) {
 
 typedef struct {
     double ms_best, ms_median, tok_s, gflops, sgemm, ratio;
+    double peak;            // the FMA-throughput peak at the same thread count (fma_peak.c)
     size_t persistent, working;
 } step_result;
 
@@ -162,6 +166,13 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
         { "dy^T x (ffn dw)  ", 1, F, D, T, 0 },
     };
     const int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    hp_blas_info blas;
+    hp_blas_info_get(&blas);
+    char line[256];
+    printf("hp: blas %s\n", hp_blas_info_line(line, sizeof line));   // the first line, always
+    fflush(stdout);
+    char isa[16];
+    res->peak = hp_fma_peak(threads, isa, sizeof isa);
     for (int i = 0; i < ns; i++) time_sgemm(&shapes[i], 3);
 
     char err[256];
@@ -182,6 +193,8 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
     hp_trainer_free(tr);
     // again after the steps: the machine may be shared, so the best of both is the rate
     for (int i = 0; i < ns; i++) time_sgemm(&shapes[i], 3);
+    const double peak2 = hp_fma_peak(threads, isa, sizeof isa);
+    if (peak2 > res->peak) res->peak = peak2;
 
     qsort(ms, (size_t)steps, sizeof(double), cmp_double);
     res->ms_best = ms[0];
@@ -197,7 +210,9 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
     printf("hp bench: model %s (V %d, D %d, L %d, H %d, Hkv %d, F %d%s), B %d x S %d = %d tokens/step, "
            "%d OpenBLAS thread(s), core %s\n",
            m->name, m->vocab_size, D, m->n_layers, m->n_heads, m->n_kv_heads, m->ffn_hidden,
-           m->num_experts ? ", MoE" : "", B, S, T, threads, openblas_get_corename());
+           m->num_experts ? ", MoE" : "", B, S, T, threads, blas.core);
+    printf("  fp32 peak (%s FMA loop, %d thread%s): %7.1f GFLOP/s\n", isa, threads,
+           threads == 1 ? "" : "s", res->peak);
     for (int i = 0; i < ns; i++)
         printf("  sgemm %s M %5d N %5d K %5d : %7.1f GFLOP/s\n", shapes[i].what, shapes[i].M,
                shapes[i].N, shapes[i].K, shapes[i].gflops);
@@ -208,12 +223,24 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
            (f.matmul + f.attn) * 1e-9, f.matmul * 1e-9, f.matmul_params * 1e-6, T, f.attn * 1e-9);
     printf("  achieved %.1f GFLOP/s = %.2f of sgemm (%.1f GFLOP/s)\n", res->gflops, res->ratio,
            res->sgemm);
+    const double step_peak = res->peak > 0 ? res->gflops / res->peak : 0.0;
+    const double sgemm_peak = res->peak > 0 ? res->sgemm / res->peak : 0.0;
+    printf("  of the peak: step %.2f, sgemm %.2f; step / sgemm %.2f\n", step_peak, sgemm_peak,
+           res->ratio);
     printf("  memory per rank: persistent %.1f MiB (params, grads, AdamW m, v), working %.1f MiB\n",
            res->persistent / 1048576.0, res->working / 1048576.0);
 
     if (cli->json_out) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "impl", "hyperpar");
+        cJSON_AddStringToObject(j, "blas", blas.blas);
+        cJSON_AddStringToObject(j, "blas_core", blas.core);
+        cJSON_AddStringToObject(j, "blas_core_origin", blas.origin);
+        cJSON_AddStringToObject(j, "peak_isa", isa);
+        cJSON_AddNumberToObject(j, "peak_gflops", res->peak);
+        cJSON_AddNumberToObject(j, "step_gflops", res->gflops);
+        cJSON_AddNumberToObject(j, "step_over_peak", step_peak);
+        cJSON_AddNumberToObject(j, "sgemm_over_peak", sgemm_peak);
         cJSON_AddStringToObject(j, "model", m->name);
         cJSON_AddNumberToObject(j, "batch", B);
         cJSON_AddNumberToObject(j, "seq_len", S);
@@ -346,18 +373,19 @@ static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, c
         const int cargc = (int)(sizeof cargv / sizeof cargv[0]) - 1;
         int e = hp_launch_self(N, cargc, cargv);
         cJSON *j = e == 0 ? hp_json_load(path) : NULL;
-        if (!j) {
-            fprintf(stderr, "hp bench --memory: the dp_shard %d job failed (exit %d)\n", N, e);
+        double full = 0.0;
+        const int n_ranks = j ? hp_bench_read_memory(j, &full, NULL, 0) : -1;   // bench_json.c
+        hp_bench_rank_bytes *rows = n_ranks > 0 ? calloc((size_t)n_ranks, sizeof *rows) : NULL;
+        if (n_ranks < 0 || (n_ranks > 0 && !rows)) {
+            if (j) fprintf(stderr, "hp bench --memory: the dp_shard %d job wrote no usable '%s'\n", N, path);
+            else fprintf(stderr, "hp bench --memory: the dp_shard %d job failed (exit %d)\n", N, e);
+            cJSON_Delete(j);
             rc = HP_EXIT_FAIL;
             break;
         }
-        const double full = cJSON_GetObjectItem(j, "full_bytes")->valuedouble;
-        const cJSON *ranks = cJSON_GetObjectItem(j, "ranks");
-        for (int r = 0; r < cJSON_GetArraySize(ranks); r++) {
-            const cJSON *o = cJSON_GetArrayItem(ranks, r);
-            const double pers = cJSON_GetObjectItem(o, "persistent")->valuedouble;
-            const double work = cJSON_GetObjectItem(o, "working")->valuedouble;
-            const double pad = cJSON_GetObjectItem(o, "padding")->valuedouble;
+        hp_bench_read_memory(j, &full, rows, n_ranks);
+        for (int r = 0; r < n_ranks; r++) {
+            const double pers = rows[r].persistent, work = rows[r].working, pad = rows[r].padding;
             printf("%8d %6d %14.0f %14.0f %10.0f %8.4f %14.0f %14.0f\n", N, r, pers, full / N, pad,
                    pers / (full / N), work, pers + work);
             cJSON *row = cJSON_CreateObject();
@@ -369,6 +397,7 @@ static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, c
             cJSON_AddNumberToObject(row, "working_bytes", work);
             cJSON_AddItemToArray(out, row);
         }
+        free(rows);
         cJSON_Delete(j);
         remove(path);
     }
@@ -446,25 +475,23 @@ static int bench_recipes(const hp_cli *cli) {
         const int e = run_child(args);
         const double dt = now_s() - t0;
         cJSON *j = hp_json_load(path);
-        const cJSON *w = j ? cJSON_GetObjectItem(j, "world") : NULL;
-        const cJSON *bc = j ? cJSON_GetObjectItem(j, "bytes_counted") : NULL;
-        const cJSON *bp = j ? cJSON_GetObjectItem(j, "bytes_predicted") : NULL;
-        if (!w || !bc || !bp) {
+        hp_bench_run_result res;
+        if (!j || hp_bench_read_run(j, &res) != 0) {   // bench_json.c
             printf("%-14s %-9s %5s %7s %14s %14s %8.1f   (exit %d, no result)\n", r->name, r->model, "-",
                    "FAIL", "-", "-", dt, e);
             rc = HP_EXIT_FAIL;
         } else {
-            const int pass = e == 0 && cJSON_IsTrue(cJSON_GetObjectItem(j, "pass"));
+            const int pass = e == 0 && res.pass;
             if (!pass) rc = HP_EXIT_FAIL;
-            printf("%-14s %-9s %5d %7s %14.0f %14.0f %8.1f\n", r->name, r->model, w->valueint,
-                   pass ? "PASS" : "FAIL", bc->valuedouble, bp->valuedouble, dt);
+            printf("%-14s %-9s %5d %7s %14.0f %14.0f %8.1f\n", r->name, r->model, res.world,
+                   pass ? "PASS" : "FAIL", res.bytes_counted, res.bytes_predicted, dt);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "recipe", r->name);
             cJSON_AddStringToObject(o, "model", r->model);
-            cJSON_AddNumberToObject(o, "world", w->valueint);
+            cJSON_AddNumberToObject(o, "world", res.world);
             cJSON_AddBoolToObject(o, "pass", pass);
-            cJSON_AddNumberToObject(o, "bytes_counted", bc->valuedouble);
-            cJSON_AddNumberToObject(o, "bytes_predicted", bp->valuedouble);
+            cJSON_AddNumberToObject(o, "bytes_counted", res.bytes_counted);
+            cJSON_AddNumberToObject(o, "bytes_predicted", res.bytes_predicted);
             cJSON_AddItemToArray(out, o);
         }
         cJSON_Delete(j);
@@ -482,6 +509,7 @@ static int bench_recipes(const hp_cli *cli) {
 // ---------------------------------------------------------------------------------------
 
 int hp_cmd_bench(int argc, char **argv) {
+    hp_blas_core_reexec(argv);   // the kernels this CPU deserves, before MPI_Init (hyperpar/blas.h)
     // --memory and --recipes take no value (hp_cli_parse's extras all do): taken out first
     int memory = 0, recipes_mode = 0;
     char **av = calloc((size_t)argc + 1, sizeof *av);

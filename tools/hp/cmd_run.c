@@ -8,8 +8,10 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "cli.h"
+#include "hyperpar/blas.h"
 #include "hyperpar/data.h"
 #include "hyperpar/dump.h"
+#include "hyperpar/failpoint.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
 #include "util/file_io.h"
@@ -27,8 +29,9 @@ static const char *const run_usage =
     "  --json FILE      write the result (loss, verification table) as JSON\n"
     "\n";
 
-static void write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
-                       const double *losses, int steps) {
+// Returns 0, or HP_EXIT_FAIL after one line when the file cannot be written.
+static int write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
+                      const double *losses, int steps) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddBoolToObject(j, "pass", r ? r->pass : 1);
     cJSON_AddNumberToObject(j, "world", cli->dims.world);
@@ -63,8 +66,9 @@ static void write_json(const char *path, const hp_cli *cli, const hp_verify_resu
         uint64_t counted = 0, predicted = 0;
         for (int i = 0; i < r->n_traffic; i++) {
             counted += r->traffic[i].counted;
+            // every row is predicted (the EP all-to-all from the step's routing): a row left
+            // data-dependent adds nothing, so the totals then differ and say so
             if (r->traffic[i].predicted != UINT64_MAX) predicted += r->traffic[i].predicted;
-            else predicted += r->traffic[i].counted;
         }
         cJSON_AddNumberToObject(j, "bytes_counted", (double)counted);
         cJSON_AddNumberToObject(j, "bytes_predicted", (double)predicted);
@@ -73,8 +77,10 @@ static void write_json(const char *path, const hp_cli *cli, const hp_verify_resu
         cJSON_AddNumberToObject(j, "seconds", r->seconds);
         if (r->failure) cJSON_AddStringToObject(j, "failure", r->failure);
     }
-    if (hp_json_save(j, path) != 0) fprintf(stderr, "hp: cannot write --json file '%s'\n", path);
+    const int e = hp_json_save(j, path);
+    if (e != 0) fprintf(stderr, "hp: cannot write --json file '%s'\n", path);
     cJSON_Delete(j);
+    return e ? HP_EXIT_FAIL : 0;
 }
 
 // Every rank reads --load itself (a small file; no broadcast needed), after validation.
@@ -92,6 +98,13 @@ static float *load_model(const hp_cli *cli, int rank) {
     return full;
 }
 
+// One line naming the step when its loss or grad norm is not finite (every rank agrees).
+static void report_nonfinite(const hp_step_stats *st, int rank) {
+    if (rank == 0)
+        fprintf(stderr, "hp: step %d: loss %g, grad norm %g: not finite; stopped before the "
+                "optimiser step\n", st->step, st->loss, st->grad_norm);
+}
+
 static int train(const hp_cli *cli, const float *init, int rank) {
     char err[256];
     hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &cli->model, &cli->dims, &cli->run, err, sizeof err);
@@ -99,7 +112,8 @@ static int train(const hp_cli *cli, const float *init, int rank) {
     if (init) hp_trainer_set_params(tr, init);
     double *losses = calloc((size_t)cli->run.steps + 1, sizeof(double));
     const int64_t full_n = hp_trainer_params(tr)->full_numel;
-    for (int s = 0; s < cli->run.steps; s++) {
+    int rc = HP_EXIT_OK;
+    for (int s = 0; s < cli->run.steps && rc == HP_EXIT_OK; s++) {
         hp_step_stats st;
         if (s == 0 && cli->dump_dir) {
             // the step in phases, to catch gradients before clipping
@@ -108,24 +122,43 @@ static int train(const hp_cli *cli, const float *init, int rank) {
             hp_trainer_gather_params(tr, p0);
             st.loss = hp_trainer_forward_backward(tr);
             hp_trainer_gather_grads(tr, g);
-            if (hp_dump_step1(tr, cli->dump_dir, p0, g, st.loss, err, sizeof err) != 0)
+            if (hp_dump_step1(tr, cli->dump_dir, p0, g, st.loss, err, sizeof err) != 0) {
                 fprintf(stderr, "hp: --dump: %s\n", err);
+                rc = HP_EXIT_FAIL;   // rank 0 only writes; the others finish the step alike
+            }
             st.grad_norm = hp_trainer_clip(tr);
-            hp_trainer_optimizer_step(tr);
             st.step = 1; st.ms = 0; st.tokens_per_s = 0;
+            if (hp_step_finite(st.loss, st.grad_norm)) hp_trainer_optimizer_step(tr);
+            else rc = HP_EXIT_FAIL;
             free(p0); free(g);
         } else {
-            hp_trainer_step(tr, &st);
+            rc = hp_trainer_step(tr, &st);
         }
         losses[s] = st.loss;
         if (rank == 0 && !cli->quiet)
             printf("step %4d | loss %.6f | grad norm %.4f | %8.2f ms | %10.0f tok/s\n", st.step,
                    st.loss, st.grad_norm, st.ms, st.tokens_per_s);
+        if (!hp_step_finite(st.loss, st.grad_norm)) report_nonfinite(&st, rank);
     }
-    if (rank == 0 && cli->json_out) write_json(cli->json_out, cli, NULL, losses, cli->run.steps);
+    if (rank == 0 && cli->json_out && write_json(cli->json_out, cli, NULL, losses, cli->run.steps) != 0)
+        rc = HP_EXIT_FAIL;
     free(losses);
     hp_trainer_free(tr);
-    return HP_EXIT_OK;
+    return rc;
+}
+
+// Under a launcher that hp did not start (mpirun, srun), the checks of the self-launch run
+// here: on world rank 0, with its node's rank count, and every rank learns the verdict.
+static int check_under_launcher(const hp_cli *cli, int rank) {
+    MPI_Comm node;
+    int local = 1, bad = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    if (rank == 0 && !getenv("HP_LAUNCHED"))
+        bad = hp_cli_check_outputs(cli) || hp_cli_check_memory(cli, &cli->dims, local);
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return bad ? HP_EXIT_CONFIG : 0;
 }
 
 int hp_cmd_run(int argc, char **argv) {
@@ -135,6 +168,12 @@ int hp_cmd_run(int argc, char **argv) {
     if (e) return e;
     if (cli.n_rest) {
         fprintf(stderr, "hp run: unexpected argument '%s'\n", cli.rest[0]);
+        return HP_EXIT_CONFIG;
+    }
+    if (cli.list_failpoints) { hp_failpoint_print_list(stdout); return HP_EXIT_OK; }
+    char fp_err[256];   // HP_FAILPOINT=name[,name]: an unknown name is refused before any rank
+    if (hp_failpoint_init(fp_err, sizeof fp_err) != 0) {
+        fprintf(stderr, "hp: %s\n", fp_err);
         return HP_EXIT_CONFIG;
     }
     const int under_mpi = hp_launch_under_mpi();
@@ -159,6 +198,8 @@ int hp_cmd_run(int argc, char **argv) {
                 return HP_EXIT_CONFIG;
             }
         }
+        if ((e = hp_cli_check_outputs(&cli)) || (e = hp_cli_check_memory(&cli, &d, d.world)))
+            return e;
         if (cli.load_file) {
             hp_cli probe = cli;
             probe.dims = d;
@@ -169,6 +210,13 @@ int hp_cmd_run(int argc, char **argv) {
         if (d.world > 1) return hp_launch_self(d.world, argc, argv);
     }
 
+    hp_blas_core_reexec(argv);   // the kernels this CPU deserves, before MPI_Init (hyperpar/blas.h)
+    if (cli.timeout > 0) {
+        // the comm layer's watchdog reads HP_TIMEOUT; relaunched ranks parse --timeout too
+        char t[32];
+        snprintf(t, sizeof t, "%g", (double)cli.timeout);
+        setenv("HP_TIMEOUT", t, 1);
+    }
     MPI_Init(&argc, &argv);
     int rank, world;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -180,6 +228,11 @@ int hp_cmd_run(int argc, char **argv) {
         MPI_Finalize();
         return HP_EXIT_CONFIG;   // every rank sees the same rule: no one is left waiting
     }
+    if (check_under_launcher(&cli, rank) != 0) {
+        MPI_Finalize();
+        return HP_EXIT_CONFIG;
+    }
+    if (rank == 0 && !cli.quiet) { char b[256]; printf("hp: blas %s\n", hp_blas_info_line(b, sizeof b)); }
     float *init = NULL;
     if (cli.load_file && !(init = load_model(&cli, rank))) {
         MPI_Finalize();
@@ -196,7 +249,8 @@ int hp_cmd_run(int argc, char **argv) {
         if (rank == 0) {
             if (!cli.quiet) hp_verify_print(stdout, &r);
             else printf("verify: %s\n", r.pass ? "PASS" : "FAIL");
-            if (cli.json_out) write_json(cli.json_out, &cli, &r, r.losses, r.steps);
+            if (cli.json_out && write_json(cli.json_out, &cli, &r, r.losses, r.steps) != 0)
+                rc = HP_EXIT_FAIL;
         }
         hp_verify_result_free(&r);
     } else {

@@ -1,13 +1,21 @@
 // launch.c - the torchrun role: notice an MPI launcher, or re-run this very command under one.
 // defines: hp_launch_under_mpi, hp_launch_self
 //
-// `hp run --nproc 4 ...` outside any launcher forks and execs
-//   mpirun [--allow-run-as-root] --oversubscribe --bind-to none -np 4
-//          -x OPENBLAS_NUM_THREADS=1 -x HP_LAUNCHED=1 /proc/self/exe run --nproc 4 ...
-// (MPICH: mpiexec -n 4 -bind-to none -genv NAME VALUE ...), waits, and returns its exit status.
+// `hp run --nproc 4 ...` outside any launcher forks and execs the launcher of the MPI that hp
+// was built with (CMake's MPIEXEC_EXECUTABLE, compiled in as HP_MPIEXEC_BUILT; HP_MPIRUN
+// names another), with that MPI's flags:
+//   Open MPI: orterun [--allow-run-as-root] --oversubscribe --bind-to none -np 4
+//             -x OPENBLAS_NUM_THREADS=1 -x HP_LAUNCHED=1 [-x OPENBLAS_CORETYPE=SkylakeX
+//             -x HP_BLAS_CORE_CHOSEN=...] /proc/self/exe run --nproc 4 ...
+//   MPICH:    mpiexec.hydra -n 4 -bind-to none -genv OPENBLAS_NUM_THREADS 1 -genv ... ...
+// waits, and returns its exit status. Not the `mpiexec` first on PATH: with Open MPI and
+// MPICH both installed that is whichever Debian's alternatives point to, and one MPI's
+// launcher cannot start the other's ranks.
 // The re-executed ranks see the launcher's environment and do not launch again.
 // OPENBLAS_NUM_THREADS=1 keeps N ranks x N BLAS threads from oversubscribing the cores;
-// a value the user already set is passed through unchanged.
+// a value the user already set is passed through unchanged. OPENBLAS_CORETYPE: the kernels
+// this CPU deserves when OpenBLAS would fall back to generic ones (hyperpar/blas.h), or the
+// user's own value.
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,6 +25,11 @@
 #include <unistd.h>
 #include <mpi.h>
 #include "cli.h"
+#include "hyperpar/blas.h"
+
+#ifndef HP_MPIEXEC_BUILT   // set by CMakeLists.txt; a build without it takes the usual names
+#define HP_MPIEXEC_BUILT ""
+#endif
 
 int hp_launch_under_mpi(void) {
     static const char *const vars[] = {
@@ -43,22 +56,48 @@ static int is_open_mpi(void) {
     return strstr(version, "Open MPI") != NULL;
 }
 
+// The flavour of a launcher named by HP_MPIRUN: 1 Open MPI, 0 MPICH / Hydra, -1 unknown
+// (then the linked library's flavour decides).
+static int launcher_is_open_mpi(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strstr(base, "mpich") || strstr(base, "hydra")) return 0;
+    if (strstr(base, "openmpi") || strstr(base, "orterun") || strstr(base, "prterun")) return 1;
+    return -1;
+}
+
 int hp_launch_self(int nproc, int argc, char **argv) {
     static char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) exe[n] = '\0';
     else snprintf(exe, sizeof exe, "%s", argv[0]);
 
-    const int ompi = is_open_mpi();
     const char *override = getenv("HP_MPIRUN");
-    const char *launcher = (override && *override) ? override : (ompi ? "mpirun" : "mpiexec");
+    const int lib_ompi = is_open_mpi();
+    int ompi = lib_ompi;
+    const char *launcher;
+    if (override && *override) {
+        launcher = override;
+        const int named = launcher_is_open_mpi(override);
+        if (named >= 0) ompi = named;
+    } else {
+        launcher = *HP_MPIEXEC_BUILT ? HP_MPIEXEC_BUILT : (ompi ? "mpirun" : "mpiexec");
+    }
     const char *blas = getenv("OPENBLAS_NUM_THREADS");
     if (!blas || !*blas) blas = "1";
+    // every rank runs the kernels this CPU deserves (or the user's OPENBLAS_CORETYPE)
+    hp_blas_core_env();
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    const char *chosen = getenv("HP_BLAS_CORE_CHOSEN");
+    if (core && !*core) core = NULL;
+    if (chosen && !*chosen) chosen = NULL;
 
     char np[32];
     snprintf(np, sizeof np, "%d", nproc);
-    static char blas_kv[64];
+    static char blas_kv[64], core_kv[96], chosen_kv[192];
     snprintf(blas_kv, sizeof blas_kv, "OPENBLAS_NUM_THREADS=%s", blas);
+    if (core) snprintf(core_kv, sizeof core_kv, "OPENBLAS_CORETYPE=%s", core);
+    if (chosen) snprintf(chosen_kv, sizeof chosen_kv, "HP_BLAS_CORE_CHOSEN=%s", chosen);
 
     // launcher flags + exe + argv[1..argc) + NULL
     int cap = argc + 24, k = 0;
@@ -72,11 +111,15 @@ int hp_launch_self(int nproc, int argc, char **argv) {
         args[k++] = "-np"; args[k++] = np;
         args[k++] = "-x"; args[k++] = blas_kv;
         args[k++] = "-x"; args[k++] = "HP_LAUNCHED=1";
+        if (core) { args[k++] = "-x"; args[k++] = core_kv; }
+        if (chosen) { args[k++] = "-x"; args[k++] = chosen_kv; }
     } else {
         args[k++] = "-n"; args[k++] = np;
         args[k++] = "-bind-to"; args[k++] = "none";
         args[k++] = "-genv"; args[k++] = "OPENBLAS_NUM_THREADS"; args[k++] = (char *)blas;
         args[k++] = "-genv"; args[k++] = "HP_LAUNCHED"; args[k++] = "1";
+        if (core) { args[k++] = "-genv"; args[k++] = "OPENBLAS_CORETYPE"; args[k++] = (char *)core; }
+        if (chosen) { args[k++] = "-genv"; args[k++] = "HP_BLAS_CORE_CHOSEN"; args[k++] = (char *)chosen; }
     }
     args[k++] = exe;
     for (int i = 1; i < argc; i++) args[k++] = argv[i];
@@ -94,8 +137,10 @@ int hp_launch_self(int nproc, int argc, char **argv) {
         setenv("HP_LAUNCHED", "1", 1);           // also reaches ranks of launchers without -x
         setenv("OPENBLAS_NUM_THREADS", blas, 0);
         execvp(launcher, args);
-        fprintf(stderr, "hp: cannot run '%s' to launch %d ranks: %s (install Open MPI: openmpi-bin)\n",
-                launcher, nproc, strerror(errno));
+        fprintf(stderr, "hp: cannot run '%s' to launch %d ranks: %s (%s)\n", launcher, nproc,
+                strerror(errno), override && *override ? "HP_MPIRUN names it"
+                : lib_ompi ? "the launcher of the Open MPI hp was built with: openmpi-bin"
+                           : "the launcher of the MPICH hp was built with: mpich");
         _exit(127);
     }
     free(args);

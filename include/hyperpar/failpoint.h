@@ -1,0 +1,88 @@
+// failpoint.h - named fault injection: each failpoint is a realistic one-line bug (a dropped
+// or doubled reduction, an off-by-one offset, a wrong scale) compiled in at the very place a
+// regression would put it, so that a test can prove the verifier catches it.
+// defines: hp_failpoint_id, hp_failpoint(), hp_failpoint_info, hp_failpoint_init/parse/suspend,
+//          hp_failpoints, hp_failpoint_print_list
+//
+//   HP_FAILPOINT=fsdp_grad_average hp run --dp-shard 2 --verify   # exit 1: every grad 0.5 off
+//   HP_FAILPOINT=ce_max_local,ring_last_hop_dropped hp run ...    # several at once
+//   hp run --list-failpoints                                      # name, recipe, flags, ...
+//
+// At a call site the bug sits next to the right code, behind one test of a bit:
+//   if (!hp_failpoint(HP_FP_HSDP_ALLREDUCE_DROPPED))
+//       hp_allreduce_sum(tr->comm, HP_G_DP_REPLICATE, g, n);
+// Off (the default) that is one load and one always-taken, well-predicted branch: no string
+// compare on the hot path. hp_failpoint_init() parses HP_FAILPOINT once (hp_trainer_init and
+// `hp run` call it; later calls do nothing); an unknown name is an error naming it.
+//
+// The verifier runs the parallel job and the single-process reference in one process
+// (verify.c): it suspends every failpoint around the reference, so a fault only ever hits
+// the parallel run. A fault never desynchronises a collective (every rank takes the same
+// branch, and a dropped collective is dropped on all of them): it produces wrong numbers,
+// never a hang or a crash.
+//
+// The registry below (hp_failpoints[]) is the single list: name, what the bug is, the
+// smallest recipe it affects (its id and `hp run` flags) and a POSIX ERE the verifier's
+// report must match (the failed check, or the worst gradient / parameter it names).
+// tests/failpoints.cmake mirrors it (a test diffs it against `hp run --list-failpoints`).
+#ifndef HYPERPAR_FAILPOINT_H
+#define HYPERPAR_FAILPOINT_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum hp_failpoint_id {
+    HP_FP_TP_PARTIAL_GRAD_DROPPED = 0, // fsdp.c: SP norms' partial grads not all-reduced over tp
+    HP_FP_SP_ALLGATHER_LAYOUT,         // tp.c: SP all-gather result used without the block transpose
+    HP_FP_SP_REDUCE_SCATTER_MEAN,      // tp.c: SP reduce-scatter averages instead of summing
+    HP_FP_CE_MAX_LOCAL,                // tp.c: loss parallel uses each vocab slice's own max
+    HP_FP_CE_TARGET_DROPPED,           // tp.c: target-logit all-reduce over tp dropped
+    HP_FP_FSDP_GRAD_AVERAGE,           // fsdp.c: reduce-scatter divides by the shard group size
+    HP_FP_FSDP_SHARD_OFFSET,           // fsdp.c: grad chunk k staged in slot k+1
+    HP_FP_HSDP_ALLREDUCE_DROPPED,      // fsdp.c: all-reduce over dp_replicate dropped (HSDP)
+    HP_FP_DDP_GRAD_AVERAGE,            // fsdp.c: dp_replicate all-reduce divides by its size (DDP)
+    HP_FP_RING_LAST_HOP_DROPPED,       // cp_attention.c: the ring's last dK/dV hop dropped
+    HP_FP_CP_KV_POSITIONS,             // cp_attention.c: source K/V positions of the own cp rank
+    HP_FP_CP_SKIP_DIAGONAL,            // cp_attention.c: partly visible (diagonal) blocks skipped
+    HP_FP_EP_COUNTS_LAYOUT,            // ep_dispatch.c: exchanged counts read expert-major
+    HP_FP_EP_COMBINE_ORDER,            // ep_dispatch.c: combine sends rows back unpermuted
+    HP_FP_ETP_SPLIT_DIM,               // params.c: expert w2 split on dim (D) instead of hidden
+    HP_FP_GATE_GRAD_TP,                // params.c: router gate grad not partial over tp (#4054)
+    HP_FP_TOKEN_SPLIT_OFFSET,          // transformer.c: token split of one sequence only (#3604)
+    HP_FP_EXPERT_DIVIDE_FACTOR,        // fsdp.c: expert grads keep the old 1/(R*S*C) factor (#167178)
+    HP_FP_GRAD_NORM_DOUBLE_COUNT,      // trainer.c: tp-replicated grads counted on every tp rank
+    HP_FP_N_GLOBAL_LOCAL,              // trainer.c: N_global not summed over the batch mesh
+    HP_FP_COUNT
+} hp_failpoint_id;
+
+// Bit i set: failpoint i fires. Written only by hp_failpoint_init / hp_failpoint_suspend.
+extern uint64_t hp_failpoints_active;
+
+// 1 when failpoint id is armed (and not suspended). One load and a branch.
+static inline int hp_failpoint(hp_failpoint_id id) {
+    return (int)((hp_failpoints_active >> (unsigned)id) & 1u);
+}
+
+typedef struct hp_failpoint_info {
+    hp_failpoint_id id;
+    const char *name;        // what HP_FAILPOINT names, e.g. "fsdp_grad_average"
+    const char *recipe;      // the smallest recipe it affects, e.g. "M4-s2" (recipes.c id)
+    const char *flags;       // that recipe's `hp run` flags
+    const char *touches;     // POSIX ERE: the check or tensor the verifier must name
+    const char *what;        // one line: the bug
+} hp_failpoint_info;
+
+extern const hp_failpoint_info hp_failpoints[HP_FP_COUNT];
+
+// Parses a comma list of names into a bit mask. Returns 0, or -1 with one line in err naming
+// the unknown name.
+int  hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen);
+// Arms the failpoints HP_FAILPOINT names (once per process; later calls return the first
+// result). Returns 0, or -1 with one line in err.
+int  hp_failpoint_init(char *err, size_t errlen);
+// 1: every failpoint off until hp_failpoint_suspend(0) re-arms what HP_FAILPOINT named.
+void hp_failpoint_suspend(int suspend);
+// The registry, one failpoint per line, tab-separated: name, recipe, flags, touches, what.
+void hp_failpoint_print_list(FILE *out);
+
+#endif

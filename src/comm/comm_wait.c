@@ -1,0 +1,121 @@
+// comm_wait.c - the watchdog. Every blocking wait of the comm layer is a nonblocking MPI
+// operation completed here, polled against a deadline, so a rank that died, hangs or
+// skipped a collective ends the job with one line naming it instead of hanging it:
+//   hp: watchdog: rank 3 waited 5.0 s in all-gather on group tp (step 2); aborting the job
+// The timeout is process-wide (hp_comm_set_timeout, else HP_TIMEOUT, else 600 s).
+// defines: hp_comm_wait, hp_comm_set_timeout, hp_comm_timeout, hp_comm_parse_timeout,
+//          hp_comm_set_step, hp_comm_last_step, hp_comm_check_timeout_env
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
+
+// The first WAIT_SPIN_S of a wait only yields between polls: most waits end within a few
+// microseconds and a sleep would add its own latency to every collective. After that the
+// poll sleeps, doubling from WAIT_SLEEP_MIN_NS to WAIT_SLEEP_MAX_NS, so a rank waiting
+// for seconds (e.g. for rank 0's reference run under --verify) leaves the core to it.
+#define WAIT_SPIN_S         2e-3
+#define WAIT_SLEEP_MIN_NS   20000L
+#define WAIT_SLEEP_MAX_NS   1000000L
+
+static double g_timeout = 0.0;   // 0: not decided yet (setter, else HP_TIMEOUT on first use)
+static int    g_last_step = 0;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int hp_comm_parse_timeout(const char *text, double *seconds) {
+    if (text == NULL || *text == '\0') return -1;
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || !(v > 0.0)) return -1;
+    *seconds = v;
+    return 0;
+}
+
+int hp_comm_set_timeout(double seconds) {
+    if (!isfinite(seconds) || !(seconds > 0.0)) return -1;
+    g_timeout = seconds;
+    return 0;
+}
+
+double hp_comm_timeout(void) {
+    if (g_timeout > 0.0) return g_timeout;
+    double v = HP_COMM_DEFAULT_TIMEOUT;
+    // A bad value is refused by hp_comm_init; a wait before that keeps the default.
+    if (hp_comm_parse_timeout(getenv("HP_TIMEOUT"), &v) != 0) v = HP_COMM_DEFAULT_TIMEOUT;
+    g_timeout = v;
+    return v;
+}
+
+void hp_comm_check_timeout_env(MPI_Comm world) {
+    if (g_timeout > 0.0) return;   // a setter ran: the environment does not apply
+    const char *env = getenv("HP_TIMEOUT");
+    double v = 0.0;
+    if (env == NULL || hp_comm_parse_timeout(env, &v) == 0) return;
+    // Every rank sees the same environment: rank 0 says why, all leave with exit 2. The
+    // others pause first so the launcher does not kill rank 0 before it has printed.
+    int rank = 0;
+    MPI_Comm_rank(world, &rank);
+    if (rank == 0) {
+        fprintf(stderr, "hp: HP_TIMEOUT=%s: the watchdog timeout must be a finite number of "
+                "seconds > 0\n", env);
+        fflush(stderr);
+    } else {
+        struct timespec ts = { 0, 200000000L };
+        nanosleep(&ts, NULL);
+    }
+    MPI_Abort(world, 2);
+    exit(2);   // MPI_Abort does not return
+}
+
+void hp_comm_set_step(hp_comm *comm, int step) {
+    if (comm != NULL) comm->step = step;
+    g_last_step = step;
+}
+
+int hp_comm_last_step(void) { return g_last_step; }
+
+_Noreturn static void watchdog_fire(const hp_comm *comm, double waited, const char *op,
+                                    const char *group) {
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);   // the world rank, whatever the communicator
+    fprintf(stderr, "hp: watchdog: rank %d waited %.1f s in %s on group %s (step %d); "
+            "aborting the job\n", rank, waited, op, group,
+            comm != NULL ? comm->step : g_last_step);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort();   // MPI_Abort does not return
+}
+
+void hp_comm_wait(const hp_comm *comm, int n, MPI_Request *reqs, const char *op,
+                  const char *group) {
+    if (n <= 0) return;
+    int done = 0;
+    HP_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
+    if (done) return;
+    const double timeout = hp_comm_timeout();
+    const double t0 = now_s();
+    long pause_ns = WAIT_SLEEP_MIN_NS;
+    for (;;) {
+        const double waited = now_s() - t0;
+        if (waited > timeout) watchdog_fire(comm, waited, op, group);
+        if (waited < WAIT_SPIN_S) {
+            sched_yield();
+        } else {
+            struct timespec ts = { 0, pause_ns };
+            nanosleep(&ts, NULL);
+            if (pause_ns < WAIT_SLEEP_MAX_NS) pause_ns *= 2;
+            if (pause_ns > WAIT_SLEEP_MAX_NS) pause_ns = WAIT_SLEEP_MAX_NS;
+        }
+        HP_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
+        if (done) return;
+    }
+}

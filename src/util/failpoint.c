@@ -1,0 +1,138 @@
+// failpoint.c - the failpoint registry and the parsing of HP_FAILPOINT (see failpoint.h).
+// defines: hp_failpoints_active, hp_failpoints, hp_failpoint_parse, hp_failpoint_init,
+//          hp_failpoint_suspend, hp_failpoint_print_list
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/failpoint.h"
+
+uint64_t hp_failpoints_active = 0;
+
+static uint64_t armed = 0;     // what HP_FAILPOINT named
+static int      parsed = 0;    // 1 after the first hp_failpoint_init
+static int      parse_rc = 0;  // its result
+static char     parse_err[256];
+static int      suspended = 0;
+
+// The flags of the matrix recipes the faults run on (hp_recipe_flags format: every degree
+// explicit), so a failpoint's run is exactly its recipe's CTest plus HP_FAILPOINT.
+#define TINY(R, S, C, T) "--model tiny --dp-replicate " #R " --dp-shard " #S " --cp " #C " --tp " #T
+#define M1B   TINY(2, 1, 1, 1)
+#define M2TP2 TINY(1, 1, 1, 2) " --no-sp"
+#define M3TP2 TINY(1, 1, 1, 2) " --sp"
+#define M4S2  TINY(1, 2, 1, 1)
+#define M5AG  TINY(1, 1, 2, 1) " --cp-rotate allgather"
+#define M5RG  TINY(1, 1, 2, 1) " --cp-rotate ring"
+#define M7TP1 TINY(2, 2, 1, 1)
+#define AEP   "--model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 --ep 2 --etp 1"
+#define S1B   "--model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 4 --etp 1"
+// not a matrix row: MoE under plain tp (ep 1: the experts' hidden dim splits over tp)
+#define MOETP2 "--model tiny-moe --dp-replicate 1 --dp-shard 1 --cp 1 --tp 2 --no-sp"
+
+const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
+    [HP_FP_TP_PARTIAL_GRAD_DROPPED] = { HP_FP_TP_PARTIAL_GRAD_DROPPED, "tp_partial_grad_dropped", "M3-tp2", M3TP2,
+      "_norm[.]weight|^norm[.]weight",
+      "SP norm weights: their partial grads are not all-reduced over tp before the FSDP reduce" },
+    [HP_FP_SP_ALLGATHER_LAYOUT] = { HP_FP_SP_ALLGATHER_LAYOUT, "sp_allgather_layout", "M3-tp2", M3TP2,
+      "loss of step 1",
+      "SP all-gather: the [tp][batch][seq] blocks are used as (batch, seq) rows, no transpose" },
+    [HP_FP_SP_REDUCE_SCATTER_MEAN] = { HP_FP_SP_REDUCE_SCATTER_MEAN, "sp_reduce_scatter_mean", "M3-tp2", M3TP2,
+      "loss of step 1",
+      "SP reduce-scatter leaving a tp region averages the partial sums instead of adding them" },
+    [HP_FP_CE_MAX_LOCAL] = { HP_FP_CE_MAX_LOCAL, "ce_max_local", "M2-tp2", M2TP2,
+      "loss of step 1",
+      "loss parallel: each vocab slice uses its own max (the max all-reduce over tp is skipped)" },
+    [HP_FP_CE_TARGET_DROPPED] = { HP_FP_CE_TARGET_DROPPED, "ce_target_dropped", "M2-tp2", M2TP2,
+      "loss of step 1",
+      "loss parallel: the target-logit all-reduce over tp is dropped" },
+    [HP_FP_FSDP_GRAD_AVERAGE] = { HP_FP_FSDP_GRAD_AVERAGE, "fsdp_grad_average", "M4-s2", M4S2,
+      "global gradient norm",
+      "FSDP reduce-scatter divides by the shard group size on top of sum/N_global" },
+    [HP_FP_FSDP_SHARD_OFFSET] = { HP_FP_FSDP_SHARD_OFFSET, "fsdp_shard_offset", "M4-s2", M4S2,
+      "global gradient norm|a gradient of step 1",
+      "FSDP reduce-scatter stages grad chunk k at slot k+1: each shard gets its neighbour's rows" },
+    [HP_FP_HSDP_ALLREDUCE_DROPPED] = { HP_FP_HSDP_ALLREDUCE_DROPPED, "hsdp_allreduce_dropped", "M7-tp1", M7TP1,
+      "replicas of a tensor disagree",
+      "HSDP: the all-reduce of shard grads over dp_replicate is dropped" },
+    [HP_FP_DDP_GRAD_AVERAGE] = { HP_FP_DDP_GRAD_AVERAGE, "ddp_grad_average", "M1b", M1B,
+      "global gradient norm",
+      "DDP: the dp_replicate all-reduce divides by its size on top of sum/N_global" },
+    [HP_FP_RING_LAST_HOP_DROPPED] = { HP_FP_RING_LAST_HOP_DROPPED, "ring_last_hop_dropped", "M5-s1-ring", M5RG,
+      "attention[.]w[kv][.]weight",
+      "ring attention backward: the last hop that brings dK/dV home is dropped" },
+    [HP_FP_CP_KV_POSITIONS] = { HP_FP_CP_KV_POSITIONS, "cp_kv_positions", "M5-s1-ag", M5AG,
+      "loss of step 1",
+      "CP: the positions of a source's K/V block are computed for this rank, not the source" },
+    [HP_FP_CP_SKIP_DIAGONAL] = { HP_FP_CP_SKIP_DIAGONAL, "cp_skip_diagonal", "M5-s1-ag", M5AG,
+      "loss of step 1",
+      "CP block-skip rule: a partly visible (diagonal) block is skipped like an invisible one" },
+    [HP_FP_EP_COUNTS_LAYOUT] = { HP_FP_EP_COUNTS_LAYOUT, "ep_counts_layout", "A-EP", AEP,
+      "loss of step 1",
+      "EP: received rows, (source, local expert)-major per the exchanged counts, taken as expert-major" },
+    [HP_FP_EP_COMBINE_ORDER] = { HP_FP_EP_COMBINE_ORDER, "ep_combine_order", "A-EP", AEP,
+      "loss of step 1",
+      "EP combine: expert outputs are sent back in expert-major order, without the unpermute" },
+    [HP_FP_ETP_SPLIT_DIM] = { HP_FP_ETP_SPLIT_DIM, "etp_split_dim", "moe-tp2", MOETP2,
+      "loss of step 1",
+      "expert TP: w2 is split over its output dim D instead of the hidden dim it contracts" },
+    [HP_FP_GATE_GRAD_TP] = { HP_FP_GATE_GRAD_TP, "gate_grad_tp", "moe-tp2", MOETP2,
+      "router[.]gate",
+      "router gate grad declared replicated, not partial over tp: never all-reduced (TorchTitan #4054)" },
+    [HP_FP_TOKEN_SPLIT_OFFSET] = { HP_FP_TOKEN_SPLIT_OFFSET, "token_split_offset", "S1b", S1B,
+      "loss of step 1",
+      "EP over tp ranks: tp rank t routes the S_local rows at t*S_local, as if the local batch were 1 (TorchTitan #3604)" },
+    [HP_FP_EXPERT_DIVIDE_FACTOR] = { HP_FP_EXPERT_DIVIDE_FACTOR, "expert_divide_factor", "A-EP", AEP,
+      "moe[.]experts",
+      "expert grads keep FSDP's 1/(R*S*C) divide factor under sum/N_global (pytorch #167178)" },
+    [HP_FP_GRAD_NORM_DOUBLE_COUNT] = { HP_FP_GRAD_NORM_DOUBLE_COUNT, "grad_norm_double_count", "M2-tp2", M2TP2,
+      "global gradient norm",
+      "grad norm: tp-replicated params (norms) are counted on every tp rank, not once" },
+    [HP_FP_N_GLOBAL_LOCAL] = { HP_FP_N_GLOBAL_LOCAL, "n_global_local", "M4-s2", M4S2,
+      "loss of step 1",
+      "loss normalisation: N_global is this rank's valid-label count (no sum over the batch mesh)" },
+};
+
+int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {
+    *mask = 0;
+    if (!spec) return 0;
+    for (const char *s = spec; *s;) {
+        const char *e = strchr(s, ',');
+        const size_t len = e ? (size_t)(e - s) : strlen(s);
+        int found = len == 0;   // "a,,b" and a trailing comma name nothing
+        for (int i = 0; i < HP_FP_COUNT && !found; i++)
+            if (strlen(hp_failpoints[i].name) == len && !strncmp(hp_failpoints[i].name, s, len)) {
+                *mask |= (uint64_t)1 << hp_failpoints[i].id;
+                found = 1;
+            }
+        if (!found) {
+            snprintf(err, errlen, "HP_FAILPOINT: unknown failpoint '%.*s' (%d known: hp run "
+                     "--list-failpoints)", (int)(len > 64 ? 64 : len), s, HP_FP_COUNT);
+            *mask = 0;
+            return -1;
+        }
+        if (!e) break;
+        s = e + 1;
+    }
+    return 0;
+}
+
+int hp_failpoint_init(char *err, size_t errlen) {
+    if (!parsed) {
+        parsed = 1;
+        parse_rc = hp_failpoint_parse(getenv("HP_FAILPOINT"), &armed, parse_err, sizeof parse_err);
+        hp_failpoints_active = suspended ? 0 : armed;
+    }
+    if (parse_rc && err && errlen) snprintf(err, errlen, "%s", parse_err);
+    return parse_rc;
+}
+
+void hp_failpoint_suspend(int suspend) {
+    suspended = suspend != 0;
+    hp_failpoints_active = suspended ? 0 : armed;
+}
+
+void hp_failpoint_print_list(FILE *out) {
+    for (int i = 0; i < HP_FP_COUNT; i++) {
+        const hp_failpoint_info *f = &hp_failpoints[i];
+        fprintf(out, "%s\t%s\t%s\t%s\t%s\n", f->name, f->recipe, f->flags, f->touches, f->what);
+    }
+}

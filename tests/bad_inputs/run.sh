@@ -1,0 +1,49 @@
+#!/bin/sh
+# run.sh - every bad invocation of cases.txt: the expected exit code, exactly one line on
+# stderr matching the pattern, no signal, and an answer in under 2 s.
+#   run.sh HP_BINARY CASES_FILE
+# Prints one PASS/FAIL line per case and a closing "N passed, M failed" line; exits 1 on any failure.
+hp=$1; cases=$2
+[ -x "$hp" ] && [ -r "$cases" ] || { echo "usage: run.sh HP_BINARY CASES_FILE" >&2; exit 2; }
+FILES=$(mktemp -d) || exit 2
+trap 'rm -rf "$FILES"' EXIT
+export FILES
+# prepared bad files: short text, not a safetensors file, a truncated header, wrong names
+printf 'too short' >"$FILES/short.txt"
+printf 'plain text, no header' >"$FILES/not-safetensors.bin"
+printf '\350\003\000\000\000\000\000\000{"a":' >"$FILES/truncated.safetensors"
+hdr='{"x.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+python3 - "$FILES/wrong-names.safetensors" "$hdr" <<'PY'
+import struct, sys
+h = sys.argv[2].encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0\0\0\0")
+PY
+: >"$FILES/not-a-folder"
+pass=0; fail=0
+out=$FILES/out; err=$FILES/err
+while IFS= read -r line; do
+  case "$line" in ''|'#'*) continue ;; esac
+  code=$(printf '%s' "$line" | sed 's/ *|.*//')
+  pattern=$(printf '%s' "$line" | sed 's/^[^|]*| *//; s/ *|[^|]*$//')
+  args=$(printf '%s' "$line" | sed 's/.*| *//')
+  t0=$(date +%s%N)
+  eval "set -- $args"
+  "$hp" "$@" >"$out" 2>"$err" </dev/null
+  rc=$?
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  why=""
+  [ "$rc" -ge 128 ] && why="$why killed by signal $((rc - 128));"
+  [ "$rc" -eq "$code" ] || why="$why exit $rc, want $code;"
+  grep -Eq -- "$pattern" "$err" || why="$why stderr does not match;"
+  n=$(grep -c '' "$err")
+  [ "$n" -eq 1 ] || why="$why stderr has $n lines, want 1;"
+  [ "$ms" -lt 2000 ] || why="$why took $ms ms (limit 2000);"
+  if [ -z "$why" ]; then
+    pass=$((pass + 1)); echo "PASS  ${ms} ms  hp $args"
+  else
+    fail=$((fail + 1)); echo "FAIL  hp $args:$why"
+    echo "      pattern: $pattern"; sed 's/^/      stderr: /' "$err"
+  fi
+done <"$cases"
+echo "bad inputs: $pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ "$pass" -ge 40 ]

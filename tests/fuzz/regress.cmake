@@ -1,0 +1,26 @@
+# regress.cmake - in every build (gcc included): per fuzz target a small executable,
+# fuzz_regress_NAME = tests/fuzz/fuzz_NAME.c + regress_main.c + the code under test, and a CTest
+# (label L0) feeding it every seed of tests/fuzz/corpus/NAME/ and every input that once crashed,
+# tests/fuzz/regress/NAME/. Under -DHP_SANITIZE=ON the replay runs with ASan + UBSan.
+include(${CMAKE_CURRENT_LIST_DIR}/targets.cmake)
+
+get_property(HP_FUZZ_NAMES GLOBAL PROPERTY HP_FUZZ_NAMES)
+foreach(name ${HP_FUZZ_NAMES})
+  get_property(srcs GLOBAL PROPERTY HP_FUZZ_SOURCES_${name})
+  get_property(defs GLOBAL PROPERTY HP_FUZZ_DEFINITIONS_${name})
+  set(all tests/fuzz/fuzz_${name}.c tests/fuzz/regress_main.c src/util/file_io.c ${srcs})
+  list(REMOVE_DUPLICATES all)
+  add_executable(fuzz_regress_${name} ${all})
+  target_include_directories(fuzz_regress_${name} PRIVATE include src tools/hp tests/fuzz ${CJSON_INCLUDE_DIR})
+  target_compile_definitions(fuzz_regress_${name} PRIVATE ${defs})
+  target_link_libraries(fuzz_regress_${name} PRIVATE ${CJSON_LIBRARY} m)
+  add_test(NAME fuzz_regress_${name}
+           COMMAND fuzz_regress_${name} ${CMAKE_CURRENT_SOURCE_DIR}/tests/fuzz/corpus/${name}
+                                        ${CMAKE_CURRENT_SOURCE_DIR}/tests/fuzz/regress/${name})
+  set_tests_properties(fuzz_regress_${name} PROPERTIES LABELS L0 TIMEOUT 60)
+endforeach()
+
+# the writer of the safetensors seeds (write_seeds.c); `make fuzz` runs it into build-fuzz/corpus
+add_executable(fuzz_write_seeds tests/fuzz/write_seeds.c src/util/safetensors.c src/util/file_io.c)
+target_include_directories(fuzz_write_seeds PRIVATE include src ${CJSON_INCLUDE_DIR})
+target_link_libraries(fuzz_write_seeds PRIVATE ${CJSON_LIBRARY} m)

@@ -1,0 +1,26 @@
+# targets.cmake - the list of fuzz targets, one hp_fuzz_target() line each (fuzz_target.h says
+# how to add one). Read by regress.cmake (every build: a CTest per target replays its corpus and
+# regression files) and fuzz.cmake (-DHP_FUZZ=ON with clang: the libFuzzer executables).
+#   hp_fuzz_target(NAME SOURCES <the code under test> [DEFINITIONS <-D...>])
+#     target code tests/fuzz/fuzz_NAME.c, seeds tests/fuzz/corpus/NAME/, crashers tests/fuzz/regress/NAME/
+# The code under test is compiled into each target directly (no MPI, no OpenBLAS): only cJSON and libm.
+function(hp_fuzz_target name)
+  cmake_parse_arguments(FT "" "" "SOURCES;DEFINITIONS" ${ARGN})
+  set_property(GLOBAL APPEND PROPERTY HP_FUZZ_NAMES ${name})
+  set_property(GLOBAL PROPERTY HP_FUZZ_SOURCES_${name} ${FT_SOURCES})
+  set_property(GLOBAL PROPERTY HP_FUZZ_DEFINITIONS_${name} ${FT_DEFINITIONS})
+endfunction()
+
+# the flag parser also runs the range checks once cli.h declares them (hp_cli_check)
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/tools/hp/cli.h HP_FUZZ_CLI_CHECK REGEX "hp_cli_check[ ]*\\(")
+set(HP_FUZZ_CLI_DEFS "")
+if(HP_FUZZ_CLI_CHECK)
+  set(HP_FUZZ_CLI_DEFS HP_FUZZ_HAVE_CLI_CHECK)
+endif()
+
+hp_fuzz_target(safetensors       SOURCES src/util/safetensors.c src/util/file_io.c)
+hp_fuzz_target(run_json          SOURCES tools/hp/run_json.c)
+hp_fuzz_target(bench_memory_json SOURCES tools/hp/bench_json.c)
+hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench_json.c)
+hp_fuzz_target(cli               SOURCES tools/hp/cli.c src/model/config.c src/dims/dims.c
+                                 DEFINITIONS ${HP_FUZZ_CLI_DEFS})

@@ -1,0 +1,128 @@
+// cli_check.c - the checks of a command line that need every flag at once, run before any
+// rank starts: output paths that cannot be written, and runs that cannot fit in memory.
+// defines: hp_cli_check_outputs, hp_cli_check_dir, hp_cli_check_memory
+//
+// Each failure is one line naming the rule and the numbers, and HP_EXIT_CONFIG, so that a
+// bad --dump or an absurd --seq-len never costs a training run (or a crash) to find out.
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli.h"
+#include "hyperpar/train.h"
+
+// Creates dir and its parents (mkdir -p). Returns 0, or errno of the first failure.
+static int make_dirs(const char *dir) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return ENAMETOOLONG;
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) return errno;
+        *p = '/';
+    }
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) return errno;
+    struct stat st;
+    if (stat(path, &st) != 0) return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+int hp_cli_check_dir(const char *flag, const char *dir) {
+    int e = make_dirs(dir);
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.hp-write-probe", dir);
+    FILE *f = e ? NULL : fopen(probe, "w");
+    if (!e && !f) e = errno;
+    if (f) { fclose(f); unlink(probe); }
+    if (e) {
+        fprintf(stderr, "hp: %s: cannot write into folder '%s': %s\n", flag, dir, strerror(e));
+        return HP_EXIT_CONFIG;
+    }
+    return 0;
+}
+
+// The file can be created or overwritten; one that did not exist is removed again.
+static int check_file(const char *flag, const char *path) {
+    struct stat st;
+    const int existed = stat(path, &st) == 0;
+    if (existed && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "hp: %s: '%s' is a folder, not a file\n", flag, path);
+        return HP_EXIT_CONFIG;
+    }
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "hp: %s: cannot write file '%s': %s\n", flag, path, strerror(errno));
+        return HP_EXIT_CONFIG;
+    }
+    fclose(f);
+    if (!existed) unlink(path);
+    return 0;
+}
+
+int hp_cli_check_outputs(const hp_cli *cli) {
+    int e = 0;
+    if (!e && cli->dump_dir) e = hp_cli_check_dir("--dump", cli->dump_dir);
+    if (!e && cli->json_out) e = check_file("--json", cli->json_out);
+    return e;
+}
+
+// MemAvailable of /proc/meminfo (what can be allocated without swapping), else free pages.
+static double available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+    if (f) fclose(f);
+    if (kib >= 0) return kib * 1024.0;
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+}
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+int hp_cli_check_memory(const hp_cli *cli, const hp_dims *d, int local_ranks) {
+    // the busiest rank: rank 0 holds the head and, under --verify, the reference as well
+    hp_memory_estimate_t est, ref;
+    if (hp_memory_estimate(&cli->model, d, &cli->run, 0, &est) != 0) {
+        fprintf(stderr, "hp: out of memory estimating the run's memory\n");
+        return HP_EXIT_CONFIG;
+    }
+    double need = est.total_bytes, largest = est.largest_elems;
+    const char *largest_name = est.largest_name;
+    double rank0 = need;
+    if (cli->verify) {
+        hp_dims one = hp_dims_default();
+        one.dp_shard = 1;
+        one.world = 1;
+        char err[256];
+        if (hp_dims_validate(&one, &cli->model, &cli->run, err, sizeof err) == 0 &&
+            hp_memory_estimate(&cli->model, &one, &cli->run, 0, &ref) == 0) {
+            // the runs follow each other; both keep full copies of init, grads and params
+            hp_param_table t;
+            double full = 0;
+            if (hp_params_build(&t, &cli->model, &one, 0) == 0) {
+                full = (double)t.full_numel;
+                hp_params_free(&t);
+            }
+            rank0 = (ref.total_bytes > need ? ref.total_bytes : need) + 6 * full * sizeof(float);
+            if (ref.largest_elems > largest) { largest = ref.largest_elems; largest_name = ref.largest_name; }
+        }
+    }
+    if (largest >= 2147483647.0) {
+        fprintf(stderr, "hp: this run's largest buffer (%s) would hold %.3g elements; the limit "
+                "is 2^31-1 (lower --seq-len or --batch, or raise the degrees)\n", largest_name, largest);
+        return HP_EXIT_CONFIG;
+    }
+    if (rank0 > need) need = rank0;
+    const double avail = available_bytes() / (local_ranks > 0 ? local_ranks : 1);
+    if (avail > 0 && need > avail) {
+        fprintf(stderr, "hp: this run needs %.1f GiB per rank; %.1f GiB are available "
+                "(%.1f GiB over %d rank%s)\n", need / GIB, avail / GIB,
+                avail * (local_ranks > 0 ? local_ranks : 1) / GIB, local_ranks,
+                local_ranks == 1 ? "" : "s");
+        return HP_EXIT_CONFIG;
+    }
+    return 0;
+}

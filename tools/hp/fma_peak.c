@@ -1,0 +1,167 @@
+// fma_peak.c - the fp32 FMA-throughput microbenchmark behind `hp bench`'s peak figure.
+// defines: hp_fma_peak
+//
+// Why 16 accumulators: an FMA has a latency of about 4 cycles and a core issues up to 2 per
+// cycle, so at least 8 independent chains keep both ports busy; 16 leave room for cores with
+// longer latency, and with 2 constants still fit in the 32 zmm registers (AVX2: 12 of the 16
+// ymm registers). acc = acc * m + c with m just below 1 converges to c / (1 - m): the values
+// stay normal, so no denormal slows the loop, and the compiler cannot fold the chain (no
+// -ffast-math, results are stored to a volatile sink).
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "fma_peak.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HP_X86 1
+#endif
+
+static volatile float sink;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#ifdef HP_X86
+__attribute__((target("avx512f"))) static double loop_avx512(long iters) {
+    const __m512 m = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
+    __m512 a0 = _mm512_set1_ps(0.10f), a1 = _mm512_set1_ps(0.11f), a2 = _mm512_set1_ps(0.12f),
+           a3 = _mm512_set1_ps(0.13f), a4 = _mm512_set1_ps(0.14f), a5 = _mm512_set1_ps(0.15f),
+           a6 = _mm512_set1_ps(0.16f), a7 = _mm512_set1_ps(0.17f), a8 = _mm512_set1_ps(0.18f),
+           a9 = _mm512_set1_ps(0.19f), a10 = _mm512_set1_ps(0.20f), a11 = _mm512_set1_ps(0.21f),
+           a12 = _mm512_set1_ps(0.22f), a13 = _mm512_set1_ps(0.23f), a14 = _mm512_set1_ps(0.24f),
+           a15 = _mm512_set1_ps(0.25f);
+    for (long i = 0; i < iters; i++) {
+        a0 = _mm512_fmadd_ps(a0, m, c);   a1 = _mm512_fmadd_ps(a1, m, c);
+        a2 = _mm512_fmadd_ps(a2, m, c);   a3 = _mm512_fmadd_ps(a3, m, c);
+        a4 = _mm512_fmadd_ps(a4, m, c);   a5 = _mm512_fmadd_ps(a5, m, c);
+        a6 = _mm512_fmadd_ps(a6, m, c);   a7 = _mm512_fmadd_ps(a7, m, c);
+        a8 = _mm512_fmadd_ps(a8, m, c);   a9 = _mm512_fmadd_ps(a9, m, c);
+        a10 = _mm512_fmadd_ps(a10, m, c); a11 = _mm512_fmadd_ps(a11, m, c);
+        a12 = _mm512_fmadd_ps(a12, m, c); a13 = _mm512_fmadd_ps(a13, m, c);
+        a14 = _mm512_fmadd_ps(a14, m, c); a15 = _mm512_fmadd_ps(a15, m, c);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
+                                       _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
+    sink = _mm512_reduce_add_ps(s);
+    return (double)iters * 16 * 16 * 2;   // 16 accumulators x 16 lanes x 2 FLOPs
+}
+
+__attribute__((target("avx2,fma"))) static double loop_avx2(long iters) {
+    const __m256 m = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
+    __m256 a0 = _mm256_set1_ps(0.10f), a1 = _mm256_set1_ps(0.11f), a2 = _mm256_set1_ps(0.12f),
+           a3 = _mm256_set1_ps(0.13f), a4 = _mm256_set1_ps(0.14f), a5 = _mm256_set1_ps(0.15f),
+           a6 = _mm256_set1_ps(0.16f), a7 = _mm256_set1_ps(0.17f), a8 = _mm256_set1_ps(0.18f),
+           a9 = _mm256_set1_ps(0.19f), a10 = _mm256_set1_ps(0.20f), a11 = _mm256_set1_ps(0.21f);
+    for (long i = 0; i < iters; i++) {
+        a0 = _mm256_fmadd_ps(a0, m, c);   a1 = _mm256_fmadd_ps(a1, m, c);
+        a2 = _mm256_fmadd_ps(a2, m, c);   a3 = _mm256_fmadd_ps(a3, m, c);
+        a4 = _mm256_fmadd_ps(a4, m, c);   a5 = _mm256_fmadd_ps(a5, m, c);
+        a6 = _mm256_fmadd_ps(a6, m, c);   a7 = _mm256_fmadd_ps(a7, m, c);
+        a8 = _mm256_fmadd_ps(a8, m, c);   a9 = _mm256_fmadd_ps(a9, m, c);
+        a10 = _mm256_fmadd_ps(a10, m, c); a11 = _mm256_fmadd_ps(a11, m, c);
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, s);
+    sink = lanes[0] + lanes[7];
+    return (double)iters * 12 * 8 * 2;    // 12 accumulators x 8 lanes x 2 FLOPs
+}
+#endif
+
+// Any CPU: a multiply and an add per update (ISO C does not contract them into an FMA).
+static double loop_scalar(long iters) {
+    float a[8] = { 0.10f, 0.11f, 0.12f, 0.13f, 0.14f, 0.15f, 0.16f, 0.17f };
+    const float m = 0.9999999f, c = 1e-7f;
+    for (long i = 0; i < iters; i++)
+        for (int k = 0; k < 8; k++) a[k] = a[k] * m + c;
+    sink = a[0] + a[7];
+    return (double)iters * 8 * 2;
+}
+
+typedef double (*loop_fn)(long iters);
+
+static loop_fn pick_loop(const char **isa) {
+#ifdef HP_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) { *isa = "avx512"; return loop_avx512; }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { *isa = "avx2"; return loop_avx2; }
+#endif
+    *isa = "scalar";
+    return loop_scalar;
+}
+
+typedef struct {
+    loop_fn fn;
+    long iters;
+    atomic_int *go;
+    double t0, t1, flops;
+} job;
+
+static void *run_job(void *arg) {
+    job *j = arg;
+    while (!atomic_load(j->go)) { }   // every thread starts together: the cores run at once
+    j->t0 = now_s();
+    j->flops = j->fn(j->iters);
+    j->t1 = now_s();
+    return NULL;
+}
+
+// GFLOP/s of `threads` threads each running `iters` iterations at once (0 on failure).
+static double timed(loop_fn fn, int threads, long iters) {
+    enum { MAX_THREADS = 256 };
+    job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    atomic_int go = 0;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    int started = 1;   // jobs[0] runs on this thread
+    for (int t = 0; t < threads; t++) jobs[t] = (job){ fn, iters, &go, 0, 0, 0 };
+    while (started < threads && pthread_create(&tid[started], NULL, run_job, &jobs[started]) == 0)
+        started++;
+    atomic_store(&go, 1);
+    run_job(&jobs[0]);
+    for (int t = 1; t < started; t++) pthread_join(tid[t], NULL);
+    if (started < threads) {
+        fprintf(stderr, "hp bench: could start only %d of %d threads for the FMA peak\n", started, threads);
+        return 0.0;
+    }
+    double t0 = jobs[0].t0, t1 = jobs[0].t1, flops = 0;
+    for (int t = 0; t < threads; t++) {
+        if (jobs[t].t0 < t0) t0 = jobs[t].t0;
+        if (jobs[t].t1 > t1) t1 = jobs[t].t1;
+        flops += jobs[t].flops;
+    }
+    return t1 > t0 ? flops / (t1 - t0) * 1e-9 : 0.0;
+}
+
+double hp_fma_peak(int threads, char *isa, size_t isa_len) {
+    const char *name;
+    loop_fn fn = pick_loop(&name);
+    if (isa && isa_len) snprintf(isa, isa_len, "%s", name);
+    if (threads < 1) threads = 1;
+    // calibrate: ~0.03 s per timing, whatever the vector width and clock (the first call also
+    // lets the core settle at its wide-vector clock)
+    long iters = 1 << 18;
+    double t0 = now_s();
+    fn(iters);
+    const double dt = now_s() - t0;
+    if (dt > 0) iters = (long)(iters * 0.03 / dt);
+    if (iters < 1000) iters = 1000;
+    double best = 0.0;
+    // best of 10 short timings: on a shared machine a short one is likelier to find the cores
+    // free, and a peak is the best the hardware did, never an average
+    for (int r = 0; r < 10; r++) {
+        const double g = timed(fn, threads, iters);
+        if (g > best) best = g;
+    }
+    return best;
+}

@@ -1,0 +1,67 @@
+// run_json.c - reads the JSON result of one `hp run --verify --json F` (see run_json.h).
+// defines: hp_run_json_read
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "run_json.h"
+
+static double num(const cJSON *j, const char *k, double dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static int boolean(const cJSON *j, const char *k) {
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, k));
+}
+
+static void str(const cJSON *j, const char *k, char *out, int cap) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+    snprintf(out, (size_t)cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+void hp_run_json_read(const cJSON *j, hp_recipe_result *x, hp_run_numbers *rn) {
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(j, "losses");
+    rn->pass = boolean(j, "pass");
+    rn->steps = 0;
+    rn->exact = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, l) if (rn->steps < HP_MATRIX_MAX_STEPS && cJSON_IsNumber(e)) rn->losses[rn->steps++] = e->valuedouble;
+    // exact text of the same losses, when the run writes it: strtod reads "%.17g" and "%a"
+    const cJSON *lx = cJSON_GetObjectItemCaseSensitive(j, "losses_exact");
+    if (cJSON_GetArraySize(lx) == rn->steps) {
+        int k = 0;
+        cJSON_ArrayForEach(e, lx) {
+            if (cJSON_IsString(e)) rn->losses[k] = strtod(e->valuestring, NULL);
+            k++;
+        }
+        rn->exact = 1;
+    }
+    if (x) {
+        x->have_json = 1;
+        x->world = (int)num(j, "world", x->world);
+        x->steps = rn->steps;
+        memcpy(x->losses, rn->losses, sizeof x->losses);
+        int k = 0;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "losses_ref"))
+            if (k < HP_MATRIX_MAX_STEPS && cJSON_IsNumber(e)) x->losses_ref[k++] = e->valuedouble;
+        if (k < x->steps) x->steps = k;
+        x->loss_rel_err = num(j, "loss_rel_err", -1);
+        x->traj_worst = num(j, "traj_worst", -1);
+        x->worst_grad_rel = num(j, "worst_grad_rel", -1);
+        x->worst_param_rel = num(j, "worst_param_rel", -1);
+        x->tol_grad = num(j, "tol_grad", 0);
+        x->tol_param = num(j, "tol_param", 0);
+        str(j, "worst_grad", x->worst_grad, sizeof x->worst_grad);
+        str(j, "worst_param", x->worst_param, sizeof x->worst_param);
+        x->bytes_counted = num(j, "bytes_counted", 0);
+        x->bytes_predicted = num(j, "bytes_predicted", 0);
+        x->traffic_ok = boolean(j, "traffic_ok");
+        x->init_equal = boolean(j, "init_equal");
+        x->replica_diff = num(j, "replica_diff", 0);
+        x->route_flips = 0;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "route_flips"))
+            if (cJSON_IsNumber(e)) x->route_flips += (int)e->valuedouble;
+        str(j, "failure", x->failure, sizeof x->failure);
+        if (!cJSON_GetObjectItemCaseSensitive(j, "losses_ref")) x->have_json = 0;   // not a --verify result
+    }
+}

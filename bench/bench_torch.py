@@ -149,6 +149,25 @@ def step_flops(V, D, L, H, Hkv, Fh, B, S):
     return matmul, attn
 
 
+def blas_core():
+    """The OpenBLAS core PyTorch's BLAS runs (Debian's torch calls libblas.so.3 = OpenBLAS): the
+    library is found among this process's mappings and asked, as hp bench asks its own."""
+    import ctypes
+    try:
+        libs = sorted({l.split()[-1] for l in open("/proc/self/maps")
+                       if "openblas" in l.lower() and ".so" in l})
+    except OSError:
+        return ""
+    for path in libs:
+        try:
+            fn = ctypes.CDLL(path).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_char_p
+        return fn().decode()
+    return ""
+
+
 def bench(args):
     torch.set_num_threads(args.threads)
     V, D, L, H, Hkv, Fh = MODELS[args.model]
@@ -183,7 +202,8 @@ def bench(args):
         "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""), "steps": args.steps,
         "ms_best": times[0], "ms_median": median, "tokens_per_s": B * S / (times[0] * 1e-3),
         "flops_per_step": matmul + attn, "gflops": (matmul + attn) / (times[0] * 1e-3) * 1e-9,
-        "loss_last": loss,
+        "loss_last": loss, "blas_core": blas_core(),
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
     }
     text = json.dumps(res, indent=1)
     print(text)

@@ -1,5 +1,6 @@
 # bench.cmake - the kernels' parallel-for (bit-identical results at any thread count) and
-# `hp bench` smoke runs on the tiny model: the FLOP count of its JSON is the formula's, and
+# `hp bench` smoke runs on the tiny model: the FLOP count of its JSON is the formula's, the
+# FMA peak and the three ratios are consistent, the BLAS core is named and right, and
 # --memory's per-rank persistent bytes add up to the full model plus padding; --recipes' bytes
 # match docs/traffic.md's prediction for every recipe. No timing is
 # asserted: performance is reported by hp bench / bench/run.sh as ratios, never tested.
@@ -14,6 +15,14 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME bench_step COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
            step $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_step.json)
   set_tests_properties(bench_step PROPERTIES LABELS L0 TIMEOUT 60)
+  # the BLAS core on the first line of hp bench / hp run, never a generic one on an AVX2 or
+  # AVX-512 CPU, the user's OPENBLAS_CORETYPE kept; the launcher hp was built with, not PATH's
+  add_test(NAME bench_blas_core COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
+           blas $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_blas.json)
+  set_tests_properties(bench_blas_core PROPERTIES LABELS L0 TIMEOUT 120)
+  add_test(NAME launch_built_mpiexec COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
+           launch $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_launch.json)
+  set_tests_properties(launch_built_mpiexec PROPERTIES LABELS L0 TIMEOUT 120)
   add_test(NAME bench_memory COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
            memory $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_memory.json)
   set_tests_properties(bench_memory PROPERTIES LABELS L1 TIMEOUT 120)

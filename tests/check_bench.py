@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
 """check_bench.py - runs `hp bench` on the tiny model and checks what it reports (not how fast).
 
-usage: check_bench.py step|memory|recipes HP JSON_OUT
+usage: check_bench.py step|blas|launch|memory|recipes HP JSON_OUT
   step:   the single-rank bench: FLOPs/step equal the formula of tools/hp/cmd_bench.c, the rates
-          and ratios are positive and consistent with each other
+          and ratios (step, sgemm, FMA peak) are positive and consistent with each other
+  blas:   `hp bench` and `hp run` name the BLAS, its core and the thread count on their first
+          line; on a CPU with AVX2 or AVX-512 the core is never a generic one; a user's
+          OPENBLAS_CORETYPE is kept
+  launch: `hp run` launches with the MPI launcher it was built with, not the mpiexec / mpirun
+          first on PATH; HP_MPIRUN names another, which gets the flavour's flags and the core
   memory: --memory at dp_shard 1, 2, 3 (3 does not divide the tiny model's rows: padding):
           per rank, persistent = full model / N + padding, summed over ranks exactly
   recipes: --recipes: every recipe verifies and its counted bytes equal the predicted ones
 """
 import json
+import os
+import re
+import stat
 import subprocess
 import sys
+import tempfile
 
 passed = failed = 0
 
@@ -24,11 +33,40 @@ def check(ok, what):
     print(("  ok   " if ok else "FAILED ") + what)
 
 
-def run(cmd):
+def run(cmd, env=None, out=None):
     print("$ " + " ".join(cmd))
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=100)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=100,
+                       env=env)
     print(p.stdout)
+    if out is not None:
+        out.append(p.stdout)
     return p.returncode
+
+
+# OpenBLAS core names whose kernels are older than AVX2 (blas_core.c's rank 0 and 1)
+OLD_CORES = {"unknown", "katmai", "coppermine", "northwood", "banias", "prescott", "core2", "penryn",
+             "dunnington", "nehalem", "atom", "nano", "opteron", "opteron_sse3", "barcelona", "bobcat",
+             "sandybridge", "bulldozer", "piledriver", "steamroller", "excavator"}
+
+
+def cpu_flags():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def env_without_core():
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("HP_BLAS_CORE_CHOSEN", None)
+    return env
+
+
+BLAS_LINE = re.compile(r"^hp: blas (OpenBLAS [0-9.]+), core (\w+) \((.+)\), (\d+) threads?$")
 
 
 def flops_tiny(B, S):
@@ -50,6 +88,12 @@ def step(hp, out):
           "tokens/s = B*S / best step time")
     check(abs(j["ratio_sgemm"] - j["gflops"] / j["sgemm_gflops"]) < 1e-9 and j["sgemm_gflops"] > 0,
           "ratio_sgemm = achieved GFLOP/s / sgemm GFLOP/s")
+    check(all(k in j for k in ("blas", "blas_core", "threads", "peak_gflops", "sgemm_gflops", "step_gflops")),
+          "--json has blas, blas_core, threads, peak_gflops, sgemm_gflops, step_gflops")
+    check(j["peak_gflops"] > 0 and j["step_gflops"] == j["gflops"], "peak_gflops > 0, step_gflops = gflops")
+    check(abs(j["step_over_peak"] - j["step_gflops"] / j["peak_gflops"]) < 1e-9 and
+          abs(j["sgemm_over_peak"] - j["sgemm_gflops"] / j["peak_gflops"]) < 1e-9,
+          "step_over_peak and sgemm_over_peak are the ratios of the rates")
     check(j["threads"] == 1 and j["optimizer"] == "adamw", "1 thread, AdamW (the bench's default)")
     V, D, L, H, Hkv, F = 256, 64, 2, 8, 4, 128
     hd = D // H
@@ -58,6 +102,101 @@ def step(hp, out):
           f"persistent bytes = params, grads, m, v x {full} floats x 4 bytes (one rank: no padding)")
     rc = run([hp, "bench", "--threads", "0"])
     check(rc == 2, "--threads 0 is refused with exit 2")
+
+
+def blas(hp, out):
+    flags = cpu_flags()
+    wide = bool(flags & {"avx2", "avx512f"})
+    env = env_without_core()
+    text = []
+    rc = run([hp, "bench", "--model", "tiny", "--seq-len", "16", "--batch", "2", "--steps", "1",
+              "--threads", "1", "--json", out], env=env, out=text)
+    check(rc == 0, "hp bench exits 0")
+    first = text[0].splitlines()[0] if text[0] else ""
+    m = BLAS_LINE.match(first)
+    check(m is not None, f"hp bench's first line names the BLAS, its core and the threads: '{first}'")
+    j = json.load(open(out))
+    check(m is not None and m.group(2) == j["blas_core"] and m.group(1) == j["blas"] and
+          int(m.group(4)) == j["threads"] == 1, "the first line agrees with --json (blas, blas_core, threads 1)")
+    if wide:
+        check(j["blas_core"].lower() not in OLD_CORES,
+              f"cpu has {'avx512f' if 'avx512f' in flags else 'avx2'}: core {j['blas_core']} is not a generic one")
+    else:
+        print("  (this CPU has neither AVX2 nor AVX-512: no core to insist on)")
+
+    text = []
+    rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--dp-shard", "2"], env=env, out=text)
+    lines = text[0].splitlines()
+    m2 = BLAS_LINE.match(lines[0]) if lines else None
+    check(rc == 0 and m2 is not None and int(m2.group(4)) == 1,
+          "hp run on 2 ranks: the first line names the BLAS, its core and 1 thread per rank")
+    check(sum(1 for l in lines if l.startswith("hp: blas")) == 1, "hp run prints that line once (rank 0)")
+    check(m2 is not None and m2.group(2) == j["blas_core"], "the ranks of hp run get the core hp bench got")
+    text = []
+    rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--verify", "--quiet"], env=env, out=text)
+    check(rc == 0 and text[0].strip() == "verify: PASS", "--quiet output stays the one verify line")
+
+    env_user = dict(env, OPENBLAS_CORETYPE="Haswell")
+    text = []
+    rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--tp", "2"], env=env_user, out=text)
+    first = text[0].splitlines()[0] if text[0] else ""
+    m3 = BLAS_LINE.match(first)
+    check(rc == 0 and m3 is not None and m3.group(2) == "Haswell" and "set by the user" in m3.group(3),
+          f"a user's OPENBLAS_CORETYPE=Haswell is kept and said so: '{first}'")
+
+
+def fake_launcher(path, log):
+    """A launcher that records its arguments and fails: reaching it is the wrong choice."""
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nprintf '%s\\n' \"$@\" > '" + log + "'\nexit 42\n")
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def launch(hp, out):
+    with tempfile.TemporaryDirectory() as d:
+        bindir = os.path.join(d, "bin")
+        os.mkdir(bindir)
+        path_log = os.path.join(d, "path.log")
+        for name in ("mpiexec", "mpirun"):
+            fake_launcher(os.path.join(bindir, name), path_log)
+        env = env_without_core()
+        env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+        env.pop("HP_MPIRUN", None)
+        rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--dp-shard", "2"], env=env)
+        check(rc == 0 and not os.path.exists(path_log),
+              "with a broken mpiexec and mpirun first on PATH, hp run still launches 2 ranks (its own launcher)")
+
+        named_log = os.path.join(d, "named.log")
+        named = os.path.join(d, "my-launcher")
+        fake_launcher(named, named_log)
+        env["HP_MPIRUN"] = named
+        rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--dp-shard", "2"], env=env)
+        args = open(named_log).read().split("\n") if os.path.exists(named_log) else []
+        print("  the named launcher got: " + " ".join(args))
+        check(rc == 42 and len(args) > 2, "HP_MPIRUN names the launcher; its exit status comes back")
+        ompi = "-x" in args
+        hydra = "-genv" in args
+        check(ompi != hydra, "the flags are one flavour's: Open MPI's -x or MPICH's -genv")
+        if ompi:
+            check("--oversubscribe" in args and args[args.index("-np") + 1] == "2",
+                  "Open MPI: --oversubscribe, -np 2")
+            kv = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-x"]
+        else:
+            check(args[args.index("-n") + 1] == "2", "MPICH: -n 2")
+            kv = [args[i + 1] + "=" + args[i + 2] for i, a in enumerate(args[:-2]) if a == "-genv"]
+        check("OPENBLAS_NUM_THREADS=1" in kv and "HP_LAUNCHED=1" in kv,
+              "every rank gets OPENBLAS_NUM_THREADS=1 and HP_LAUNCHED=1")
+        flags = cpu_flags()
+        if flags & {"avx2", "avx512f"}:
+            core = [x for x in kv if x.startswith("OPENBLAS_CORETYPE=")]
+            check(len(core) == 1 and core[0].split("=", 1)[1].lower() not in OLD_CORES,
+                  f"every rank gets the core this CPU deserves: {core}")
+        env["OPENBLAS_CORETYPE"] = "Haswell"
+        os.remove(named_log)
+        run([hp, "run", "--model", "tiny", "--steps", "1", "--dp-shard", "2"], env=env)
+        args = open(named_log).read() if os.path.exists(named_log) else ""
+        check("OPENBLAS_CORETYPE=Haswell" in args or "OPENBLAS_CORETYPE\nHaswell" in args,
+              "a user's OPENBLAS_CORETYPE=Haswell reaches every rank unchanged")
 
 
 def memory(hp, out):
@@ -91,7 +230,7 @@ def recipes(hp, out):
 
 def main():
     mode, hp, out = sys.argv[1:4]
-    {"step": step, "memory": memory, "recipes": recipes}[mode](hp, out)
+    {"step": step, "blas": blas, "launch": launch, "memory": memory, "recipes": recipes}[mode](hp, out)
     print(f"check_bench: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

@@ -12,6 +12,7 @@ add_test(NAME moe_tp_np4 COMMAND ${HP_MPIEXEC} -np 4 $<TARGET_FILE:test_moe> tp)
 set_tests_properties(moe_single PROPERTIES LABELS "L0" TIMEOUT 60)
 set_tests_properties(moe_ep_np2 moe_ep_np4 moe_tp_np4 PROPERTIES LABELS "L2" TIMEOUT 120)
 # a layout mismatch (local experts vs ep rank) stops the job with one line, never hangs
-add_test(NAME moe_bad_ep_np2 COMMAND ${HP_MPIEXEC} -np 2 $<TARGET_FILE:test_moe> bad-ep)
-set_tests_properties(moe_bad_ep_np2 PROPERTIES LABELS "L2" TIMEOUT 60
-  PASS_REGULAR_EXPRESSION "moe dispatch: local experts start at 0 but ep rank 1 owns \\[4, 8\\)")
+add_test(NAME moe_bad_ep_np2 COMMAND sh ${CMAKE_SOURCE_DIR}/tests/expect_exit.sh 1
+         "moe dispatch: local experts start at 0 but ep rank 1 owns \\[4, 8\\)"
+         -- ${HP_MPIEXEC} -np 2 $<TARGET_FILE:test_moe> bad-ep)
+set_tests_properties(moe_bad_ep_np2 PROPERTIES LABELS "L2" TIMEOUT 60)

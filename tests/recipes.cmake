@@ -74,6 +74,16 @@ hp_recipe(C2-etp2-ag   L2 8 ${MM} --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --
 hp_recipe(C2-etp2-ring L2 8 ${MM} --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --sp --ep 2 --etp 2 --cp-rotate ring)
 hp_recipe(C3-ag        L2 8 ${MM} --dp-replicate 2 --dp-shard 1 --cp 2 --tp 2 --sp --ep 2 --etp 1 --cp-rotate allgather)
 hp_recipe(C3-ring      L2 8 ${MM} --dp-replicate 2 --dp-shard 1 --cp 2 --tp 2 --sp --ep 2 --etp 1 --cp-rotate ring)
+set(ADAMW --optimizer adamw --lr 0.001)
+set(CLIP --max-norm 0.1)
+hp_recipe(M4-s2-adamw      L0 2 ${TM} --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 ${ADAMW})
+hp_recipe(B2-adamw-clip    L1 4 ${TM} --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp ${ADAMW} ${CLIP})
+hp_recipe(M7-tp2-clip      L1 8 ${TM} --dp-replicate 2 --dp-shard 2 --cp 1 --tp 2 --sp ${CLIP})
+hp_recipe(S1b-adamw-clip   L2 4 ${MM} --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 4 --etp 1 ${ADAMW} ${CLIP})
+hp_recipe(M5-s1-nolb-ag    L1 2 ${TM} --dp-replicate 1 --dp-shard 1 --cp 2 --tp 1 --cp-rotate allgather --cp-no-balance)
+hp_recipe(M5-s1-nolb-ring  L1 2 ${TM} --dp-replicate 1 --dp-shard 1 --cp 2 --tp 1 --cp-rotate ring --cp-no-balance)
+hp_recipe(M5-cp4-nolb-ag   L1 4 ${TM} --dp-replicate 1 --dp-shard 1 --cp 4 --tp 1 --cp-rotate allgather --cp-no-balance)
+hp_recipe(M5-cp4-nolb-ring L1 4 ${TM} --dp-replicate 1 --dp-shard 1 --cp 4 --tp 1 --cp-rotate ring --cp-no-balance)
 
 # Negative cases: POSIX ERE with [(] [*] [.] instead of backslashes (same text as recipes.c).
 hp_recipe_negative(neg-world 2 "world size: dp_replicate[(]1[)][*]dp_shard[(]2[)][*]cp[(]2[)][*]tp[(]2[)][*]pp[(]1[)] = 8 != 6 ranks launched"

@@ -30,15 +30,19 @@ foreach(case "x-ep2-s8:--dp-shard;8;--ep;2"
   string(REPLACE ":" ";" parts "${case}")
   list(GET parts 0 name)
   list(REMOVE_AT parts 0)
-  add_test(NAME moe_alt_${name} COMMAND hp run --model tiny-moe-alt --verify --quiet ${parts})
-  set_tests_properties(moe_alt_${name} PROPERTIES LABELS L2 TIMEOUT 300 PASS_REGULAR_EXPRESSION "verify: PASS")
+  add_test(NAME moe_alt_${name} COMMAND sh ${CMAKE_SOURCE_DIR}/tests/expect_exit.sh 0 - "verify: PASS"
+           -- $<TARGET_FILE:hp> run --model tiny-moe-alt --verify --quiet ${parts})
+  set_tests_properties(moe_alt_${name} PROPERTIES LABELS L2 TIMEOUT 300)
 endforeach()
 
 # An outside check: the model of model.md rebuilt in PyTorch (float64, autograd) from the
 # spec alone must give the dumped loss and gradients. Debian's python3-torch lives with the
-# system interpreter; the test is skipped (not failed) where torch is not installed.
+# system interpreter; scripts/setup.sh installs it, and the test FAILS where it is missing.
 find_program(HP_SYSTEM_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
-if(HP_SYSTEM_PYTHON)
+if(NOT HP_SYSTEM_PYTHON)
+  set(HP_SYSTEM_PYTHON /usr/bin/python3)   # missing: the tests run and fail, never skip
+endif()
+if(TRUE)
   foreach(case "tiny:" "tiny-moe:" "tiny-moe-alt:" "tiny-moe:--dp-shard;2;--tp;2;--ep;4" "tiny:--cp;2;--tp;2;--dp-shard;2")
     string(REPLACE ":" ";" parts "${case}")
     list(GET parts 0 model)
@@ -49,6 +53,12 @@ if(HP_SYSTEM_PYTHON)
     add_test(NAME ${name}
              COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_torch_check.sh $<TARGET_FILE:hp> ${HP_SYSTEM_PYTHON}
                      ${CMAKE_CURRENT_BINARY_DIR}/${name} ${model} ${parts})
-    set_tests_properties(${name} PROPERTIES LABELS L1 TIMEOUT 300 SKIP_RETURN_CODE 77)
+    set_tests_properties(${name} PROPERTIES LABELS L1 TIMEOUT 300)
   endforeach()
 endif()
+
+# one capture of step 1, before clipping, with or without --verify and --max-norm
+add_test(NAME run_capture_before_clipping
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_capture_check.sh $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/capture_check)
+set_tests_properties(run_capture_before_clipping PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)

@@ -48,6 +48,7 @@ typedef struct hp_verify_result {
     int     world;
     double  loss, loss_ref, loss_err;          // step 1
     double  grad_norm, grad_norm_ref;
+    double  max_norm;                           // the run's clipping threshold (<= 0: off)
     int     n;                                  // tensors
     hp_tensor_diff *grads, *params;
     int     worst_grad, worst_param;            // indices of the worst relative errors

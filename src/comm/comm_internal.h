@@ -66,8 +66,11 @@ void hp_comm_count_wire(hp_comm *comm, hp_group_kind g, hp_op_kind op, uint64_t 
 //   hp: watchdog: rank 3 waited 5.0 s in all-gather on group tp (step 2); aborting the job
 // and calls MPI_Abort. comm may be NULL (a wait on a plain communicator): the step is
 // then the last one any hp_comm was given. Every blocking wait of the comm layer ends here.
-void hp_comm_wait(const hp_comm *comm, int n, MPI_Request *reqs, const char *op,
-                  const char *group);
+// An MPI error in a request is reported at the caller's line, naming the op and group.
+void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
+                     MPI_Request *reqs, const char *op, const char *group);
+#define hp_comm_wait(comm, n, reqs, op, group) \
+    hp_comm_wait_at(__FILE__, __LINE__, (comm), (n), (reqs), (op), (group))
 
 // hp_comm_init's check of HP_TIMEOUT (when no setter ran): a bad value ends the job with
 // exit 2 and one line from rank 0 of world.

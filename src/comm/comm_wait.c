@@ -3,7 +3,7 @@
 // skipped a collective ends the job with one line naming it instead of hanging it:
 //   hp: watchdog: rank 3 waited 5.0 s in all-gather on group tp (step 2); aborting the job
 // The timeout is process-wide (hp_comm_set_timeout, else HP_TIMEOUT, else 600 s).
-// defines: hp_comm_wait, hp_comm_set_timeout, hp_comm_timeout, hp_comm_parse_timeout,
+// defines: hp_comm_wait_at, hp_comm_set_timeout, hp_comm_timeout, hp_comm_parse_timeout,
 //          hp_comm_set_step, hp_comm_last_step, hp_comm_check_timeout_env
 #include <errno.h>
 #include <math.h>
@@ -95,12 +95,32 @@ _Noreturn static void watchdog_fire(const hp_comm *comm, double waited, const ch
     abort();   // MPI_Abort does not return
 }
 
-void hp_comm_wait(const hp_comm *comm, int n, MPI_Request *reqs, const char *op,
-                  const char *group) {
-    if (n <= 0) return;
+// MPI_Testall over the requests; an error names the first failed request's error.
+static int test_all(const char *file, int line, int n, MPI_Request *reqs, MPI_Status *st,
+                    const char *op, const char *group) {
     int done = 0;
-    HP_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-    if (done) return;
+    const int rc = MPI_Testall(n, reqs, &done, st);
+    if (rc == MPI_SUCCESS) return done;
+    int err = rc;
+    if (rc == MPI_ERR_IN_STATUS)
+        for (int i = 0; i < n; i++)
+            if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING) {
+                err = st[i].MPI_ERROR;
+                break;
+            }
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", err);
+    hp_comm_fail(file, line, "MPI error in %s on group %s: %s", op, group, msg);
+}
+
+void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
+                     MPI_Request *reqs, const char *op, const char *group) {
+    if (n <= 0) return;
+    MPI_Status few[8];
+    MPI_Status *st = n <= 8 ? few : malloc((size_t)n * sizeof *st);
+    if (st == NULL) hp_comm_fail(file, line, "out of memory for %d MPI statuses", n);
+    if (test_all(file, line, n, reqs, st, op, group)) goto done;
     const double timeout = hp_comm_timeout();
     const double t0 = now_s();
     long pause_ns = WAIT_SLEEP_MIN_NS;
@@ -115,7 +135,8 @@ void hp_comm_wait(const hp_comm *comm, int n, MPI_Request *reqs, const char *op,
             if (pause_ns < WAIT_SLEEP_MAX_NS) pause_ns *= 2;
             if (pause_ns > WAIT_SLEEP_MAX_NS) pause_ns = WAIT_SLEEP_MAX_NS;
         }
-        HP_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-        if (done) return;
+        if (test_all(file, line, n, reqs, st, op, group)) break;
     }
+done:
+    if (st != few) free(st);
 }

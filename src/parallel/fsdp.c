@@ -204,7 +204,7 @@ double hp_fsdp_gather_full(hp_trainer *tr, const float *shard, float *full) {
         all = malloc((size_t)(n * world_size) * sizeof(float) + 1);
         seen = calloc((size_t)tr->pt.full_numel, 1);
     }
-    MPI_Gather(shard, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, 0, tr->world);
+    hp_gather_to_root(tr->comm, all, shard, (size_t)n);   // watched; not counted
     if (tr->rank == 0) {
         for (int r = 0; r < world_size; r++) {
             hp_param_table t;

@@ -84,6 +84,7 @@ static void load_batch(hp_trainer *tr) {
 
 double hp_trainer_forward_backward(hp_trainer *tr) {
     tr->step++;
+    hp_comm_set_step(tr->comm, tr->step);   // named by the watchdog if a wait times out
     load_batch(tr);
     double loss = hp_transformer_forward(tr);
     hp_transformer_backward(tr);
@@ -135,7 +136,7 @@ void hp_trainer_optimizer_step(hp_trainer *tr) {
 }
 
 int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
-    MPI_Barrier(tr->world);
+    hp_barrier(tr->comm, HP_G_WORLD);
     const double t0 = now_ms();
     st->loss = hp_trainer_forward_backward(tr);
     st->grad_norm = hp_trainer_clip(tr);
@@ -146,7 +147,7 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
         return HP_EXIT_FAIL;
     }
     hp_trainer_optimizer_step(tr);
-    MPI_Barrier(tr->world);
+    hp_barrier(tr->comm, HP_G_WORLD);
     st->ms = now_ms() - t0;
     st->tokens_per_s = (double)tr->rc.batch * tr->rc.seq_len / (st->ms * 1e-3);
     return 0;
@@ -178,7 +179,7 @@ int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
     int world_size;
     MPI_Comm_size(tr->world, &world_size);
     int *all = tr->rank == 0 ? malloc((size_t)per * world_size * sizeof(int)) : NULL;
-    MPI_Gather(mine, per, MPI_INT, all, per, MPI_INT, 0, tr->world);
+    hp_gather_to_root_int(tr->comm, all, mine, (size_t)per);
     if (tr->rank == 0) {
         int *pos = malloc((size_t)tr->Sc * sizeof(int));
         for (int r = 0; r < world_size; r++) {

@@ -174,6 +174,7 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         if (!(res->loss_err <= o->tol_loss * fabs(res->loss_ref))) fail(res, "loss of step 1");
         res->grad_norm = par.grad_norm;
         res->grad_norm_ref = ref.grad_norm;
+        res->max_norm = rc->max_norm;
         if (!(fabs(res->grad_norm - res->grad_norm_ref) <= o->tol_grad * res->grad_norm_ref))
             fail(res, "global gradient norm (clipping)");
         for (int i = 0; i < t.n; i++) {
@@ -237,7 +238,7 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         pass = res->pass;
     }
     free_record(&par);
-    MPI_Bcast(&pass, 1, MPI_INT, 0, world);
+    hp_mpi_broadcast_int(world, &pass, 1, 0);
     res->pass = pass;
     return pass ? 0 : 1;
 }
@@ -263,7 +264,13 @@ void hp_verify_print(FILE *out, const hp_verify_result *r) {
     fprintf(out, "verify: initial parameters %s the reference init; replicas agree %s\n",
             r->init_equal ? "bit-identical to" : "DIFFER from",
             r->replica_diff == 0.0 ? "bitwise" : "NO");
-    print_table(out, "gradients of step 1 (full tensors gathered from every rank):", r->grads, r->n);
+    if (r->max_norm > 0)
+        fprintf(out, "verify: clipping %s: grad norm %.6f %s max-norm %g%s\n",
+                r->grad_norm > r->max_norm ? "active" : "inactive", r->grad_norm,
+                r->grad_norm > r->max_norm ? ">" : "<=", r->max_norm,
+                r->grad_norm > r->max_norm ? " (the parameters compared below were clipped)" : "");
+    print_table(out, "gradients of step 1 (before clipping; full tensors gathered from every rank):",
+                r->grads, r->n);
     print_table(out, "parameters after the optimiser step:", r->params, r->n);
     fprintf(out, "loss trajectory (step: parallel / reference):");
     for (int s = 0; s < r->steps; s++)

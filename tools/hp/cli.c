@@ -223,10 +223,19 @@ static int push_rest(hp_cli *cli, char *s) {
 }
 
 // "--flag" + "=" + "value" for rest[]. hp_cli has no free function, so the strings are kept on
-// a process-wide list: they live as long as the process and are never reported as leaks.
+// a process-wide list: they live as long as the process (or until hp_cli_release) and are never
+// reported as leaks.
+static char **kept = NULL;
+static int n_kept = 0, cap_kept = 0;
+
+void hp_cli_release(void) {
+    for (int i = 0; i < n_kept; i++) free(kept[i]);
+    free(kept);
+    kept = NULL;
+    n_kept = cap_kept = 0;
+}
+
 static char *keep_joined(const char *name, const char *value) {
-    static char **kept = NULL;
-    static int n_kept = 0, cap_kept = 0;
     size_t nn = strlen(name), nv = strlen(value);
     char *s = malloc(nn + nv + 2);
     if (!s) { fprintf(stderr, "hp: out of memory\n"); exit(HP_EXIT_FAIL); }

@@ -39,6 +39,10 @@ typedef struct hp_cli {
 int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *const *extra,
                  const char *usage);
 void hp_cli_print_common_help(FILE *out);
+// Frees the "--flag=value" strings every hp_cli_parse so far put in rest[] (they are otherwise
+// kept until exit). Only for a process that parses many command lines (tests/fuzz/fuzz_cli.c);
+// the rest[] of every earlier parse is invalid afterwards.
+void hp_cli_release(void);
 
 // Checks that can only run once every flag is known, before any rank starts (cli_check.c).
 // Each prints one line naming the rule and the numbers and returns HP_EXIT_CONFIG, or 0.

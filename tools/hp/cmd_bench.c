@@ -1,5 +1,6 @@
 // cmd_bench.c - `hp bench`: how fast one rank trains, next to how fast this machine multiplies
-// matrices; and (--memory) how much each rank keeps under FSDP. Performance is reported as
+// matrices and the most its FMA units can do (fma_peak.c); and (--memory) how much each rank
+// keeps under FSDP. Performance is reported as
 // ratios measured side by side in one run, never asserted by a test.
 // defines: hp_cmd_bench
 //
@@ -39,10 +40,11 @@ static const char *const bench_usage =
     "       hp bench --memory [--model small] [--shards 1,2,4,8] [--json FILE]\n"
     "       hp bench --recipes [--json FILE]\n"
     "\n"
-    "Single rank (no mpirun needed): the sgemm GFLOP/s of this machine on the model's matmul\n"
-    "shapes (the best of a few), then forward + backward + optimiser steps (--optimizer, default\n"
-    "adamw): ms/step, tokens/s, achieved GFLOP/s (6 x matmul params x tokens + causal attention)\n"
-    "and its ratio to sgemm.\n"
+    "Single rank (no mpirun needed): the first line names the BLAS, its core and threads; then\n"
+    "this machine's fp32 peak (an FMA-throughput loop at the same thread count), the sgemm\n"
+    "GFLOP/s on the model's matmul shapes (the best of a few), and forward + backward + optimiser\n"
+    "steps (--optimizer, default adamw): ms/step, tokens/s, achieved GFLOP/s (6 x matmul params x\n"
+    "tokens + causal attention) and the ratios step/peak, sgemm/peak, step/sgemm.\n"
     "  --threads N      OpenBLAS threads (default: OpenBLAS's own count)\n"
     "  --warmup N       unmeasured steps first (default 1)\n"
     "  --memory         launch FSDP runs at each --shards degree under mpirun and print, per rank,\n"

@@ -28,40 +28,54 @@
 #define EX5 "05_moe_ep_fsdp"
 #define EX6 "06_moe_ep_tp_etp"
 
+#define ADAMW "--optimizer adamw --lr 0.001"
+#define CLIP  "--max-norm 0.1"
+#define NOLB  "--cp-no-balance"
+
 //  id               row    model       R  S  C  T  sp  EP ET rotate       dispatcher   level same_as          example
 const hp_recipe hp_recipes[] = {
-    { "M1a",          "M1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "baseline: one process is its own reference (checks the verifier)" },
-    { "M1b",          "M1",  "tiny",     2, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "pure DDP: gradients all-reduced over dp_replicate" },
-    { "M2-tp2",       "M2",  "tiny",     1, 1, 1, 2,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP: colwise/rowwise TP, no sequence parallel" },
-    { "M2-tp4",       "M2",  "tiny",     1, 1, 1, 4,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP at tp 4 (kv heads split 4 ways)" },
-    { "M3-tp2",       "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP: all-gather in, reduce-scatter out" },
-    { "M3-tp4",       "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP at tp 4" },
-    { "M4-s2",        "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "A-FSDP2: parameters sharded over dp_shard 2" },
-    { "M4-s4",        "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 over dp_shard 4 (uneven shards padded)" },
-    { "M5-s1-ag",     "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "A-CP: cp 2 with FSDP over cp only (dp_shard 1), all-gather K/V" },
-    { "M5-s1-ring",   "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-ag",    EX4, "A-CP, ring rotation of K/V" },
-    { "M5-s2-ag",     "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "B-3 CP + FSDP2: fsdp = dp_shard*cp = 4, all-gather K/V" },
-    { "M5-s2-ring",   "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s2-ag",    EX4, "B-3 CP + FSDP2, ring rotation" },
-    { "B1",           "B1",  "tiny",     1, 2, 1, 2,  0, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + FSDP2 (fsdp_tp_example without SP)" },
-    { "B2",           "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2" },
-    { "B4-ag",        "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "TP + SP + CP + FSDP2 over cp, all-gather K/V" },
-    { "B4-ring",      "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "B4-ag",       EX3, "TP + SP + CP + FSDP2 over cp, ring rotation" },
-    { "M6-ag",        "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "C-level Titan grid (1,2,2,2) on 8 ranks, all-gather K/V" },
-    { "M6-ring",      "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag",       EX3, "C-level Titan grid (1,2,2,2), ring rotation" },
-    { "M7-tp1",       "M7",  "tiny",     2, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "B-5 HSDP: replicate 2 x shard 2" },
-    { "M7-tp2",       "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP on 8 ranks" },
-    { "A-EP",         "A-EP","tiny-moe", 1, 2, 1, 1, -1, 2, 1, NULL,        NULL,        L1, NULL,          EX5, "A-EP: experts split over ep 2, all-to-all dispatch" },
-    { "S1",           "S1",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX5, "B-6 EP 4 + dual-stack FSDP2 (efsdp 1)" },
-    { "S1b",          "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "EP 4 borrows the TP ranks (etp 1), efsdp 1" },
-    { "S2",           "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "B-7 ETP = TP: experts split over ep 2 x etp 2" },
-    { "S3-S1",        "S3",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        "allgather", L2, "S1",          EX5, "S1 through the all-gather dispatcher" },
-    { "S3-S1b",       "S3",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        "allgather", L2, "S1b",         EX5, "S1b through the all-gather dispatcher" },
-    { "C2-ep4-ag",    "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 4 etp 1 (efsdp 2), all-gather K/V" },
-    { "C2-ep4-ring",  "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "ring",      NULL,        L2, "C2-ep4-ag",   EX6, "C-level MoE grid, ep 4 etp 1, ring rotation" },
-    { "C2-etp2-ag",   "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 2 etp 2 (efsdp 2), all-gather K/V" },
-    { "C2-etp2-ring", "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "ring",      NULL,        L2, "C2-etp2-ag",  EX6, "C-level MoE grid, ep 2 etp 2, ring rotation" },
-    { "C3-ag",        "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "allgather", NULL,        L2, NULL,          EX6, "HSDP + CP + TP + EP on 8 ranks, all-gather K/V" },
-    { "C3-ring",      "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "ring",      NULL,        L2, "C3-ag",       EX6, "HSDP + CP + TP + EP, ring rotation" },
+    { "M1a",          "M1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "baseline: one process is its own reference (checks the verifier)", NULL },
+    { "M1b",          "M1",  "tiny",     2, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "pure DDP: gradients all-reduced over dp_replicate", NULL },
+    { "M2-tp2",       "M2",  "tiny",     1, 1, 1, 2,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP: colwise/rowwise TP, no sequence parallel", NULL },
+    { "M2-tp4",       "M2",  "tiny",     1, 1, 1, 4,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP at tp 4 (kv heads split 4 ways)", NULL },
+    { "M3-tp2",       "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP: all-gather in, reduce-scatter out", NULL },
+    { "M3-tp4",       "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP at tp 4", NULL },
+    { "M4-s2",        "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "A-FSDP2: parameters sharded over dp_shard 2", NULL },
+    { "M4-s4",        "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 over dp_shard 4 (uneven shards padded)", NULL },
+    { "M5-s1-ag",     "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "A-CP: cp 2 with FSDP over cp only (dp_shard 1), all-gather K/V", NULL },
+    { "M5-s1-ring",   "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-ag",    EX4, "A-CP, ring rotation of K/V", NULL },
+    { "M5-s2-ag",     "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "B-3 CP + FSDP2: fsdp = dp_shard*cp = 4, all-gather K/V", NULL },
+    { "M5-s2-ring",   "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s2-ag",    EX4, "B-3 CP + FSDP2, ring rotation", NULL },
+    { "B1",           "B1",  "tiny",     1, 2, 1, 2,  0, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + FSDP2 (fsdp_tp_example without SP)", NULL },
+    { "B2",           "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2", NULL },
+    { "B4-ag",        "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "TP + SP + CP + FSDP2 over cp, all-gather K/V", NULL },
+    { "B4-ring",      "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "B4-ag",       EX3, "TP + SP + CP + FSDP2 over cp, ring rotation", NULL },
+    { "M6-ag",        "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "C-level Titan grid (1,2,2,2) on 8 ranks, all-gather K/V", NULL },
+    { "M6-ring",      "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag",       EX3, "C-level Titan grid (1,2,2,2), ring rotation", NULL },
+    { "M7-tp1",       "M7",  "tiny",     2, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "B-5 HSDP: replicate 2 x shard 2", NULL },
+    { "M7-tp2",       "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP on 8 ranks", NULL },
+    { "A-EP",         "A-EP","tiny-moe", 1, 2, 1, 1, -1, 2, 1, NULL,        NULL,        L1, NULL,          EX5, "A-EP: experts split over ep 2, all-to-all dispatch", NULL },
+    { "S1",           "S1",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX5, "B-6 EP 4 + dual-stack FSDP2 (efsdp 1)", NULL },
+    { "S1b",          "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "EP 4 borrows the TP ranks (etp 1), efsdp 1", NULL },
+    { "S2",           "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "B-7 ETP = TP: experts split over ep 2 x etp 2", NULL },
+    { "S3-S1",        "S3",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        "allgather", L2, "S1",          EX5, "S1 through the all-gather dispatcher", NULL },
+    { "S3-S1b",       "S3",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        "allgather", L2, "S1b",         EX5, "S1b through the all-gather dispatcher", NULL },
+    { "C2-ep4-ag",    "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 4 etp 1 (efsdp 2), all-gather K/V", NULL },
+    { "C2-ep4-ring",  "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "ring",      NULL,        L2, "C2-ep4-ag",   EX6, "C-level MoE grid, ep 4 etp 1, ring rotation", NULL },
+    { "C2-etp2-ag",   "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 2 etp 2 (efsdp 2), all-gather K/V", NULL },
+    { "C2-etp2-ring", "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "ring",      NULL,        L2, "C2-etp2-ag",  EX6, "C-level MoE grid, ep 2 etp 2, ring rotation", NULL },
+    { "C3-ag",        "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "allgather", NULL,        L2, NULL,          EX6, "HSDP + CP + TP + EP on 8 ranks, all-gather K/V", NULL },
+    { "C3-ring",      "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "ring",      NULL,        L2, "C3-ag",       EX6, "HSDP + CP + TP + EP, ring rotation", NULL },
+    // the run options the rows above leave at their defaults: AdamW, clipping that clips (the
+    // tiny models' grad norm is ~0.52), and the contiguous (unbalanced) CP layout
+    { "M4-s2-adamw",  "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 with AdamW (m and v sharded like the parameters)", ADAMW },
+    { "B2-adamw-clip","B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2, AdamW, grad norm clipped to 0.1", ADAMW " " CLIP },
+    { "M7-tp2-clip",  "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP, SGD, clipped: the norm counts each element once", CLIP },
+    { "S1b-adamw-clip","S1", "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "EP borrowing TP, AdamW and clipping on both stacks", ADAMW " " CLIP },
+    { "M5-s1-nolb-ag","M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "cp 2, contiguous split (--cp-no-balance), all-gather K/V", NOLB },
+    { "M5-s1-nolb-ring","M5","tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-nolb-ag", EX4, "cp 2, contiguous split, ring rotation", NOLB },
+    { "M5-cp4-nolb-ag","M5", "tiny",     1, 1, 4, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "cp 4, contiguous split: rank i computes i+1 blocks", NOLB },
+    { "M5-cp4-nolb-ring","M5","tiny",    1, 1, 4, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-cp4-nolb-ag", EX4, "cp 4, contiguous split, ring rotation", NOLB },
 };
 const int hp_n_recipes = (int)(sizeof hp_recipes / sizeof hp_recipes[0]);
 
@@ -181,6 +195,7 @@ int hp_recipe_flags(const hp_recipe *r, char *out, int cap) {
     if (r->EP > 1 || r->ET > 1) n = put(out, cap, n, " --ep %d --etp %d", r->EP, r->ET);
     if (r->rotate) n = put(out, cap, n, " --cp-rotate %s", r->rotate);
     if (r->dispatcher) n = put(out, cap, n, " --dispatcher %s", r->dispatcher);
+    if (r->extra) n = put(out, cap, n, " %s", r->extra);
     return n;
 }
 

@@ -26,6 +26,7 @@ typedef struct hp_recipe {
                              // all-gather vs all-to-all dispatch); NULL for none
     const char *example;     // examples/ folder that shows this configuration
     const char *what;        // one line: what the variant proves
+    const char *extra;       // further `hp run` flags (optimiser, clipping, CP layout), or NULL
 } hp_recipe;
 
 // The world a recipe runs with: R*S*C*T (pp = 1; EP and ETP re-use those ranks).

@@ -1,5 +1,6 @@
 // run_json.c - reads the JSON result of one `hp run --verify --json F` (see run_json.h).
 // defines: hp_run_json_read
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,15 @@
 static double num(const cJSON *j, const char *k, double dflt) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+// A JSON number as an int: converting a double outside int's range is undefined behaviour (the
+// fuzzer's first find: "world": 1e300), so it saturates; NaN reads as 0.
+static int saturate_int(double v) {
+    if (v != v) return 0;
+    if (v >= (double)INT_MAX) return INT_MAX;
+    if (v <= (double)INT_MIN) return INT_MIN;
+    return (int)v;
 }
 
 static int boolean(const cJSON *j, const char *k) {
@@ -38,7 +48,7 @@ void hp_run_json_read(const cJSON *j, hp_recipe_result *x, hp_run_numbers *rn) {
     }
     if (x) {
         x->have_json = 1;
-        x->world = (int)num(j, "world", x->world);
+        x->world = saturate_int(num(j, "world", x->world));
         x->steps = rn->steps;
         memcpy(x->losses, rn->losses, sizeof x->losses);
         int k = 0;
@@ -58,9 +68,10 @@ void hp_run_json_read(const cJSON *j, hp_recipe_result *x, hp_run_numbers *rn) {
         x->traffic_ok = boolean(j, "traffic_ok");
         x->init_equal = boolean(j, "init_equal");
         x->replica_diff = num(j, "replica_diff", 0);
-        x->route_flips = 0;
+        double flips = 0.0;   // summed in double: an int sum of large counts would overflow
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "route_flips"))
-            if (cJSON_IsNumber(e)) x->route_flips += (int)e->valuedouble;
+            if (cJSON_IsNumber(e)) flips += e->valuedouble;
+        x->route_flips = saturate_int(flips);
         str(j, "failure", x->failure, sizeof x->failure);
         if (!cJSON_GetObjectItemCaseSensitive(j, "losses_ref")) x->have_json = 0;   // not a --verify result
     }

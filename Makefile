@@ -3,13 +3,21 @@
 #   make test [L=L0]      build, then run the tests (L selects a label: L0, L1, L2)
 #   make matrix           build, then run the completeness matrix into report/
 #   make asan             AddressSanitizer + UBSan build in build-asan/, then the L0 tests
+#   make fuzz             libFuzzer (clang) targets in build-fuzz/, each run 10^6 executions
+#   make fuzz-ci          the same targets, 30 s each
 #   make clean            remove the build folders
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 L ?=
 CTEST_LABEL = $(if $(L),-L $(L),)
 
-.PHONY: build test matrix asan clean
+FUZZ_DIR  ?= build-fuzz
+# tests/fuzz/: scripts/setup_fuzz.sh installs clang + libFuzzer, then only the fuzz targets are built
+FUZZ_BUILD = sh scripts/setup_fuzz.sh && \
+	cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHP_FUZZ=ON -DCMAKE_C_COMPILER=clang && \
+	cmake --build $(FUZZ_DIR) -j2 --target hp_fuzz fuzz_write_seeds
+
+.PHONY: build test matrix asan fuzz fuzz-ci clean
 
 build:
 	BUILD_DIR=$(BUILD_DIR) sh scripts/setup.sh
@@ -23,6 +31,14 @@ matrix: build
 asan:
 	BUILD_DIR=$(ASAN_DIR) HP_CMAKE_ARGS=-DHP_SANITIZE=ON sh scripts/setup.sh
 	ctest --test-dir $(ASAN_DIR) --output-on-failure -j2 -L L0
+
+fuzz:
+	$(FUZZ_BUILD)
+	sh tests/fuzz/run_fuzz.sh $(FUZZ_DIR) -runs=1000000
+
+fuzz-ci:
+	$(FUZZ_BUILD)
+	sh tests/fuzz/run_fuzz.sh $(FUZZ_DIR) -max_total_time=30
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -26,8 +26,9 @@ have mpirun     || need openmpi-bin
 if have cc; then
   has_header cblas.h       || need libopenblas-dev
   has_header cjson/cJSON.h || need libcjson-dev
+  has_header zlib.h        || need zlib1g-dev
 else
-  need libopenblas-dev; need libcjson-dev
+  need libopenblas-dev; need libcjson-dev; need zlib1g-dev
 fi
 # pkg-config must know openblas (CMakeLists asks it for the CBLAS flags)
 if have pkg-config && ! pkg-config --exists openblas; then need libopenblas-dev; fi

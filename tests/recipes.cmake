@@ -84,6 +84,8 @@ hp_recipe(M5-s1-nolb-ag    L1 2 ${TM} --dp-replicate 1 --dp-shard 1 --cp 2 --tp 
 hp_recipe(M5-s1-nolb-ring  L1 2 ${TM} --dp-replicate 1 --dp-shard 1 --cp 2 --tp 1 --cp-rotate ring --cp-no-balance)
 hp_recipe(M5-cp4-nolb-ag   L1 4 ${TM} --dp-replicate 1 --dp-shard 1 --cp 4 --tp 1 --cp-rotate allgather --cp-no-balance)
 hp_recipe(M5-cp4-nolb-ring L1 4 ${TM} --dp-replicate 1 --dp-shard 1 --cp 4 --tp 1 --cp-rotate ring --cp-no-balance)
+hp_recipe(GA               L1 8 ${TM} --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --sp --cp-rotate allgather --microbatches 4)
+hp_recipe(GA-moe           L2 4 ${MM} --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 4 --etp 1 --microbatches 2)
 
 # Negative cases: POSIX ERE with [(] [*] [.] instead of backslashes (same text as recipes.c).
 hp_recipe_negative(neg-world 2 "world size: dp_replicate[(]1[)][*]dp_shard[(]2[)][*]cp[(]2[)][*]tp[(]2[)][*]pp[(]1[)] = 8 != 6 ranks launched"

@@ -87,7 +87,7 @@ static void test_defaults(void) {
               "config %s is well formed", hp_model_config_names[i]);
     }
     hp_model_config m;
-    CHECK(n == 6 && hp_model_config_by_name("huge", &m) == -1 && hp_model_config_by_name(NULL, &m) == -1,
+    CHECK(n == 10 && hp_model_config_by_name("huge", &m) == -1 && hp_model_config_by_name(NULL, &m) == -1,
           "config names");
 }
 

@@ -1,7 +1,15 @@
 // config.h - the model's shape and a run's settings (spec: shared/spec/model.md).
-// defines: hp_model_config, hp_model_config_by_name, hp_run_config, hp_run_config_default
+// defines: hp_model_config, hp_model_config_by_name, hp_model_config_from_hf_json/_file,
+//          hp_run_config, hp_run_config_default
+//
+//   hp_model_config m;
+//   hp_model_config_by_name("llama3-8b", &m);            // 8,030,261,248 parameters
+//   char err[512];
+//   if (hp_model_config_from_hf_file("Llama-3.1-70B/config.json", &m, err, sizeof err) != 0)
+//       fprintf(stderr, "hp: %s\n", err);   // e.g. "...: 'tie_word_embeddings' is true: ..."
 #ifndef HYPERPAR_CONFIG_H
 #define HYPERPAR_CONFIG_H
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { HP_SCORE_SOFTMAX = 0, HP_SCORE_SIGMOID = 1 } hp_score_func;
@@ -26,11 +34,25 @@ typedef struct hp_model_config {
     float route_scale;
 } hp_model_config;
 
-// Fills *out with a named config ("tiny", "tiny-moe", "small", "bench", "bench-moe").
+// Fills *out with a named config ("tiny", "tiny-moe", "small", "bench", "bench-moe"; and the
+// published shapes for planning: "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b").
 // Returns 0, or -1 for an unknown name.
 int hp_model_config_by_name(const char *name, hp_model_config *out);
 // The names hp_model_config_by_name knows, NULL-terminated.
 extern const char *const hp_model_config_names[];
+
+// Reads a Hugging Face config.json held in text[0..len) (no NUL needed) into *out, named
+// `name`: hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
+// intermediate_size, vocab_size, rope_theta, rms_norm_eps, and for MoE num_local_experts (or
+// n_routed_experts), num_experts_per_tok, moe_intermediate_size, n_shared_experts,
+// first_k_dense_replace, scoring_func, norm_topk_prob, routed_scaling_factor. A field our
+// model cannot express (tied embeddings, biases, MLA, sliding window, ...) is refused by name.
+// Returns 0, or -1 with one line in err (*out untouched).
+int hp_model_config_from_hf_json(const char *text, size_t len, const char *name,
+                                 hp_model_config *out, char *err, size_t errlen);
+// The same for a file; the model is named after its folder (".../Llama-3.1-8B/config.json")
+// or the file name without ".json". The error line starts with the path.
+int hp_model_config_from_hf_file(const char *path, hp_model_config *out, char *err, size_t errlen);
 
 static inline int hp_model_head_dim(const hp_model_config *m) { return m->dim / m->n_heads; }
 static inline int hp_model_is_moe_layer(const hp_model_config *m, int l) {
@@ -53,8 +75,14 @@ typedef struct hp_run_config {
     hp_cp_rotate cp_rotate;
     int          cp_load_balance; // 1: head-tail chunks (default), 0: contiguous split
     hp_dispatcher dispatcher;
+    int          microbatches;  // M: gradient accumulation steps per optimiser step (>= 1);
+                                //    M divides the local batch batch/(dp_replicate*dp_shard)
 } hp_run_config;
 
 void hp_run_config_default(hp_run_config *rc);
+// The number of microbatches a step runs (a config left zeroed means 1).
+static inline int hp_run_microbatches(const hp_run_config *rc) {
+    return rc->microbatches > 0 ? rc->microbatches : 1;
+}
 
 #endif

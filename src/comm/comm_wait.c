@@ -20,6 +20,7 @@
 #define WAIT_SPIN_S         2e-3
 #define WAIT_SLEEP_MIN_NS   20000L
 #define WAIT_SLEEP_MAX_NS   1000000L
+#define WAIT_STAGGER_S      0.1
 
 static double g_timeout = 0.0;   // 0: not decided yet (setter, else HP_TIMEOUT on first use)
 static int    g_last_step = 0;
@@ -121,7 +122,11 @@ void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
     MPI_Status *st = n <= 8 ? few : malloc((size_t)n * sizeof *st);
     if (st == NULL) hp_comm_fail(file, line, "out of memory for %d MPI statuses", n);
     if (test_all(file, line, n, reqs, st, op, group)) goto done;
-    const double timeout = hp_comm_timeout();
+    // Ranks waiting on the same dead peer would all fire at once; a deadline staggered by
+    // world rank lets the first abort take the job down before the others print too.
+    int wrank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    const double timeout = hp_comm_timeout() + WAIT_STAGGER_S * (double)(wrank % 8);
     const double t0 = now_s();
     long pause_ns = WAIT_SLEEP_MIN_NS;
     for (;;) {

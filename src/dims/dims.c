@@ -144,12 +144,18 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->batch % (R * S) != 0)
         return fail(err, n, "dp_replicate*dp_shard = %d*%d = %d must divide the global batch (%d)",
                     R, S, R * S, rc->batch);
+    const int M = hp_run_microbatches(rc);
+    if (rc->microbatches < 0)
+        return fail(err, n, "microbatches must be >= 1: microbatches = %d", rc->microbatches);
+    if ((rc->batch / (R * S)) % M != 0)
+        return fail(err, n, "microbatches (%d) must divide the local batch batch/(dp_replicate*dp_shard) "
+                    "= %d/(%d*%d) = %d", M, rc->batch, R, S, rc->batch / (R * S));
     int split = hp_dims_token_split(d);
     if (split > 1) {
-        int local_b = rc->batch / (R * S), local_s = rc->seq_len / C;
+        int local_b = rc->batch / (R * S) / M, local_s = rc->seq_len / C;
         if (((long long)local_b * local_s) % split != 0)
-            return fail(err, n, "expert dispatch over tp: tp (%d) must divide the tokens of one rank "
-                        "(batch/(dp_replicate*dp_shard))*(seq_len/cp) = %d*%d = %d",
+            return fail(err, n, "expert dispatch over tp: tp (%d) must divide the tokens of one rank's "
+                        "microbatch (batch/(dp_replicate*dp_shard*microbatches))*(seq_len/cp) = %d*%d = %d",
                         split, local_b, local_s, local_b * local_s);
     }
     return 0;

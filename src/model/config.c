@@ -7,7 +7,8 @@
 #include <string.h>
 #include "hyperpar/config.h"
 
-const char *const hp_model_config_names[] = { "tiny", "tiny-moe", "tiny-moe-alt", "small", "bench", "bench-moe", NULL };
+const char *const hp_model_config_names[] = { "tiny", "tiny-moe", "tiny-moe-alt", "small", "bench", "bench-moe",
+                                               "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", NULL };
 
 // A dense model: every MoE field 0 (score_func/route_* keep TorchTitan's defaults).
 static hp_model_config dense(const char *name, int V, int D, int L, int H, int Hkv, int F) {
@@ -48,7 +49,24 @@ int hp_model_config_by_name(const char *name, hp_model_config *out) {
     if (!strcmp(name, "small"))     { *out = dense(name, 256, 128, 4, 8, 4, 256); return 0; }
     if (!strcmp(name, "bench"))     { *out = dense(name, 256, 512, 8, 8, 8, 1536); return 0; }
     if (!strcmp(name, "bench-moe")) { *out = moe(dense(name, 256, 256, 4, 8, 4, 512), 8, 2, 256, 1); return 0; }
-    return -1;
+    // Published shapes, for `hp plan` (far too big to run here: hp run's memory check refuses
+    // them). Llama 3.1 (the HF config.json of meta-llama/Llama-3.1-{8B,70B,405B}); its
+    // rope_scaling changes no shape and is left out. Mixtral-8x7B (mistralai/Mixtral-8x7B-v0.1):
+    // softmax over 8 experts, top 2 renormalised to sum 1, no shared expert.
+    //                                     V       D      L    H    Hkv  F
+    if (!strcmp(name, "llama3-8b"))   { *out = dense(name, 128256, 4096,  32,  32, 8, 14336); }
+    else if (!strcmp(name, "llama3-70b"))  { *out = dense(name, 128256, 8192,  80,  64, 8, 28672); }
+    else if (!strcmp(name, "llama3-405b")) { *out = dense(name, 128256, 16384, 126, 128, 8, 53248); }
+    else if (!strcmp(name, "mixtral-8x7b")) {
+        *out = moe(dense(name, 32000, 4096, 32, 32, 8, 14336), 8, 2, 14336, 0);
+        out->rope_theta = 1000000.0f;
+        out->route_norm = 1;
+        return 0;
+    } else {
+        return -1;
+    }
+    out->rope_theta = 500000.0f;
+    return 0;
 }
 
 void hp_run_config_default(hp_run_config *rc) {
@@ -64,4 +82,5 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->cp_rotate = HP_ROTATE_ALLGATHER;
     rc->cp_load_balance = 1;
     rc->dispatcher = HP_DISPATCH_ALLTOALL;
+    rc->microbatches = 1;
 }

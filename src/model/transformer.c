@@ -87,7 +87,8 @@ int hp_transformer_alloc(hp_trainer *tr) {
     const hp_model_config *m = &tr->m;
     const hp_dims *d = &tr->d;
     const int T = d->tp, sp = d->sp > 0 && T > 1;
-    tr->Bl = tr->rc.batch / hp_dims_batch(d);
+    tr->Bl_step = tr->rc.batch / hp_dims_batch(d);
+    tr->Bl = tr->Bl_step / tr->M;
     tr->Sc = tr->rc.seq_len / d->cp;
     tr->Ss = sp ? tr->Sc / T : tr->Sc;
     tr->Nres = tr->Bl * tr->Ss;
@@ -103,8 +104,9 @@ int hp_transformer_alloc(hp_trainer *tr) {
     const size_t D = (size_t)tr->D, res = (size_t)tr->Nres, reg = (size_t)tr->Nreg;
     const size_t qd = (size_t)tr->Hl * tr->hd, kvd = (size_t)tr->Hkvl * tr->hd;
     tr->pos = calloc((size_t)tr->Sc, sizeof(int));
-    tr->tokens = calloc(reg ? reg : 1, sizeof(int));
-    tr->labels = calloc(reg ? reg : 1, sizeof(int));
+    const size_t reg_step = reg * (size_t)tr->M;
+    tr->tokens = calloc(reg_step ? reg_step : 1, sizeof(int));
+    tr->labels = calloc(reg_step ? reg_step : 1, sizeof(int));
     if (!tr->pos || !tr->tokens || !tr->labels) return -1;
     hp_cp_positions(tr->pos, tr->rc.seq_len, d->cp, tr->co.c, tr->rc.cp_load_balance);
 
@@ -142,6 +144,10 @@ int hp_transformer_alloc(hp_trainer *tr) {
         A->moe = hp_moe_state_init(&md);
         if (!A->moe) return -1;
     }
+    int n_moe = 0;
+    for (int l = 0; l < m->n_layers; l++) n_moe += hp_model_is_moe_layer(m, l);
+    tr->routing_step = calloc((size_t)n_moe * reg_step * m->top_k + 1, sizeof(int));
+    if (!tr->routing_step) return -1;
     tr->h_final = falloc(res * D); tr->nf = falloc(res * D); tr->rstdf = falloc(res);
     tr->gf = falloc(reg * D);
     tr->logits = falloc(reg * (size_t)tr->Vl); tr->dlogits = falloc(reg * (size_t)tr->Vl);
@@ -168,7 +174,7 @@ void hp_transformer_free(hp_trainer *tr) {
         }
         free(tr->blocks);
     }
-    free(tr->pos); free(tr->tokens); free(tr->labels);
+    free(tr->pos); free(tr->tokens); free(tr->labels); free(tr->routing_step);
     free(tr->h_final); free(tr->nf); free(tr->rstdf); free(tr->gf);
     free(tr->logits); free(tr->dlogits); free(tr->ce_m); free(tr->ce_se); free(tr->ce_tl);
     free(tr->tp_buf); free(tr->res_a); free(tr->res_b); free(tr->reg_a); free(tr->reg_b);
@@ -178,6 +184,10 @@ void hp_transformer_free(hp_trainer *tr) {
 
 // ---------------------------------------------------------------------------------------
 // forward
+
+// The tokens and labels of the running microbatch.
+static const int *mb_tokens(const hp_trainer *tr) { return tr->tokens + (size_t)tr->mb * tr->Nreg; }
+static const int *mb_labels(const hp_trainer *tr) { return tr->labels + (size_t)tr->mb * tr->Nreg; }
 
 static void add_into(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -227,7 +237,7 @@ double hp_transformer_forward(hp_trainer *tr) {
     float *h0 = L > 0 ? tr->blocks[0].h_in : tr->h_final;
 
     hp_fsdp_gather_unit(tr, 0);
-    hp_embedding_forward(tr->reg_a, tr->tokens, WT(pid_tok), tr->v0, tr->Vl,
+    hp_embedding_forward(tr->reg_a, mb_tokens(tr), WT(pid_tok), tr->v0, tr->Vl,
                          tr->Nreg, D);
     hp_fsdp_release_unit(tr, 0);
     hp_tp_region_exit(tr, h0, tr->reg_a, D);   // rowwise embedding: partial over tp
@@ -243,8 +253,9 @@ double hp_transformer_forward(hp_trainer *tr) {
                        tr->Nres, D);
     hp_tp_region_enter(tr, tr->gf, tr->nf, D);
     hp_linear_forward(tr->logits, tr->gf, WT(pid_out), tr->Nreg, D, tr->Vl);
-    const double ce_sum = hp_tp_cross_entropy(tr, tr->logits, tr->labels, tr->ce_m, tr->ce_se);
+    const double ce_sum = hp_tp_cross_entropy(tr, tr->logits, mb_labels(tr), tr->ce_m, tr->ce_se);
     hp_fsdp_release_unit(tr, L + 1);
+    tr->ce_sum_local = ce_sum;
     tr->loss_local = ce_sum / (double)tr->n_valid_global;
     return tr->loss_local;
 }
@@ -317,7 +328,7 @@ void hp_transformer_backward(hp_trainer *tr) {
     hp_fsdp_gather_unit(tr, L + 1);
     hp_fsdp_zero_unit_grads(tr, L + 1);
     zeros(tr->dlogits, (size_t)tr->Nreg * tr->Vl);
-    hp_ce_backward(tr->dlogits, tr->logits, tr->ce_m, tr->ce_se, tr->labels, tr->v0,
+    hp_ce_backward(tr->dlogits, tr->logits, tr->ce_m, tr->ce_se, mb_labels(tr), tr->v0,
                    (float)(1.0 / (double)tr->n_valid_global), tr->Nreg, tr->Vl);
     zeros(tr->reg_a, (size_t)tr->Nreg * D);
     hp_linear_backward(tr->reg_a, GT(pid_out), tr->dlogits, tr->gf,
@@ -340,7 +351,7 @@ void hp_transformer_backward(hp_trainer *tr) {
     hp_fsdp_gather_unit(tr, 0);
     hp_fsdp_zero_unit_grads(tr, 0);
     hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
-    hp_embedding_backward(GT(pid_tok), tr->reg_a, tr->tokens, tr->v0, tr->Vl,
+    hp_embedding_backward(GT(pid_tok), tr->reg_a, mb_tokens(tr), tr->v0, tr->Vl,
                           tr->Nreg, D);
     hp_fsdp_reduce_unit(tr, 0);
     hp_fsdp_release_unit(tr, 0);

@@ -83,6 +83,18 @@ int hp_fsdp_alloc(hp_trainer *tr) {
     tr->comm_buf_numel = need;
     tr->comm_buf = calloc((size_t)need + 1, sizeof(float));
     tr->gathered_unit = -1;
+    // gradient accumulation keeps every unit's unsharded grads until the step's last microbatch
+    if (tr->M > 1) {
+        const size_t units = tr->pt.n_units > 0 ? (size_t)tr->pt.n_units : 1;
+        tr->acc_offset = calloc(units, sizeof(int64_t));
+        int64_t total = 0;
+        for (int u = 0; tr->acc_offset && u < tr->pt.n_units; u++) {
+            tr->acc_offset[u] = total;
+            total += tr->pt.unit_work_numel[u];
+        }
+        tr->acc_g = calloc((size_t)total + 1, sizeof(float));
+        if (!tr->acc_offset || !tr->acc_g) return -1;
+    }
     return (tr->p_shard && tr->g_shard && tr->m_shard && tr->v_shard && tr->work_p &&
             tr->work_g && tr->comm_buf) ? 0 : -1;
 }
@@ -90,6 +102,7 @@ int hp_fsdp_alloc(hp_trainer *tr) {
 void hp_fsdp_free(hp_trainer *tr) {
     free(tr->p_shard); free(tr->g_shard); free(tr->m_shard); free(tr->v_shard);
     free(tr->work_p); free(tr->work_g); free(tr->comm_buf);
+    free(tr->acc_g); free(tr->acc_offset);
 }
 
 // Every element's value depends only on (seed, parameter name, global index): model.md.
@@ -125,7 +138,14 @@ void hp_trainer_set_params(hp_trainer *tr, const float *full) {
 // the unit lifecycle
 
 float *hp_fsdp_param(hp_trainer *tr, int i) { return tr->work_p + tr->pt.p[i].work_offset; }
-float *hp_fsdp_grad(hp_trainer *tr, int i)  { return tr->work_g + tr->pt.p[i].work_offset; }
+// One unit's unsharded grads: the shared work buffer, or under gradient accumulation the
+// unit's own slot of acc_g, which lives across the step's microbatches.
+static float *unit_grads(hp_trainer *tr, int u) {
+    return tr->acc_g ? tr->acc_g + tr->acc_offset[u] : tr->work_g;
+}
+float *hp_fsdp_grad(hp_trainer *tr, int i) {
+    return unit_grads(tr, tr->pt.p[i].unit) + tr->pt.p[i].work_offset;
+}
 
 void hp_fsdp_gather_unit(hp_trainer *tr, int u) {
     stack_span sp;
@@ -148,8 +168,10 @@ void hp_fsdp_release_unit(hp_trainer *tr, int u) {
     tr->gathered_unit = -1;
 }
 
+// Under accumulation only the first microbatch starts from zero: the later ones add to it,
+// so each grad is ((g_0 + g_1) + g_2) + ... in microbatch order (pipeline.md).
 void hp_fsdp_zero_unit_grads(hp_trainer *tr, int u) {
-    memset(tr->work_g, 0, (size_t)tr->pt.unit_work_numel[u] * sizeof(float));
+    if (tr->mb == 0) memset(unit_grads(tr, u), 0, (size_t)tr->pt.unit_work_numel[u] * sizeof(float));
 }
 
 // x *= f: only the failpoints of hp_fsdp_reduce_unit scale (the real reduction is a sum)
@@ -157,7 +179,9 @@ static void scale(float *x, int64_t n, float f) {
     for (int64_t i = 0; i < n; i++) x[i] *= f;
 }
 
+// Reduces once per step: after the backward of the last microbatch.
 void hp_fsdp_reduce_unit(hp_trainer *tr, int u) {
+    if (tr->mb != tr->M - 1) return;
     // 1. replicated-over-tp params whose grads are partial sums over tp (SP norms, gate)
     for (int i = 0; i < tr->pt.n; i++) {
         const hp_param *p = &tr->pt.p[i];

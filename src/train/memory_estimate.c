@@ -28,7 +28,8 @@ int hp_memory_estimate(const hp_model_config *m, const hp_dims *d, const hp_run_
     hp_param_table t;
     if (hp_params_build(&t, m, d, rank) != 0) return -1;
     const int T = d->tp, sp = d->sp > 0 && T > 1;
-    const double Bl = rc->batch / hp_dims_batch(d), Sc = rc->seq_len / d->cp;
+    // activations are those of one microbatch; the step's token ids are all kept
+    const double Bl = rc->batch / hp_dims_batch(d) / hp_run_microbatches(rc), Sc = rc->seq_len / d->cp;
     const double reg = Bl * Sc, res = sp ? reg / T : reg, D = m->dim, hd = hp_model_head_dim(m);
     const double qd = (double)(m->n_heads / T) * hd, kvd = (double)(m->n_kv_heads / T) * hd;
     const double Fl = m->ffn_hidden / T, Vl = m->vocab_size / T;
@@ -44,6 +45,12 @@ int hp_memory_estimate(const hp_model_config *m, const hp_dims *d, const hp_run_
     for (int i = 0; i < t.n; i++) if (t.p[i].fsdp_size > fsdp_max) fsdp_max = t.p[i].fsdp_size;
     e->persistent_bytes = 4 * (double)t.shard_numel * F4;
     e->working_bytes = (2 * (double)t.max_unit_work + 2 * fsdp_max * max_unit_shard) * F4;
+    const int M = hp_run_microbatches(rc);
+    if (M > 1) {   // accumulation keeps every unit's unsharded grads for the whole step
+        double all_units = 0;
+        for (int u = 0; u < t.n_units; u++) all_units += (double)t.unit_work_numel[u];
+        e->working_bytes += all_units * F4;
+    }
     track(e, (double)t.max_unit_work, "a gathered FSDP unit");
 
     // activations kept for the backward, per block, and the head's

@@ -25,7 +25,8 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         const hp_param *p = &t.p[i];
         const uint64_t shard = (uint64_t)p->shard_numel * F4;
         if (p->fsdp_size > 1) {
-            bytes[p->fsdp_group][HP_OP_ALLGATHER] += 2 * shard;
+            // gathered for the forward and for the backward of every microbatch, reduced once
+            bytes[p->fsdp_group][HP_OP_ALLGATHER] += 2 * (uint64_t)hp_run_microbatches(rc) * shard;
             bytes[p->fsdp_group][HP_OP_REDUCE_SCATTER] += (uint64_t)p->fsdp_size * shard;
         }
         if (R > 1) bytes[HP_G_DP_REPLICATE][HP_OP_ALLREDUCE] += shard;
@@ -84,21 +85,25 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
 }
 
 // The global tokens (index g*S + s into the routing) that `rank` routes, in its row order:
-// its batch shard's sequences, cut to its cp positions, then its tp slice under token split.
+// its batch shard's sequences, cut to its cp positions, then in each microbatch its tp slice
+// under token split.
 static int routed_tokens(const hp_dims *d, const hp_run_config *rc, int rank, int *tok) {
     hp_coords co;
     hp_mesh_coords(d, rank, &co);
-    const int S = rc->seq_len, Sc = S / d->cp, Bl = rc->batch / hp_dims_batch(d);
+    const int S = rc->seq_len, Sc = S / d->cp, Bl_step = rc->batch / hp_dims_batch(d);
+    const int M = hp_run_microbatches(rc), mb_rows = Bl_step / M * Sc;
     int *pos = malloc((size_t)Sc * sizeof(int));
     if (!pos) return 0;
     hp_cp_positions(pos, S, d->cp, co.c, rc->cp_load_balance);
-    const int split = hp_dims_token_split(d), n = Bl * Sc / split, r0 = (split > 1 ? co.t : 0) * n;
-    for (int i = 0; i < n; i++) {
-        const int row = r0 + i, b = row / Sc, j = row % Sc;
-        tok[i] = (co.batch * Bl + b) * S + pos[j];
-    }
+    const int split = hp_dims_token_split(d), n = mb_rows / split, r0 = (split > 1 ? co.t : 0) * n;
+    int k = 0;
+    for (int mb = 0; mb < M; mb++)
+        for (int i = 0; i < n; i++) {
+            const int row = mb * mb_rows + r0 + i, b = row / Sc, j = row % Sc;
+            tok[k++] = (co.batch * Bl_step + b) * S + pos[j];
+        }
     free(pos);
-    return n;
+    return k;
 }
 
 // All-to-all bytes of the expert dispatch on `rank`, from the routing of the step: per MoE
@@ -129,7 +134,9 @@ void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_
                     if (j != me && owner == me) received++;
                 }
         }
-        total += (uint64_t)(n_ep - 1) * El * 4 + 2 * (sent + received) * (uint64_t)m->dim * F4;
+        // one counts exchange per microbatch; the rows add up over the step
+        total += (uint64_t)hp_run_microbatches(rc) * (uint64_t)(n_ep - 1) * El * 4 +
+                 2 * (sent + received) * (uint64_t)m->dim * F4;
     }
     bytes[HP_G_EP][HP_OP_ALLTOALL] = total;
     free(members);

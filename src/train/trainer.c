@@ -22,6 +22,7 @@ hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_d
     tr->m = *m;
     tr->d = *d;
     tr->rc = *rc;
+    tr->M = hp_run_microbatches(rc);
     tr->world = world;
     MPI_Comm_rank(world, &tr->rank);
     if (hp_failpoint_init(err, errlen) != 0) { free(tr); return NULL; }   // HP_FAILPOINT, once
@@ -60,15 +61,16 @@ void hp_trainer_sequence(const hp_trainer *tr, int *ids, int step, int g) {
     hp_data_sequence(tr->data, ids, tr->rc.seed, step, g, tr->rc.batch, tr->rc.seq_len);
 }
 
-// The batch of step tr->step: this rank's Bl sequences (its batch-mesh shard), cut to its
-// cp positions; tp ranks read the same. N_global counts valid labels before the cp cut and
-// is summed over the batch mesh only (TorchTitan #2206).
+// The batch of step tr->step: this rank's Bl_step sequences (its batch-mesh shard, all
+// microbatches), cut to its cp positions; tp ranks read the same. N_global counts valid
+// labels of the whole step before the cp cut and the microbatch split, summed over the batch
+// mesh only (TorchTitan #2206).
 static void load_batch(hp_trainer *tr) {
     const int S = tr->rc.seq_len;
     int *ids = malloc((size_t)(S + 1) * sizeof(int));
     int64_t n_valid = 0;
-    for (int b = 0; b < tr->Bl; b++) {
-        const int g = tr->co.batch * tr->Bl + b;
+    for (int b = 0; b < tr->Bl_step; b++) {
+        const int g = tr->co.batch * tr->Bl_step + b;
         hp_trainer_sequence(tr, ids, tr->step, g);
         for (int j = 0; j < tr->Sc; j++) {
             tr->tokens[b * tr->Sc + j] = ids[tr->pos[j]];
@@ -82,12 +84,34 @@ static void load_batch(hp_trainer *tr) {
     tr->n_valid_global = n_valid > 0 ? n_valid : 1;
 }
 
+// Copies the routing of the microbatch that just ran forward into the step's routing, so the
+// verifier sees every token's experts, not only the last microbatch's.
+static void keep_routing(hp_trainer *tr) {
+    const int K = tr->m.top_k;
+    const size_t per_layer = (size_t)tr->Nreg * K, step_layer = per_layer * tr->M;
+    for (int l = 0, i = 0; l < tr->m.n_layers; l++) {
+        if (!tr->blocks[l].moe) continue;
+        memcpy(tr->routing_step + i * step_layer + tr->mb * per_layer,
+               hp_moe_routing(tr->blocks[l].moe), per_layer * sizeof(int));
+        i++;
+    }
+}
+
 double hp_trainer_forward_backward(hp_trainer *tr) {
     tr->step++;
     hp_comm_set_step(tr->comm, tr->step);   // named by the watchdog if a wait times out
     load_batch(tr);
-    double loss = hp_transformer_forward(tr);
-    hp_transformer_backward(tr);
+    // microbatches in ascending order: the CE sums add up in that order and are divided once
+    // by N_global (the loss of pipeline.md); grads accumulate inside the backward
+    double ce_sum = 0.0;
+    for (tr->mb = 0; tr->mb < tr->M; tr->mb++) {
+        hp_transformer_forward(tr);
+        ce_sum += tr->ce_sum_local;
+        keep_routing(tr);
+        hp_transformer_backward(tr);
+    }
+    tr->mb = 0;
+    double loss = ce_sum / (double)tr->n_valid_global;
     // every tp rank holds the same share; the loss mesh (dp_replicate x dp_shard x cp) sums
     hp_allreduce_sum_f64(tr->comm, HP_G_LOSS, &loss, 1);
     return loss;
@@ -97,7 +121,13 @@ double hp_trainer_eval_loss(hp_trainer *tr, int step) {
     const int saved = tr->step;
     tr->step = step;
     load_batch(tr);
-    double loss = hp_transformer_forward(tr);
+    double ce_sum = 0.0;
+    for (tr->mb = 0; tr->mb < tr->M; tr->mb++) {
+        hp_transformer_forward(tr);
+        ce_sum += tr->ce_sum_local;
+    }
+    tr->mb = 0;
+    double loss = ce_sum / (double)tr->n_valid_global;
     hp_allreduce_sum_f64(tr->comm, HP_G_LOSS, &loss, 1);
     tr->step = saved;
     return loss;
@@ -168,14 +198,9 @@ int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
     int n_moe = 0;
     for (int l = 0; l < m->n_layers; l++) n_moe += tr->blocks[l].moe != NULL;
     if (n_moe == 0) return 0;
-    const int K = m->top_k, S = tr->rc.seq_len, per = tr->Nreg * K * n_moe;
-    int *mine = malloc((size_t)per * sizeof(int));
-    for (int l = 0, i = 0; l < m->n_layers; l++) {
-        if (!tr->blocks[l].moe) continue;
-        memcpy(mine + (size_t)i * tr->Nreg * K, hp_moe_routing(tr->blocks[l].moe),
-               (size_t)tr->Nreg * K * sizeof(int));
-        i++;
-    }
+    // the step's routing (every microbatch), rows in the rank's step order (Bl_step, Sc)
+    const int K = m->top_k, S = tr->rc.seq_len, rows = tr->Nreg * tr->M, per = rows * K * n_moe;
+    const int *mine = tr->routing_step;
     int world_size;
     MPI_Comm_size(tr->world, &world_size);
     int *all = tr->rank == 0 ? malloc((size_t)per * world_size * sizeof(int)) : NULL;
@@ -188,17 +213,16 @@ int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
             hp_cp_positions(pos, S, tr->d.cp, co.c, tr->rc.cp_load_balance);
             const int *src = all + (size_t)r * per;
             for (int li = 0; li < n_moe; li++)
-                for (int b = 0; b < tr->Bl; b++)
+                for (int b = 0; b < tr->Bl_step; b++)
                     for (int j = 0; j < tr->Sc; j++) {
-                        const int g = co.batch * tr->Bl + b;
+                        const int g = co.batch * tr->Bl_step + b;
                         memcpy(routing + (((size_t)li * tr->rc.batch + g) * S + pos[j]) * K,
-                               src + ((size_t)li * tr->Nreg + (size_t)b * tr->Sc + j) * K,
+                               src + ((size_t)li * rows + (size_t)b * tr->Sc + j) * K,
                                (size_t)K * sizeof(int));
                     }
         }
         free(pos);
     }
     free(all);
-    free(mine);
     return n_moe;
 }

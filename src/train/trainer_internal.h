@@ -53,12 +53,22 @@ struct hp_trainer {
     int64_t comm_buf_numel;
     int    gathered_unit;                           // -1 when none
 
-    // local sizes
+    // gradient accumulation: the step runs M microbatches of Bl sequences each (Bl_step = M*Bl
+    // is the data shard's batch); grads of every unit accumulate over them in acc_g and are
+    // reduced once, after the last microbatch's backward of the unit
+    int M, mb;               // microbatches per step, the one running now
+    int Bl_step;
+    float *acc_g;            // (sum of unit_work_numel) when M > 1, else NULL
+    int64_t *acc_offset;     // [n_units] each unit's place in acc_g
+    int *routing_step;       // (n_moe, Bl_step*Sc, K) every microbatch's routing, for the verifier
+
+    // local sizes (per microbatch)
     int Bl, Sc, Ss;          // local batch, cp-local seq, residual seq (Sc / T with SP)
     int Nres, Nreg;          // rows of the residual stream, rows inside a tp region
     int D, Hl, Hkvl, hd, Fl, Vl, v0;
     int *pos;                // (Sc) global positions of the cp-local tokens
-    int *tokens, *labels;    // (Bl, Sc) cp-local
+    int *tokens, *labels;    // (Bl_step, Sc) cp-local, the whole step's; microbatch mb's rows
+                             // are [mb*Nreg, (mb+1)*Nreg)
     int64_t n_valid_global;  // valid labels of the global batch
 
     // activations
@@ -72,6 +82,7 @@ struct hp_trainer {
     float *reg_q, *reg_k, *reg_v, *reg_att;           // backward scratch
     float *reg_f1, *reg_f2, *reg_f3;                  // (reg, Fl) backward scratch
     double loss_local;       // this rank's share of the loss (sum CE / N_global)
+    double ce_sum_local;     // the sum of CE over the last forward's microbatch
 };
 
 // ---- fsdp.c ---------------------------------------------------------------------------

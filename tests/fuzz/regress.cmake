@@ -4,6 +4,19 @@
 # tests/fuzz/regress/NAME/. Under -DHP_SANITIZE=ON the replay runs with ASan + UBSan.
 include(${CMAKE_CURRENT_LIST_DIR}/targets.cmake)
 
+# The replays run under ASan + UBSan in every build where the compiler has them, so a regression
+# file fails the test the way it failed the fuzzer (gcc leaves float-cast-overflow out of
+# -fsanitize=undefined: it is named). The rest of the build is untouched.
+include(CheckCCompilerFlag)
+set(HP_FUZZ_REGRESS_SAN -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all)
+set(CMAKE_REQUIRED_FLAGS "-fsanitize=address,undefined,float-cast-overflow")
+check_c_compiler_flag("-fno-sanitize-recover=all" HP_FUZZ_REGRESS_HAS_SAN)
+unset(CMAKE_REQUIRED_FLAGS)
+if(NOT HP_FUZZ_REGRESS_HAS_SAN)
+  set(HP_FUZZ_REGRESS_SAN "")
+  message(STATUS "tests/fuzz: no ASan/UBSan in this compiler; the fuzz regressions replay without them")
+endif()
+
 get_property(HP_FUZZ_NAMES GLOBAL PROPERTY HP_FUZZ_NAMES)
 foreach(name ${HP_FUZZ_NAMES})
   get_property(srcs GLOBAL PROPERTY HP_FUZZ_SOURCES_${name})
@@ -14,10 +27,15 @@ foreach(name ${HP_FUZZ_NAMES})
   target_include_directories(fuzz_regress_${name} PRIVATE include src tools/hp tests/fuzz ${CJSON_INCLUDE_DIR})
   target_compile_definitions(fuzz_regress_${name} PRIVATE ${defs})
   target_link_libraries(fuzz_regress_${name} PRIVATE ${CJSON_LIBRARY} m)
+  if(HP_FUZZ_REGRESS_SAN)
+    target_compile_options(fuzz_regress_${name} PRIVATE ${HP_FUZZ_REGRESS_SAN} -fno-omit-frame-pointer)
+    target_link_options(fuzz_regress_${name} PRIVATE ${HP_FUZZ_REGRESS_SAN})
+  endif()
   add_test(NAME fuzz_regress_${name}
            COMMAND fuzz_regress_${name} ${CMAKE_CURRENT_SOURCE_DIR}/tests/fuzz/corpus/${name}
                                         ${CMAKE_CURRENT_SOURCE_DIR}/tests/fuzz/regress/${name})
-  set_tests_properties(fuzz_regress_${name} PROPERTIES LABELS L0 TIMEOUT 60)
+  set_tests_properties(fuzz_regress_${name} PROPERTIES LABELS L0 TIMEOUT 60
+                       ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1")
 endforeach()
 
 # the writer of the safetensors seeds (write_seeds.c); `make fuzz` runs it into build-fuzz/corpus

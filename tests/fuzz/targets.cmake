@@ -22,5 +22,6 @@ hp_fuzz_target(safetensors       SOURCES src/util/safetensors.c src/util/file_io
 hp_fuzz_target(run_json          SOURCES tools/hp/run_json.c)
 hp_fuzz_target(bench_memory_json SOURCES tools/hp/bench_json.c)
 hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench_json.c)
+hp_fuzz_target(hf_config         SOURCES src/model/hf_config.c src/util/file_io.c)
 hp_fuzz_target(cli               SOURCES tools/hp/cli.c src/model/config.c src/dims/dims.c
                                  DEFINITIONS ${HP_FUZZ_CLI_DEFS})

@@ -18,6 +18,8 @@ typedef enum {
     F_CP_ROTATE, F_CP_NO_BALANCE, F_DISPATCHER,
     F_NPROC, F_RANK, F_VERIFY, F_VERIFY_STEPS, F_DUMP, F_LOAD, F_JSON, F_QUIET, F_HELP,
     F_TIMEOUT, F_LIST_FAILPOINTS,
+    F_MODEL_CONFIG, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
+    F_MICROBATCHES,
 } flag_id;
 
 typedef struct { const char *name; flag_id id; int takes_value; } flag_def;
@@ -35,7 +37,11 @@ static const flag_def flags[] = {
     { "--nproc", F_NPROC, 1 }, { "--rank", F_RANK, 1 }, { "--verify", F_VERIFY, 0 },
     { "--verify-steps", F_VERIFY_STEPS, 1 }, { "--dump", F_DUMP, 1 }, { "--load", F_LOAD, 1 },
     { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 }, { "--timeout", F_TIMEOUT, 1 },
+    { "--microbatches", F_MICROBATCHES, 1 },
     { "--list-failpoints", F_LIST_FAILPOINTS, 0 },
+    { "--model-config", F_MODEL_CONFIG, 1 }, { "--memory", F_PLAN_MEMORY, 0 },
+    { "--search", F_PLAN_SEARCH, 0 }, { "--ranks", F_PLAN_RANKS, 0 }, { "--world", F_PLAN_WORLD, 1 },
+    { "--mem-per-rank", F_MEM_PER_RANK, 1 }, { "--hw", F_HW, 1 },
     { "--help", F_HELP, 0 }, { "-h", F_HELP, 0 },
 };
 
@@ -51,14 +57,18 @@ void hp_cli_print_common_help(FILE *out) {
         "  --etp N            expert tensor parallel degree: 1 or tp, needs ep > 1 (default 1)\n"
         "  --no-sp / --sp     sequence parallel off / on (default: on iff tp > 1)\n"
         "model and run:\n"
-        "  --model NAME       tiny | tiny-moe | small | bench | bench-moe (default tiny)\n"
+        "  --model NAME       tiny | tiny-moe | small | bench | bench-moe (default tiny); for plan\n"
+        "                     also llama3-8b | llama3-70b | llama3-405b | mixtral-8x7b\n"
+        "  --model-config F   the model of a Hugging Face config.json (instead of --model)\n"
         "  --seq-len N        tokens per sequence (default 32)\n"
         "  --batch N          global batch, in sequences (default 8)\n"
         "  --seed N           seed of init and synthetic data (default 1234)\n"
         "  --steps N          optimiser steps (default 1)\n"
         "  --optimizer NAME   sgd | adamw (default sgd)\n"
         "  --lr X             learning rate (default 0.01)\n"
-        "  --max-norm X       clip the global grad norm to X; <= 0 = off (default 0)\n"
+        "  --max-norm X       clip the global grad norm to X; 0 = off (default 0)\n"
+        "  --microbatches M   gradient accumulation: M microbatches per step, grads reduced once\n"
+        "                     (M divides batch/(dp_replicate*dp_shard); default 1)\n"
         "  --data FILE        train on FILE's bytes (default: synthetic tokens)\n"
         "  --cp-rotate NAME   allgather | ring (default allgather)\n"
         "  --cp-no-balance    contiguous CP split instead of head-tail chunks\n"
@@ -164,6 +174,13 @@ static int parse_model(const char *s, hp_model_config *m) {
     return HP_EXIT_CONFIG;
 }
 
+static int parse_model_config(const char *path, hp_model_config *m) {
+    char err[512];
+    if (hp_model_config_from_hf_file(path, m, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "hp: --model-config %s\n", err);
+    return HP_EXIT_CONFIG;
+}
+
 static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     int e = 0, choice = 0;
     switch (id) {
@@ -206,7 +223,15 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_JSON:         cli->json_out = v; return 0;
     case F_QUIET:        cli->quiet = 1; return 0;
     case F_TIMEOUT:      return parse_finite(flag, v, 1, &cli->timeout);
+    case F_MICROBATCHES: return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->run.microbatches);
     case F_LIST_FAILPOINTS: cli->list_failpoints = 1; return 0;
+    case F_MODEL_CONFIG: return parse_model_config(v, &cli->model);
+    case F_PLAN_MEMORY:  cli->plan_memory = 1; return 0;
+    case F_PLAN_SEARCH:  cli->plan_search = 1; return 0;
+    case F_PLAN_RANKS:   cli->plan_ranks = 1; return 0;
+    case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->plan_world);
+    case F_MEM_PER_RANK: cli->mem_per_rank = v; return 0;
+    case F_HW:           cli->hw = v; return 0;
     case F_HELP:         return 0;
     }
     return 0;

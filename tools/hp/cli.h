@@ -26,6 +26,13 @@ typedef struct hp_cli {
     int   quiet;                 // --quiet
     int   list_failpoints;       // --list-failpoints (run: print the failpoint registry)
     float timeout;               // --timeout S (watchdog; 0 = HP_TIMEOUT or the default)
+    // hp plan (--model-config FILE loads a Hugging Face config.json into model above):
+    int   plan_memory;           // --memory: per-rank memory, traffic, FLOPs (and --hw time)
+    int   plan_search;           // --search: every legal layout of --world N that fits
+    int   plan_ranks;            // --ranks: the full rank and group tables beyond 64 ranks
+    int   plan_world;            // --world N (search; 0 = not given)
+    const char *mem_per_rank;    // --mem-per-rank SIZE, e.g. 80GiB (parsed by plan)
+    const char *hw;              // --hw h100|h200|mi300x|cpu (checked by plan)
     // positional arguments left after the flags (subcommand-specific)
     int   n_rest;
     char *rest[16];

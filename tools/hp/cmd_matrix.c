@@ -5,6 +5,7 @@
 //   hp matrix --level L0 --report report   # the L0 recipes; report/report.{md,json,svg}
 //   hp matrix --only M4-s2,neg-pp --repeat 3
 //   hp matrix --list                       # the table as tab-separated lines (for CMake/scripts)
+//   hp matrix --faults-only --report rep   # every failpoint: rep/faults.md, the faults-caught table
 //
 // Each recipe is `<this hp> run <flags> --verify --verify-steps 5 --json F --quiet` in a child
 // process (which starts mpirun itself), run --repeat times (default 2) one after another - two
@@ -15,7 +16,10 @@
 // "losses_exact" array of "%.17g"/"%a" strings, which is read when present. A variant
 // with same_as (ring vs all-gather CP, all-gather vs all-to-all dispatch) must also follow its
 // twin's loss trajectory within the trajectory tolerance. Negative cases run `hp <args>` and
-// must exit with their code and one stderr line matching their rule.
+// must exit with their code and one stderr line matching their rule. With --faults every
+// failpoint of include/hyperpar/failpoint.h runs its recipe once with HP_FAILPOINT=<name>: the
+// verification must fail (exit 1) and name what the fault touches; the "faults caught" table
+// goes into the report and DIR/faults.md.
 // Children run in their own process group so a time-out (or Ctrl-C of the matrix) ends the
 // child, its mpirun and every rank; nothing is left running.
 #include <ctype.h>
@@ -42,7 +46,8 @@
 
 static const char *const matrix_usage =
     "usage: hp matrix [--level all|L0|L1|L2[,..]] [--only ID[,ID..]] [--repeat N] [--report DIR]\n"
-    "                 [--timeout S] [--no-negative] [--list] [--write-bad-files DIR]\n"
+    "                 [--timeout S] [--no-negative] [--faults | --faults-only] [--list]\n"
+    "                 [--write-bad-files DIR]\n"
     "\n"
     "Runs every selected recipe of the completeness matrix (shared/spec/recipes.md) as\n"
     "`hp run <flags> --verify --json F --quiet`, N times (default 2: the runs must be\n"
@@ -54,6 +59,8 @@ static const char *const matrix_usage =
     "  --repeat N       runs per recipe (1 = no determinism check; default 2)\n"
     "  --timeout S      seconds one run may take before it is killed (default 60)\n"
     "  --no-negative    skip the negative cases\n"
+    "  --faults         also run every failpoint (HP_FAILPOINT) on its recipe: each must be caught\n"
+    "  --faults-only    run the failpoints only (no recipes, no negative cases)\n"
     "  --list           print the recipe table and the negative cases, tab-separated, and exit\n"
     "  --write-bad-files DIR   write the bad input files of the negative cases into DIR and exit\n";
 
@@ -67,6 +74,7 @@ typedef struct {
     int  repeat;
     double timeout_s;
     int  no_negative, list;
+    int  faults, faults_only;    // --faults / --faults-only
     const char *bad_files_dir;
 } matrix_opts;
 
@@ -138,6 +146,12 @@ static int parse_opts(int argc, char **argv, matrix_opts *o) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(matrix_usage, stdout); return -1; }
         if (!strcmp(a, "--list")) { o->list = 1; continue; }
         if (!strcmp(a, "--no-negative")) { o->no_negative = 1; continue; }
+        if (!strcmp(a, "--faults")) { o->faults = 1; continue; }
+        if (!strcmp(a, "--faults-only")) {
+            o->faults = o->faults_only = 1;
+            fmt(o->selection, sizeof o->selection, "--faults-only");
+            continue;
+        }
         if ((k = opt_value(argc, argv, &i, "--level", &v))) {
             if (k < 0 || parse_levels(v, o->levels)) return HP_EXIT_CONFIG;
             fmt(o->selection, sizeof o->selection, "--level %s", v);
@@ -551,6 +565,71 @@ static void run_negative(const char *exe, const hp_negative *g, const matrix_opt
     else x->ok = 1;
 }
 
+// One failpoint: its recipe with HP_FAILPOINT=<name> (the child and its ranks inherit it) must
+// exit 1 with a failed verification whose report matches the failpoint's `touches` regex.
+static void run_fault(const char *exe, const hp_failpoint_info *fp, const matrix_opts *o,
+                      const char *runs_dir, hp_fault_result *x) {
+    memset(x, 0, sizeof *x);
+    x->fp = fp;
+    char json[1024], log[1024];
+    fmt(json, sizeof json, "%s/fault-%s.json", runs_dir, fp->name);
+    fmt(log, sizeof log, "%s/fault-%s.log", runs_dir, fp->name);
+    unlink(json);
+    char *argv[64];
+    argv[0] = (char *)exe;
+    argv[1] = "run";
+    int n = split_args(fp->flags, NULL, argv, 2, 52);
+    const int n_own = n;
+    argv[n++] = "--verify";
+    argv[n++] = "--verify-steps";
+    argv[n++] = "5";
+    argv[n++] = "--json";
+    argv[n++] = json;
+    argv[n++] = "--quiet";
+    argv[n] = NULL;
+    setenv("HP_FAILPOINT", fp->name, 1);
+    x->exit_code = run_child(argv, log, log, o->timeout_s, &x->seconds);
+    unsetenv("HP_FAILPOINT");
+    free_args(argv, 2, n_own);
+    fmt(x->log, sizeof x->log, "%s", log);
+    hp_recipe_result r;
+    memset(&r, 0, sizeof r);
+    run_numbers rn = { 0 };
+    cJSON *j = hp_json_load(json);
+    x->have_json = j != NULL;
+    x->grad_norm_rel = -1;
+    if (j) {
+        hp_run_json_read(j, &r, &rn);
+        const cJSON *gn = cJSON_GetObjectItemCaseSensitive(j, "grad_norm");
+        const cJSON *gr = cJSON_GetObjectItemCaseSensitive(j, "grad_norm_ref");
+        if (cJSON_IsNumber(gn) && cJSON_IsNumber(gr) && gr->valuedouble > 0)
+            x->grad_norm_rel = fabs(gn->valuedouble - gr->valuedouble) / gr->valuedouble;
+        cJSON_Delete(j);
+    }
+    if (x->have_json) {
+        fmt(x->failure, sizeof x->failure, "%s", r.failure);
+        fmt(x->worst_grad, sizeof x->worst_grad, "%s", r.worst_grad);
+        fmt(x->worst_param, sizeof x->worst_param, "%s", r.worst_param);
+        x->worst_grad_rel = r.worst_grad_rel;
+        x->worst_param_rel = r.worst_param_rel;
+        x->loss_rel_err = r.loss_rel_err;
+    }
+    // what the verifier said, as tests/run_failpoint.sh matches it
+    char said[512];
+    fmt(said, sizeof said, "%s | %s | %s", x->failure, x->worst_grad, x->worst_param);
+    regex_t re;
+    const int re_ok = regcomp(&re, fp->touches, REG_EXTENDED | REG_NOSUB) == 0;
+    const int named = re_ok && regexec(&re, said, 0, NULL, 0) == 0;
+    if (re_ok) regfree(&re);
+    if (x->exit_code == -1) fmt(x->why, sizeof x->why, "still running after %.0f s (killed)", o->timeout_s);
+    else if (x->exit_code != HP_EXIT_FAIL) fmt(x->why, sizeof x->why, "exit %d, want 1 (verification must fail)", x->exit_code);
+    else if (!x->have_json) fmt(x->why, sizeof x->why, "no JSON result");
+    else if (rn.pass) fmt(x->why, sizeof x->why, "the verification passed");
+    else if (!re_ok) fmt(x->why, sizeof x->why, "the failpoint's regex does not compile: %.100s", fp->touches);
+    else if (!named) fmt(x->why, sizeof x->why, "the verifier names '%.120s', not /%.40s/", said, fp->touches);
+    else x->caught = 1;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 static int make_dir(const char *path) {
@@ -610,11 +689,11 @@ int hp_cmd_matrix(int argc, char **argv) {
     const hp_recipe **sel = calloc((size_t)hp_n_recipes, sizeof *sel);
     const hp_negative **negs = calloc((size_t)hp_n_negatives, sizeof *negs);
     int n_sel = 0, n_negs = 0;
-    for (int i = 0; i < hp_n_recipes; i++) {
+    for (int i = 0; i < hp_n_recipes && !o.faults_only; i++) {
         const hp_recipe *r = &hp_recipes[i];
         if (o.only ? in_list(o.only, r->id) : o.levels[r->level]) sel[n_sel++] = r;
     }
-    for (int i = 0; i < hp_n_negatives && !o.no_negative; i++) {
+    for (int i = 0; i < hp_n_negatives && !o.no_negative && !o.faults_only; i++) {
         const hp_negative *g = &hp_negatives[i];
         if (o.only ? in_list(o.only, g->id) : o.levels[HP_LEVEL_L0]) negs[n_negs++] = g;
     }
@@ -670,6 +749,23 @@ int hp_cmd_matrix(int argc, char **argv) {
             fprintf(stderr, "%s %.2fs%s%s\n", g->ok ? "refused-ok" : "WRONG", g->seconds, g->ok ? "" : ": ", g->why);
         }
     }
+    if (o.faults) {
+        m.faults = calloc(HP_FP_COUNT, sizeof *m.faults);
+        for (int i = 0; i < HP_FP_COUNT && !g_interrupted; i++) {
+            fprintf(stderr, "[fault %2d/%d] %-24s on %-10s ... ", i + 1, HP_FP_COUNT,
+                    hp_failpoints[i].name, hp_failpoints[i].recipe);
+            hp_fault_result *x = &m.faults[m.n_faults++];
+            run_fault(exe, &hp_failpoints[i], &o, runs_dir, x);
+            m.n_faults_caught += x->caught;
+            fprintf(stderr, "%s %.1fs%s%s\n", x->caught ? "caught" : "MISSED", x->seconds,
+                    x->caught ? "" : ": ", x->why);
+        }
+        for (; m.n_faults < HP_FP_COUNT; m.n_faults++) {   // interrupted: the rest are missed
+            m.faults[m.n_faults].fp = &hp_failpoints[m.n_faults];
+            m.faults[m.n_faults].exit_code = -1;
+            fmt(m.faults[m.n_faults].why, sizeof m.faults[m.n_faults].why, "not run (interrupted)");
+        }
+    }
     m.seconds = now_s() - t0;
     for (int i = 0; i < m.n_rec; i++) {
         if (m.rec[i].verdict == HP_V_PASS) m.n_pass++;
@@ -680,9 +776,12 @@ int hp_cmd_matrix(int argc, char **argv) {
         else m.n_neg_wrong++;
     }
     // logs of a temporary folder are gone after the run: do not point at them
-    const int all_ok = m.n_fail == 0 && m.n_neg_wrong == 0 && !g_interrupted;
+    const int all_ok = m.n_fail == 0 && m.n_neg_wrong == 0 && m.n_faults_caught == m.n_faults &&
+                       !g_interrupted;
     if (temp_work && all_ok)
         for (int i = 0; i < m.n_rec; i++) m.rec[i].log[0] = '\0';
+    if (temp_work && all_ok)
+        for (int i = 0; i < m.n_faults; i++) m.faults[i].log[0] = '\0';
 
     printf("\n");
     hp_report_table(stdout, &m);
@@ -695,6 +794,8 @@ int hp_cmd_matrix(int argc, char **argv) {
         if (hp_report_json(path, &m)) rc = HP_EXIT_FAIL;
         fmt(path, sizeof path, "%s/report.svg", o.report_dir);
         if (hp_report_svg(path, &m)) rc = HP_EXIT_FAIL;
+        fmt(path, sizeof path, "%s/faults.md", o.report_dir);
+        if (m.n_faults && hp_report_faults_markdown(path, &m)) rc = HP_EXIT_FAIL;
         printf("report: %s/report.md, report.json, report.svg (runs: %s)\n", o.report_dir, runs_dir);
     } else if (temp_work && all_ok) {
         // everything passed: nothing to look at
@@ -709,5 +810,6 @@ int hp_cmd_matrix(int argc, char **argv) {
     free(negs);
     free(m.rec);
     free(m.neg);
+    free(m.faults);
     return rc;
 }

@@ -49,6 +49,8 @@ static int write_json(const char *path, const hp_cli *cli, const hp_verify_resul
         cJSON_AddNumberToObject(j, "loss", r->loss);
         cJSON_AddNumberToObject(j, "loss_ref", r->loss_ref);
         cJSON_AddNumberToObject(j, "loss_rel_err", r->loss_err / fabs(r->loss_ref));
+        cJSON_AddNumberToObject(j, "grad_norm", r->grad_norm);
+        cJSON_AddNumberToObject(j, "grad_norm_ref", r->grad_norm_ref);
         cJSON *lr = cJSON_AddArrayToObject(j, "losses_ref");
         for (int s = 0; s < r->steps; s++) cJSON_AddItemToArray(lr, cJSON_CreateNumber(r->losses_ref[s]));
         cJSON_AddNumberToObject(j, "traj_worst", r->traj_worst);

@@ -76,6 +76,9 @@ const hp_recipe hp_recipes[] = {
     { "M5-s1-nolb-ring","M5","tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-nolb-ag", EX4, "cp 2, contiguous split, ring rotation", NOLB },
     { "M5-cp4-nolb-ag","M5", "tiny",     1, 1, 4, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "cp 4, contiguous split: rank i computes i+1 blocks", NOLB },
     { "M5-cp4-nolb-ring","M5","tiny",    1, 1, 4, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-cp4-nolb-ag", EX4, "cp 4, contiguous split, ring rotation", NOLB },
+    // the second matrix (recipes.md): gradient accumulation, reduced once per step
+    { "GA",           "GA",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "gradient accumulation: 4 microbatches, grads summed in order, reduced once", "--microbatches 4" },
+    { "GA-moe",       "GA",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "gradient accumulation under EP borrowing TP: routing of every microbatch", "--microbatches 2" },
 };
 const int hp_n_recipes = (int)(sizeof hp_recipes / sizeof hp_recipes[0]);
 

@@ -47,12 +47,25 @@ static void fmt_err(char *out, int cap, double v) {
 
 static const char *det_text(int d) { return d == 1 ? "yes" : d == 0 ? "NO" : "-"; }
 
+// The largest relative error of a fault's run and where: "4.11e-03 (loss)".
+static void fault_worst(const hp_fault_result *x, char *out, int cap) {
+    const double v[3] = { x->loss_rel_err, x->grad_norm_rel, x->worst_grad_rel };
+    static const char *const what[3] = { "loss", "grad norm", "gradient" };
+    int k = -1;
+    for (int i = 0; i < 3 && x->have_json; i++)
+        if (v[i] >= 0 && (k < 0 || v[i] > v[k])) k = i;
+    if (k < 0) { snprintf(out, (size_t)cap, "-"); return; }
+    snprintf(out, (size_t)cap, "%.2e (%s)", v[k], what[k]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // console
 
 void hp_report_table(FILE *out, const hp_matrix_report *m) {
-    fprintf(out, "%-13s %-3s %-30s %5s %9s %-40s %-24s %6s %4s  %s\n", "recipe", "lvl", "dims", "world",
-            "loss rel", "worst grad rel (tensor)", "bytes counted / formula", "time", "det", "verdict");
+    if (m->n_rec || !m->n_faults)   // hp matrix --faults-only: no recipe table
+        fprintf(out, "%-13s %-3s %-30s %5s %9s %-40s %-24s %6s %4s  %s\n", "recipe", "lvl", "dims",
+                "world", "loss rel", "worst grad rel (tensor)", "bytes counted / formula", "time",
+                "det", "verdict");
     for (int i = 0; i < m->n_rec; i++) {
         const hp_recipe_result *x = &m->rec[i];
         char dims[64], lre[16], gre[16], grad[64], bytes[48];
@@ -85,8 +98,23 @@ void hp_report_table(FILE *out, const hp_matrix_report *m) {
             if (!g->ok) fprintf(out, "  %s: %s\n", g->n->id, g->why);
         }
     }
+    if (m->n_faults) {
+        fprintf(out, "\n%-24s %-10s %-7s %-34s %-40s %s\n", "failpoint", "recipe", "verdict",
+                "first failed check", "worst grad rel (tensor)", "worst error");
+        for (int i = 0; i < m->n_faults; i++) {
+            const hp_fault_result *x = &m->faults[i];
+            char gre[16], worst[48];
+            fmt_err(gre, sizeof gre, x->have_json ? x->worst_grad_rel : -1);
+            fault_worst(x, worst, sizeof worst);
+            fprintf(out, "%-24s %-10s %-7s %-34.34s %9s %-30.30s %s\n", x->fp->name, x->fp->recipe,
+                    x->caught ? "caught" : "MISSED", x->failure, gre, x->worst_grad, worst);
+            if (!x->caught) fprintf(out, "  %s: %s\n", x->fp->name, x->why);
+        }
+    }
     fprintf(out, "\nmatrix: %d passed, %d failed of %d recipes; %d of %d negative cases refused correctly; %.1f s (%s)\n",
             m->n_pass, m->n_fail, m->n_rec, m->n_neg_ok, m->n_neg, m->seconds, m->selection);
+    if (m->n_faults)
+        fprintf(out, "faults: %d of %d failpoints caught by the verifier\n", m->n_faults_caught, m->n_faults);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -101,10 +129,53 @@ static void md_cell(FILE *f, const char *s) {
     }
 }
 
+// The "faults caught" table: one row per failpoint run (hp matrix --faults).
+static void md_faults_table(FILE *f, const hp_matrix_report *m) {
+    fprintf(f, "Each failpoint (include/hyperpar/failpoint.h) is a one-line bug compiled into the code; "
+               "its row is the smallest recipe it affects run with `HP_FAILPOINT=<name>` and "
+               "`--verify`. *Caught*: exit 1 and the verifier names what the fault touches (the regex "
+               "of the registry). *What failed*: the first failed check, and the worst gradient with its "
+               "relative Frobenius error; *worst error*: the largest relative error of the loss, the "
+               "global grad norm and the gradients (tolerance 1e-5 each).\n\n");
+    fprintf(f, "| failpoint | recipe | what failed | worst error | caught |\n");
+    fprintf(f, "|---|---|---|---|---|\n");
+    for (int i = 0; i < m->n_faults; i++) {
+        const hp_fault_result *x = &m->faults[i];
+        char gre[16], worst[48];
+        fmt_err(gre, sizeof gre, x->have_json ? x->worst_grad_rel : -1);
+        fault_worst(x, worst, sizeof worst);
+        fprintf(f, "| %s | %s | ", x->fp->name, x->fp->recipe);
+        if (x->have_json) {
+            md_cell(f, x->failure[0] ? x->failure : "-");
+            fprintf(f, "; worst grad `%s` %s | %s | ", x->worst_grad, gre, worst);
+        } else {
+            fprintf(f, "- | - | ");
+        }
+        if (x->caught) fprintf(f, "yes |\n");
+        else { fprintf(f, "**NO**: "); md_cell(f, x->why); fprintf(f, " |\n"); }
+    }
+    fprintf(f, "\n%d of %d failpoints caught.\n", m->n_faults_caught, m->n_faults);
+}
+
+int hp_report_faults_markdown(const char *path, const hp_matrix_report *m) {
+    FILE *f = fopen(path, "w");
+    if (!f) { fprintf(stderr, "hp matrix: cannot write '%s'\n", path); return -1; }
+    fprintf(f, "# Faults caught\n\n");
+    md_faults_table(f, m);
+    fprintf(f, "\n| failpoint | the bug |\n|---|---|\n");
+    for (int i = 0; i < m->n_faults; i++) {
+        fprintf(f, "| %s | ", m->faults[i].fp->name);
+        md_cell(f, m->faults[i].fp->what);
+        fprintf(f, " |\n");
+    }
+    fclose(f);
+    return 0;
+}
+
 int hp_report_markdown(const char *path, const hp_matrix_report *m) {
     FILE *f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hp matrix: cannot write '%s'\n", path); return -1; }
-    const int all_ok = m->n_fail == 0 && m->n_neg_wrong == 0;
+    const int all_ok = m->n_fail == 0 && m->n_neg_wrong == 0 && m->n_faults_caught == m->n_faults;
     fprintf(f, "# hyperpar completeness matrix\n\n");
     fprintf(f, "**%s**: %d of %d recipes passed, %d failed; %d of %d negative cases refused correctly. "
                "Selection `%s`, each recipe run %d time%s, %.1f s in all.\n\n",
@@ -154,6 +225,10 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
             fprintf(f, "\n");
         }
     }
+    if (m->n_faults) {
+        fprintf(f, "\n## Faults caught\n\n");
+        md_faults_table(f, m);
+    }
     fprintf(f, "\n## Recipes\n\n| recipe | row | what it proves | same as | example |\n|---|---|---|---|---|\n");
     for (int i = 0; i < m->n_rec; i++) {
         const hp_recipe *r = m->rec[i].r;
@@ -185,7 +260,8 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
 
 int hp_report_json(const char *path, const hp_matrix_report *m) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddBoolToObject(j, "pass", m->n_fail == 0 && m->n_neg_wrong == 0);
+    cJSON_AddBoolToObject(j, "pass", m->n_fail == 0 && m->n_neg_wrong == 0 &&
+                                     m->n_faults_caught == m->n_faults);
     cJSON_AddStringToObject(j, "selection", m->selection);
     cJSON_AddNumberToObject(j, "repeat", m->repeat);
     cJSON_AddNumberToObject(j, "seconds", m->seconds);
@@ -268,6 +344,34 @@ int hp_report_json(const char *path, const hp_matrix_report *m) {
         cJSON_AddStringToObject(o, "verdict", g->ok ? "refused-ok" : "WRONG");
         if (!g->ok) cJSON_AddStringToObject(o, "why", g->why);
         cJSON_AddItemToArray(na, o);
+    }
+    if (m->n_faults) {
+        cJSON *fa = cJSON_AddArrayToObject(j, "faults");
+        for (int i = 0; i < m->n_faults; i++) {
+            const hp_fault_result *x = &m->faults[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "failpoint", x->fp->name);
+            cJSON_AddStringToObject(o, "what", x->fp->what);
+            cJSON_AddStringToObject(o, "recipe", x->fp->recipe);
+            cJSON_AddStringToObject(o, "flags", x->fp->flags);
+            cJSON_AddStringToObject(o, "touches", x->fp->touches);
+            cJSON_AddBoolToObject(o, "caught", x->caught);
+            cJSON_AddNumberToObject(o, "exit_code", x->exit_code);
+            cJSON_AddNumberToObject(o, "seconds", x->seconds);
+            if (x->have_json) {
+                cJSON_AddStringToObject(o, "failure", x->failure);
+                cJSON_AddStringToObject(o, "worst_grad", x->worst_grad);
+                cJSON_AddNumberToObject(o, "worst_grad_rel", x->worst_grad_rel);
+                cJSON_AddStringToObject(o, "worst_param", x->worst_param);
+                cJSON_AddNumberToObject(o, "worst_param_rel", x->worst_param_rel);
+                cJSON_AddNumberToObject(o, "loss_rel_err", x->loss_rel_err);
+                if (x->grad_norm_rel >= 0) cJSON_AddNumberToObject(o, "grad_norm_rel", x->grad_norm_rel);
+            }
+            if (!x->caught) cJSON_AddStringToObject(o, "why", x->why);
+            if (x->log[0]) cJSON_AddStringToObject(o, "log", x->log);
+            cJSON_AddItemToArray(fa, o);
+        }
+        cJSON_AddNumberToObject(j, "faults_caught", m->n_faults_caught);
     }
     const int rc = hp_json_save(j, path);
     cJSON_Delete(j);

@@ -4,6 +4,7 @@
 #ifndef HP_TOOL_REPORT_H
 #define HP_TOOL_REPORT_H
 #include <stdio.h>
+#include "hyperpar/failpoint.h"
 #include "recipes.h"
 
 #define HP_MATRIX_MAX_STEPS 16
@@ -52,6 +53,21 @@ typedef struct hp_negative_result {
     char   why[160];                   // what was wrong when !ok
 } hp_negative_result;
 
+// One failpoint's run (`hp matrix --faults`): its recipe with HP_FAILPOINT=<name> must fail.
+typedef struct hp_fault_result {
+    const hp_failpoint_info *fp;
+    int    exit_code;                  // -1 timed out; 128+N killed by signal N
+    int    have_json;
+    int    caught;                     // exit 1, pass false, and the result matches fp->touches
+    char   failure[320];               // the first failed check the verifier names
+    char   worst_grad[64], worst_param[64];
+    double worst_grad_rel, worst_param_rel, loss_rel_err;
+    double grad_norm_rel;              // |grad norm - reference| / reference; -1 unknown
+    double seconds;
+    char   why[200];                   // why it does not count as caught ("" when caught)
+    char   log[512];
+} hp_fault_result;
+
 typedef struct hp_matrix_report {
     char   selection[128];             // "--level all", "--only M4-s2"
     int    repeat;
@@ -61,6 +77,8 @@ typedef struct hp_matrix_report {
     int    n_neg;
     double seconds;                    // the whole matrix, wall time
     int    n_pass, n_fail, n_neg_ok, n_neg_wrong;
+    hp_fault_result *faults;           // --faults: one per failpoint (NULL / 0 without)
+    int    n_faults, n_faults_caught;
 } hp_matrix_report;
 
 const char *hp_verdict_name(hp_verdict v);
@@ -74,5 +92,8 @@ void hp_report_table(FILE *out, const hp_matrix_report *m);
 int  hp_report_markdown(const char *path, const hp_matrix_report *m);
 int  hp_report_json(const char *path, const hp_matrix_report *m);
 int  hp_report_svg(const char *path, const hp_matrix_report *m);
+// The "faults caught" table alone (failpoint, recipe, what failed, worst error), as Markdown:
+// DIR/faults.md, the table docs/verification.md shows.
+int  hp_report_faults_markdown(const char *path, const hp_matrix_report *m);
 
 #endif

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""scaling.py - the Python side of bench/scaling.sh: 1 vs N rank scaling of hyperpar (DDP,
+FSDP, HSDP weak scaling; TP strong scaling) and of PyTorch gloo DDP, side by side in one go,
+in interleaved rounds, and the efficiency table.
+
+usage:
+  scaling.py --hp BUILD/hp [--rounds 5] [--steps 8] [--warmup 2] [--model small]
+             [--seq-len 256] [--batch-per-rank 2] [--no-torch] [--json FILE]
+
+Why rounds: the machine is shared and noisy, so one pair of runs proves nothing. Each round
+runs every case's 1-rank job right next to its N-rank job (1, N, 1, N, ...), the efficiency of
+that round is the ratio of the pair, and the table gives the median over rounds with the
+spread (lowest - highest). Every rank runs 1 BLAS thread; PyTorch runs the OpenBLAS core hp
+reported (OPENBLAS_CORETYPE), so the kernels are the same on both sides.
+
+  weak scaling   (same sequences per rank):    efficiency = t(1 rank) / t(N ranks)
+  strong scaling (same global batch, TP):      efficiency = t(1 rank) / (N * t(N ranks))
+
+A step time is the median of the steps after the warm-up, as rank 0 measures it (hp run's
+per-step line; ddp_torch.py's JSON).
+"""
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEP_LINE = re.compile(r"^step\s+(\d+) \|.*\|\s+([0-9.]+) ms \|")
+BLAS_LINE = re.compile(r"^hp: blas (.*), core (\w+) ")
+
+# name, kind, ranks, hp run flags of the N-rank job, data-parallel degree (sequences scale by it)
+HP_CASES = [
+    ("DDP", "weak", 2, ["--dp-replicate", "2", "--dp-shard", "1"], 2),
+    ("FSDP", "weak", 2, ["--dp-shard", "2"], 2),
+    ("HSDP", "weak", 4, ["--dp-replicate", "2", "--dp-shard", "2"], 4),
+    ("TP (+SP)", "strong", 2, ["--tp", "2", "--dp-shard", "1"], 1),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_hp(args, flags, batch, info):
+    """Median step ms of one hp run (rank 0's per-step lines after the warm-up)."""
+    cmd = [args.hp, "run", "--model", args.model, "--seq-len", str(args.seq_len), "--batch", str(batch),
+           "--steps", str(args.warmup + args.steps)] + flags
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    ms = []
+    for line in p.stdout.splitlines():
+        m = STEP_LINE.match(line)
+        if m and int(m.group(1)) > args.warmup:
+            ms.append(float(m.group(2)))
+        b = BLAS_LINE.match(line)
+        if b and "core" not in info:
+            info["blas"], info["core"] = b.group(1), b.group(2)
+    if p.returncode != 0 or len(ms) != args.steps:
+        sys.stderr.write(f"scaling: `{' '.join(cmd)}` failed (exit {p.returncode}):\n{p.stdout}\n")
+        raise SystemExit(1)
+    return statistics.median(ms)
+
+
+def run_torch(args, world, core):
+    cmd = ["/usr/bin/python3", os.path.join(HERE, "ddp_torch.py"), "--world", str(world), "--model", args.model,
+           "--seq-len", str(args.seq_len), "--batch-per-rank", str(args.batch_per_rank), "--steps", str(args.steps),
+           "--warmup", str(args.warmup), "--port", str(free_port())]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if core and not os.environ.get("OPENBLAS_CORETYPE"):
+        env["OPENBLAS_CORETYPE"] = core
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=600)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.stderr.write(f"scaling: `{' '.join(cmd)}` failed (exit {p.returncode}):\n{p.stdout}{p.stderr}\n")
+        raise SystemExit(1)
+    return json.loads(lines[-1])["ms_median"]
+
+
+def efficiency(kind, ranks, t1, tn):
+    return t1 / tn if kind == "weak" else t1 / (ranks * tn)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hp", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--model", default="small")
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--batch-per-rank", type=int, default=2)
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.rounds < 1 or args.steps < 1 or args.batch_per_rank < 1 or args.warmup < 0:
+        print("scaling.py: --rounds, --steps, --batch-per-rank must be >= 1, --warmup >= 0", file=sys.stderr)
+        return 2
+    bpr = args.batch_per_rank
+    info = {}
+    cases = [(n, k, r, f, dp, "hyperpar") for n, k, r, f, dp in HP_CASES]
+    if not args.no_torch:
+        cases.append(("DDP", "weak", 2, None, 2, "PyTorch gloo"))
+    raw = {f"{impl} {name}": [] for name, _, _, _, _, impl in cases}
+    for rnd in range(1, args.rounds + 1):
+        for name, kind, ranks, flags, dp, impl in cases:
+            if flags is not None:
+                t1 = run_hp(args, [], bpr, info)
+                tn = run_hp(args, flags, bpr * dp, info)
+            else:
+                t1 = run_torch(args, 1, info.get("core"))
+                tn = run_torch(args, ranks, info.get("core"))
+            e = efficiency(kind, ranks, t1, tn)
+            raw[f"{impl} {name}"].append({"round": rnd, "ms_1": t1, "ms_n": tn, "efficiency": e})
+            print(f"round {rnd}: {impl:>12} {name:<8} 1 rank {t1:7.1f} ms, {ranks} ranks {tn:7.1f} ms: "
+                  f"efficiency {e:.2f}", flush=True)
+
+    cores = os.cpu_count() or 1
+    print(f"\nscaling: model {args.model}, S {args.seq_len}, {bpr} sequences per rank (weak) / "
+          f"{bpr} in all (TP), 1 thread per rank, {args.steps} steps after {args.warmup} warm-up; "
+          f"{args.rounds} interleaved rounds on {cores} cores; BLAS {info.get('blas', '?')} "
+          f"core {info.get('core', '?')} on both sides")
+    print(f"{'implementation':<13} {'case':<9} {'scaling':<7} {'ranks':>5} | {'1 rank ms':>9} {'N ranks ms':>10} | "
+          f"{'efficiency':>10} {'spread':>11} | note")
+    table = []
+    for name, kind, ranks, _, _, impl in cases:
+        rows = raw[f"{impl} {name}"]
+        effs = sorted(r["efficiency"] for r in rows)
+        med = statistics.median(effs)
+        t1 = statistics.median(r["ms_1"] for r in rows)
+        tn = statistics.median(r["ms_n"] for r in rows)
+        note = ""
+        if ranks > cores:   # more ranks than cores: the ranks share them, the ideal is cores/ranks
+            note = f"{ranks} ranks on {cores} cores: ideal {cores / ranks:.2f}, per core {med * ranks / cores:.2f}"
+        print(f"{impl:<13} {name:<9} {kind:<7} {ranks:>5} | {t1:>9.1f} {tn:>10.1f} | {med:>10.2f} "
+              f"{effs[0]:>5.2f}-{effs[-1]:<5.2f} | {note}")
+        table.append({"impl": impl, "case": name, "scaling": kind, "ranks": ranks, "ms_1_median": t1,
+                      "ms_n_median": tn, "efficiency_median": med, "efficiency_min": effs[0],
+                      "efficiency_max": effs[-1], "rounds": rows})
+    print("(targets: weak-scaling efficiency >= 0.9 for DDP and FSDP, as the median of the rounds)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": args.model, "seq_len": args.seq_len, "batch_per_rank": bpr, "cores": cores,
+                       "blas": info.get("blas"), "blas_core": info.get("core"), "rounds": args.rounds,
+                       "table": table}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

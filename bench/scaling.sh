@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench/scaling.sh - how hyperpar scales from 1 to 2 ranks on this machine, next to PyTorch
+# gloo DDP on the same model, batch and thread count, in one go:
+#   weak scaling (2 sequences per rank): DDP, FSDP, HSDP (2 x 2 = 4 ranks), PyTorch gloo DDP
+#   strong scaling (the same 2 sequences): TP + SP on 2 ranks
+# Rounds are interleaved (1 rank, N ranks, 1 rank, ...); the table gives the median of the
+# per-round efficiencies and their spread. Model small (D 128, L 4), S 256, 1 thread per rank.
+#
+#   bench/scaling.sh                         # 5 rounds
+#   ROUNDS=9 STEPS=12 bench/scaling.sh       # settings: ROUNDS, STEPS, WARMUP, MODEL, SEQ,
+#                                            # BATCH_PER_RANK, BUILD_DIR (default build), OUT,
+#                                            # NO_TORCH=1 (hyperpar only)
+# Timings are reported, never asserted (the machine is shared): see bench/README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-5}
+STEPS=${STEPS:-8}
+WARMUP=${WARMUP:-2}
+MODEL=${MODEL:-small}
+SEQ=${SEQ:-256}
+BATCH_PER_RANK=${BATCH_PER_RANK:-2}
+BUILD_DIR=${BUILD_DIR:-build}
+OUT=${OUT:-${TMPDIR:-/tmp}/hp-scaling}
+PY=/usr/bin/python3   # Debian's python3, the one python3-torch installs into
+
+torch_flag=()
+if [ "${NO_TORCH:-0}" = 1 ]; then
+  torch_flag=(--no-torch)
+elif ! "$PY" -c 'import torch.distributed' 2>/dev/null; then
+  echo "scaling.sh: PyTorch is missing (as root: apt-get install -y python3-torch); NO_TORCH=1 runs hyperpar only" >&2
+  exit 1
+fi
+if [ ! -x "$BUILD_DIR/hp" ]; then
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target hp >/dev/null
+fi
+mkdir -p "$OUT"
+exec "$PY" bench/scaling.py --hp "$BUILD_DIR/hp" --rounds "$ROUNDS" --steps "$STEPS" --warmup "$WARMUP" \
+  --model "$MODEL" --seq-len "$SEQ" --batch-per-rank "$BATCH_PER_RANK" --json "$OUT/scaling.json" \
+  "${torch_flag[@]}"

@@ -1,0 +1,97 @@
+// plan.h - what one rank of a layout will hold, move and compute, predicted from the shapes
+// alone (no MPI, nothing allocated but the parameter table's descriptors): `hp plan --memory`.
+// Formulas and where each comes from: docs/planner.md.
+// defines: hp_plan_memory, hp_plan_memory_predict, hp_plan_traffic_predict, hp_plan_flops,
+//          hp_plan_hw, hp_plan_hw_by_name, hp_plan_time, hp_plan_time_predict
+//
+//   hp_model_config m;  hp_model_config_by_name("llama3-70b", &m);
+//   hp_run_config rc;   hp_run_config_default(&rc);  rc.seq_len = 8192; rc.batch = 512;
+//   hp_dims d = hp_dims_default();  d.tp = 8; d.world = 1024;  // dp_shard inferred: 128
+//   hp_dims_validate(&d, &m, &rc, err, sizeof err);
+//   hp_plan_memory mem;  hp_plan_memory_predict(&m, &d, &rc, 0, &mem);
+//   printf("%.1f GiB persistent, %.1f GiB peak\n", mem.persistent / 0x1p30, mem.peak / 0x1p30);
+//   hp_plan_hw hw;  hp_plan_hw_by_name("h100", &hw);
+//   hp_plan_time t; hp_plan_time_predict(&m, &d, &rc, 0, &hw, &t);   // a model, not a measurement
+#ifndef HYPERPAR_PLAN_H
+#define HYPERPAR_PLAN_H
+#include <stdint.h>
+#include "comm.h"
+#include "config.h"
+#include "dims.h"
+
+// Bytes on one rank, by category (hyperpar keeps everything in fp32: 4 bytes an element).
+// The persistent and FSDP buffers are exactly what fsdp.c allocates; the activations are the
+// upper estimate of hp_memory_estimate (the worst rank under EP imbalance: every routed entry
+// of the ep group could land on it).
+typedef struct hp_plan_memory {
+    double params;          // this rank's padded shard of every parameter
+    double grads;           // ... of their gradients
+    double optimizer;       // AdamW m and v shards (allocated for every optimiser)
+    double fsdp_working;    // one gathered unit and its gradients (work_p, work_g)
+    double comm_scratch;    // the gather / reduce-scatter staging buffer (comm_buf)
+    double activations;     // what the forward keeps for the backward (one microbatch, no AC)
+    double scratch;         // backward scratch, the ring's K/V, token ids
+    double persistent;      // params + grads + optimizer
+    double peak;            // all of the above
+    int64_t params_total;   // parameters of the full model (from the parameter table)
+    int64_t shard_numel;    // floats of this rank's shard buffer
+} hp_plan_memory;
+
+// dims validated for m and rc; rank in [0, world). Returns 0, or -1 on allocation failure.
+int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           int rank, hp_plan_memory *out);
+
+// hp_traffic_predict (the verifier's formulas), with the data-dependent EP all-to-all replaced
+// by its expectation under uniform routing: per MoE layer (ep-1)*(E/ep)*4 bytes of counts plus
+// 2*(sent+received)*D*4 with sent = received = n*K*(ep-1)/ep. *ep_worst (may be NULL) gets the
+// all-to-all of the worst rank, which receives every entry of the other ep-1 members.
+void hp_plan_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                             int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], uint64_t *ep_worst);
+// What those bytes cost on the wire per rank (comm.h's wire rules): all-gather (N-1)*chunk,
+// reduce-scatter (N-1)/N of the input, all-reduce 2(N-1)/N of the buffer, the rest as counted.
+double hp_plan_wire_bytes(hp_op_kind op, uint64_t logical, int group_size);
+
+// FLOPs of one training step (forward + backward = 3x forward), the whole job and per rank:
+// 2 per multiply-add of every matmul (the top-k experts only) and causal attention
+// 2*S*(H*hd) per token per layer for QK^T and for PV each, halved by the causal mask.
+typedef struct hp_plan_flops {
+    double per_token_fwd;   // forward FLOPs of one token
+    double step_total;      // 3 * per_token_fwd * batch * seq_len
+    double per_rank;        // step_total / world (every rank computes an equal part)
+    int64_t params_active;  // parameters a token multiplies (top-k experts, no embedding)
+} hp_plan_flops;
+void hp_plan_flops_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           hp_plan_flops *out);
+
+// A machine, as documented by its vendor; every number is an assumption the plan prints.
+typedef struct hp_plan_hw {
+    char   name[16];
+    double peak_flops;       // dense matmul peak per rank (bf16 tensor cores on GPUs), FLOP/s
+    double matmul_eff;       // fraction of the peak large matmuls reach (assumption)
+    double mem_bytes;        // memory per rank
+    double intra_bw;         // bytes/s one rank sends within a node (NVLink / xGMI / shm)
+    double inter_bw;         // bytes/s one rank sends to other nodes (its NIC share)
+    int    ranks_per_node;
+    const char *source;      // where the numbers come from
+} hp_plan_hw;
+// "h100", "h200", "mi300x", "cpu". Returns 0, or -1 for an unknown name.
+int hp_plan_hw_by_name(const char *name, hp_plan_hw *out);
+extern const char *const hp_plan_hw_names[];
+
+// A step-time model: compute at peak*matmul_eff, every (group, op) at the bandwidth of the
+// slowest link its group crosses (nodes are ranks_per_node consecutive ranks).
+typedef struct hp_plan_time {
+    double compute_s;
+    double comm_s;           // all communication, serialised
+    double comm_inter_s;     // the part over links between nodes
+    double inter_bytes;      // wire bytes this rank sends between nodes per step
+    double step_serial_s;    // compute + comm (no overlap)
+    double step_overlap_s;   // max(compute, comm) (perfect overlap)
+    double mfu_serial, mfu_overlap;   // model FLOPs / (step time * peak)
+} hp_plan_time;
+void hp_plan_time_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                          int rank, const hp_plan_hw *hw, hp_plan_time *out);
+// 1 when every member of rank's group of kind g sits in rank's node.
+int hp_plan_group_in_node(const hp_dims *d, hp_group_kind g, int rank, int ranks_per_node);
+
+#endif

@@ -1,0 +1,105 @@
+// checkpoint_box.c - boxes of a full tensor: a rank's shard as a box (from the parameter
+// table alone), intersections, names, and the copy between two box-shaped arrays that both
+// save (padded shard -> contiguous piece) and load (piece -> padded shard) use.
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include "train/checkpoint_internal.h"
+
+const char *const hp_ck_kind_name[HP_CK_KINDS] = { "param", "exp_avg", "exp_avg_sq" };
+
+int64_t hp_box_numel(const hp_box *b) {
+    int64_t n = 1;
+    for (int i = 0; i < b->ndim; i++) n *= b->hi[i] > b->lo[i] ? b->hi[i] - b->lo[i] : 0;
+    return n;
+}
+
+int hp_box_intersect(const hp_box *a, const hp_box *b, hp_box *out) {
+    if (a->ndim != b->ndim) return 0;
+    out->ndim = a->ndim;
+    for (int i = 0; i < a->ndim; i++) {
+        out->lo[i] = a->lo[i] > b->lo[i] ? a->lo[i] : b->lo[i];
+        out->hi[i] = a->hi[i] < b->hi[i] ? a->hi[i] : b->hi[i];
+        if (out->hi[i] <= out->lo[i]) return 0;
+    }
+    return 1;
+}
+
+int hp_box_equal(const hp_box *a, const hp_box *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->lo[i] != b->lo[i] || a->hi[i] != b->hi[i]) return 0;
+    return 1;
+}
+
+void hp_box_str(const hp_box *b, char *buf, size_t n) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < b->ndim && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld:%lld", i ? "," : "", (long long)b->lo[i],
+                              (long long)b->hi[i]);
+}
+
+void hp_ck_piece_key(char *buf, size_t n, hp_ck_kind kind, const char *tensor, const hp_box *b) {
+    char bs[96];
+    hp_box_str(b, bs, sizeof bs);
+    if (kind == HP_CK_PARAM) snprintf(buf, n, "%s@%s", tensor, bs);
+    else snprintf(buf, n, "%s:%s@%s", hp_ck_kind_name[kind], tensor, bs);
+}
+
+// The padded shard is [outer dims][fsdp_chunk rows][inner dims] of the tp/ep-local tensor
+// (hp_param_shard_to_local), i.e. the local shape with fsdp_chunk rows on fsdp_dim, starting
+// at this rank's first row; only its first shard_rows rows hold data.
+void hp_ck_shard_box(const hp_param *p, hp_box *box, int64_t origin[HP_CKPT_MAXDIM],
+                     int64_t dims[HP_CKPT_MAXDIM]) {
+    box->ndim = p->ndim;
+    for (int i = 0; i < p->ndim; i++) {
+        origin[i] = p->local_start[i];
+        dims[i] = p->local_shape[i];
+        if (i == p->fsdp_dim) {
+            origin[i] += (int64_t)p->fsdp_rank * p->fsdp_chunk;
+            dims[i] = p->fsdp_chunk;
+        }
+        box->lo[i] = origin[i];
+        box->hi[i] = origin[i] + (i == p->fsdp_dim ? p->shard_rows : p->local_shape[i]);
+    }
+}
+
+void hp_box_copy(const hp_box *region, const float *src, const int64_t *src_origin,
+                 const int64_t *src_dims, float *dst, const int64_t *dst_origin,
+                 const int64_t *dst_dims) {
+    // pad to 3 dims with leading [0, 1) so that one triple loop covers 1-D..3-D
+    const int nd = region->ndim, pad = HP_CKPT_MAXDIM - nd;
+    int64_t lo[3], hi[3], so[3], sd[3], doo[3], dd[3];
+    for (int i = 0; i < 3; i++) {
+        const int k = i - pad;
+        lo[i] = k < 0 ? 0 : region->lo[k];
+        hi[i] = k < 0 ? 1 : region->hi[k];
+        so[i] = k < 0 ? 0 : src_origin[k];
+        sd[i] = k < 0 ? 1 : src_dims[k];
+        doo[i] = k < 0 ? 0 : dst_origin[k];
+        dd[i] = k < 0 ? 1 : dst_dims[k];
+    }
+    const size_t run = (size_t)(hi[2] - lo[2]) * sizeof(float);
+    for (int64_t a = lo[0]; a < hi[0]; a++)
+        for (int64_t b = lo[1]; b < hi[1]; b++) {
+            const int64_t s = ((a - so[0]) * sd[1] + (b - so[1])) * sd[2] + (lo[2] - so[2]);
+            const int64_t d = ((a - doo[0]) * dd[1] + (b - doo[1])) * dd[2] + (lo[2] - doo[2]);
+            memcpy(dst + d, src + s, run);
+        }
+}
+
+int hp_ck_pread(const char *path, int64_t offset, void *buf, size_t len, const char **why) {
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0) { *why = strerror(errno); return -1; }
+    size_t got = 0;
+    while (got < len) {
+        const ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(offset + (int64_t)got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) { *why = r < 0 ? strerror(errno) : "file ends early (truncated)"; close(fd); return -1; }
+        got += (size_t)r;
+    }
+    close(fd);
+    return 0;
+}

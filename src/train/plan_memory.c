@@ -1,0 +1,55 @@
+// plan_memory.c - a rank's bytes by category, before anything is allocated (hp plan --memory).
+// defines: hp_plan_memory_predict
+//
+// The persistent and FSDP terms repeat fsdp.c's allocations from the parameter table, so they
+// are exact: four shard buffers (p, g, m, v), two buffers of the largest unsharded unit, and
+// a staging buffer of (group size x shard) of the largest (unit, stack) span, plus one float.
+// Activations and scratch come from hp_memory_estimate (an upper estimate, see there).
+#include <string.h>
+#include "hyperpar/params.h"
+#include "hyperpar/plan.h"
+#include "hyperpar/train.h"
+
+#define F4 ((double)sizeof(float))
+
+// fsdp.c's comm_buf: the largest G * n over every unit's dense and expert spans.
+static double staging_floats(const hp_param_table *t) {
+    double need = 0;
+    for (int u = 0; u < t->n_units; u++)
+        for (int st = 0; st < 2; st++) {
+            int64_t s0 = -1, end = 0;
+            int G = 1;
+            for (int i = 0; i < t->n; i++) {
+                const hp_param *p = &t->p[i];
+                if (p->unit < u) continue;
+                if (p->unit > u) break;   // the table is in unit order
+                if (p->stack != (hp_stack)st) continue;
+                if (s0 < 0) { s0 = p->shard_offset; G = p->fsdp_size; }
+                end = p->shard_offset + p->shard_numel;
+            }
+            if (s0 >= 0 && (double)(end - s0) * G > need) need = (double)(end - s0) * G;
+        }
+    return need + 1;
+}
+
+int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           int rank, hp_plan_memory *out) {
+    memset(out, 0, sizeof *out);
+    hp_param_table t;
+    if (hp_params_build(&t, m, d, rank) != 0) return -1;
+    out->params_total = t.full_numel;
+    out->shard_numel = t.shard_numel;
+    out->params = (double)t.shard_numel * F4;
+    out->grads = out->params;
+    out->optimizer = 2 * out->params;
+    out->fsdp_working = 2 * (double)t.max_unit_work * F4;
+    out->comm_scratch = staging_floats(&t) * F4;
+    hp_params_free(&t);
+    hp_memory_estimate_t e;
+    if (hp_memory_estimate(m, d, rc, rank, &e) != 0) return -1;
+    out->activations = e.activation_bytes;
+    out->scratch = e.scratch_bytes;
+    out->persistent = out->params + out->grads + out->optimizer;
+    out->peak = out->persistent + out->fsdp_working + out->comm_scratch + out->activations + out->scratch;
+    return 0;
+}

@@ -1,0 +1,24 @@
+#!/bin/sh
+# run_watchdog.sh - runs an MPI job that must abort, and checks how it ended.
+#   run_watchdog.sh ERR_REGEX CODE mpiexec -np 4 test_watchdog OP
+# Passes when the job exits with CODE in under 10 s and its stderr has a line matching
+# ERR_REGEX (grep -E). Prints the job's output, its exit code and the time it took.
+if [ $# -lt 3 ]; then echo "usage: run_watchdog.sh ERR_REGEX CODE cmd..." >&2; exit 2; fi
+re=$1; code=$2; shift 2
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+t0=$(date +%s.%N)
+"$@" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+t1=$(date +%s.%N)
+secs=$(echo "$t0 $t1" | awk '{printf "%.2f", $2 - $1}')
+echo "--- stdout"; cat "$tmp/out"; echo "--- stderr"; cat "$tmp/err"
+echo "--- exit code $rc after $secs s"
+ok=1
+[ "$rc" -eq "$code" ] || { echo "FAIL: exit code $rc, want $code"; ok=0; }
+grep -Eq -- "$re" "$tmp/err" || { echo "FAIL: stderr has no line matching: $re"; ok=0; }
+awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || { echo "FAIL: took $secs s, limit 10 s"; ok=0; }
+n=$(grep -Ec -- "$re" "$tmp/err")
+echo "matching lines: $n"
+[ $ok -eq 1 ] && echo PASS
+[ $ok -eq 1 ]

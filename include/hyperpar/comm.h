@@ -86,6 +86,14 @@ void hp_broadcast(hp_comm *comm, hp_group_kind g, float *buf, size_t n, int root
 void hp_sendrecv(hp_comm *comm, hp_group_kind g, float *recv, int src, const float *send,
                  int dst, size_t n);
 void hp_barrier(hp_comm *comm, hp_group_kind g);
+// Nonblocking point to point with group member dst / src (never this rank), tag in
+// [0, 32767]; hp_p2p_wait completes requests under the watchdog (comm_p2p.c). The pipeline
+// posts a stage's sends and waits for them at the end of the step.
+void hp_p2p_isend(hp_comm *comm, hp_group_kind g, const float *buf, size_t n, int dst, int tag,
+                  MPI_Request *req);
+void hp_p2p_irecv(hp_comm *comm, hp_group_kind g, float *buf, size_t n, int src, int tag,
+                  MPI_Request *req);
+void hp_p2p_wait(hp_comm *comm, hp_group_kind g, int n, MPI_Request *reqs, const char *what);
 
 // Diagnostics outside the training step (not counted in the traffic counters): rank 0 of
 // the communicator handed to hp_comm_init receives every rank's n elements, in rank order

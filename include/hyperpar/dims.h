@@ -23,7 +23,9 @@ typedef struct hp_dims {
     int dp_shard;      // S  (-1 = infer from world)
     int cp;            // C  (context parallel)
     int tp;            // T  (tensor parallel)
-    int pp;            // P  (pipeline; only 1 is implemented)
+    int pp;            // P  (pipeline parallel, outermost; pipeline.h)
+    int pp_schedule;   // hp_pp_schedule (pipeline.h): gpipe, 1f1b, interleaved-1f1b, zbv
+    int pp_virtual;    // V  stages per pp rank (0 = the schedule's default: 1, or 2 for zbv)
     int ep;            // EP (expert parallel; re-uses the ranks of S*C*T)
     int etp;           // ET (expert tensor parallel; 1 or tp)
     int sp;            // sequence parallel: -1 = default (on iff tp > 1), 0 off, 1 on

@@ -39,6 +39,8 @@ typedef struct hp_param {
     int     fsdp_size, fsdp_rank;
     int     fsdp_group;     // hp_group_kind the shard group is (fsdp, or efsdp for EP experts)
     int     tp_size, tp_rank, ep_size, ep_rank;   // the splits applied to this parameter
+    int     pp_stage;       // the pipeline stage holding it (0 without pp)
+    int     on_rank;        // 1: this rank's pp rank holds it (else no local piece or shard)
     int64_t full_numel;
     int64_t full_offset;    // offset in the full model layout (params in table order)
 } hp_param;

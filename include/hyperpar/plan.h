@@ -30,6 +30,8 @@ typedef struct hp_plan_memory {
     double fsdp_working;    // one gathered unit and its gradients (work_p, work_g)
     double comm_scratch;    // the gather / reduce-scatter staging buffer (comm_buf)
     double activations;     // what the forward keeps for the backward (one microbatch, no AC)
+    double activations_uniform;  // the same if the expert rows were sized for uniform routing
+                            // (n*K per rank instead of ep*n*K; = activations for dense models)
     double scratch;         // backward scratch, the ring's K/V, token ids
     double persistent;      // params + grads + optimizer
     double peak;            // all of the above
@@ -42,8 +44,9 @@ int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_
                            int rank, hp_plan_memory *out);
 
 // hp_traffic_predict (the verifier's formulas), with the data-dependent EP all-to-all replaced
-// by its expectation under uniform routing: per MoE layer (ep-1)*(E/ep)*4 bytes of counts plus
-// 2*(sent+received)*D*4 with sent = received = n*K*(ep-1)/ep. *ep_worst (may be NULL) gets the
+// by its expectation under uniform routing: per MoE layer M*(ep-1)*(E/ep)*4 bytes of counts
+// (one exchange per microbatch) plus 2*(sent+received)*D*4 with sent = received =
+// n*K*(ep-1)/ep, n the rank's routed tokens of the step. *ep_worst (may be NULL) gets the
 // all-to-all of the worst rank, which receives every entry of the other ep-1 members.
 void hp_plan_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                              int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], uint64_t *ep_worst);

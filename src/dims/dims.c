@@ -8,9 +8,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "hyperpar/dims.h"
+#include "hyperpar/pipeline.h"
 
 hp_dims hp_dims_default(void) {
     hp_dims d = { .dp_replicate = 1, .dp_shard = -1, .cp = 1, .tp = 1, .pp = 1,
+                  .pp_schedule = 1 /* 1f1b */, .pp_virtual = 0,
                   .ep = 1, .etp = 1, .sp = -1, .world = 0 };
     return d;
 }
@@ -49,8 +51,23 @@ static int check_mesh(hp_dims *d, char *err, size_t n) {
         return fail(err, n, "sp must be -1 (default), 0 or 1: sp = %d", d->sp);
     if (d->world < 0)
         return fail(err, n, "world size must be >= 1 (0 = the product of the degrees): world = %d", d->world);
-    if (d->pp > 1)
-        return fail(err, n, "not implemented: pipeline parallel (pp=%d)", d->pp);
+    if (d->pp_schedule < 0 || d->pp_schedule >= HP_PP_SCHEDULES)
+        return fail(err, n, "pp schedule must be gpipe, 1f1b, interleaved-1f1b or zbv: schedule = %d",
+                    d->pp_schedule);
+    if (d->pp_virtual < 0 || d->pp_virtual > 64)
+        return fail(err, n, "pp_virtual (stages per pp rank) must be in [1, 64]: pp_virtual = %d", d->pp_virtual);
+    if (d->pp > 1) {
+        const int V = hp_pp_virtual(d), sch = d->pp_schedule;
+        if ((sch == HP_PP_GPIPE || sch == HP_PP_1F1B) && V != 1)
+            return fail(err, n, "pipeline schedule %s runs one stage per pp rank: pp_virtual = %d",
+                        hp_pp_schedule_name(sch), V);
+        if (sch == HP_PP_INTERLEAVED_1F1B && V < 2)
+            return fail(err, n, "pipeline schedule interleaved-1f1b needs pp_virtual >= 2: pp_virtual = %d", V);
+        if (sch == HP_PP_ZBV && V != 2)
+            return fail(err, n, "pipeline schedule zbv needs pp_virtual = 2: pp_virtual = %d", V);
+        if ((long long)d->pp * V > HP_PP_MAX_STAGES)
+            return fail(err, n, "pipeline stages pp*pp_virtual = %d*%d exceed %d", d->pp, V, HP_PP_MAX_STAGES);
+    }
 
     const int R = d->dp_replicate, C = d->cp, T = d->tp, P = d->pp;
     // Guard the products against int overflow on absurd input (every degree is >= 1 here).
@@ -101,6 +118,10 @@ static int check_mesh(hp_dims *d, char *err, size_t n) {
 
 static int check_model(const hp_dims *d, const hp_model_config *m, char *err, size_t n) {
     const int T = d->tp, EP = d->ep;
+    if (d->pp > 1 && m->n_layers < d->pp * hp_pp_virtual(d))
+        return fail(err, n, "pipeline: n_layers (%d) must be >= pp*pp_virtual = %d*%d = %d stages "
+                    "(--layers N deepens the model)", m->n_layers, d->pp, hp_pp_virtual(d),
+                    d->pp * hp_pp_virtual(d));
     const int moe = m->num_experts > 0;
     if (EP > 1 && !moe)
         return fail(err, n, "ep (%d) > 1 needs a MoE model: '%s' is dense (num_experts = 0)", EP, m->name);
@@ -150,6 +171,17 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if ((rc->batch / (R * S)) % M != 0)
         return fail(err, n, "microbatches (%d) must divide the local batch batch/(dp_replicate*dp_shard) "
                     "= %d/(%d*%d) = %d", M, rc->batch, R, S, rc->batch / (R * S));
+    if (d->pp > 1) {
+        const int P = d->pp, V = hp_pp_virtual(d);
+        if (d->pp_schedule == HP_PP_INTERLEAVED_1F1B && M % P != 0)
+            return fail(err, n, "pipeline schedule interleaved-1f1b needs pp (%d) to divide the "
+                        "microbatches (%d)", P, M);
+        if (d->pp_schedule == HP_PP_ZBV && M < P)
+            return fail(err, n, "pipeline schedule zbv needs microbatches (%d) >= pp (%d)", M, P);
+        if (2LL * P * V * M > 32000)
+            return fail(err, n, "pipeline: 2*pp*pp_virtual*microbatches = 2*%d*%d*%d exceeds the "
+                        "32000 message tags of a step", P, V, M);
+    }
     int split = hp_dims_token_split(d);
     if (split > 1) {
         int local_b = rc->batch / (R * S) / M, local_s = rc->seq_len / C;

@@ -228,6 +228,8 @@ int hp_model_config_from_hf_file(const char *path, hp_model_config *out, char *e
     char inner[400];
     int rc = hp_model_config_from_hf_json((const char *)buf, len, name, out, inner, sizeof inner);
     free(buf);
-    if (rc) return fail(err, errlen, "%s: %s", path, inner);
+    // "PATH: 'x' is true: ..." rather than "PATH: config.json: 'x' ..."
+    const char *why_line = strncmp(inner, "config.json: ", 13) ? inner : inner + 13;
+    if (rc) return fail(err, errlen, "%s: %s", path, why_line);
     return 0;
 }

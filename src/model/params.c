@@ -9,6 +9,7 @@
 #include <string.h>
 #include "hyperpar/failpoint.h"
 #include "hyperpar/params.h"
+#include "hyperpar/pipeline.h"
 
 // ---------------------------------------------------------------------------------------
 // building the table
@@ -157,12 +158,18 @@ int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *
     t->unit_work_numel = calloc((size_t)t->n_units, sizeof(int64_t));
     t->unit_shard_start = calloc((size_t)t->n_units + 1, sizeof(int64_t));
     if (!t->unit_work_numel || !t->unit_shard_start) { hp_params_free(t); return -1; }
+    // pipeline: a parameter lives only on the pp rank of its stage (pipeline.md)
+    hp_pp_layout lay;
+    if (hp_pp_layout_init(&lay, d, m->n_layers) != 0) { hp_params_free(t); return -1; }
     int64_t shard = 0, full = 0;
     for (int i = 0; i < t->n; i++) {
         hp_param *p = &t->p[i];
         place(p, m, d, &co);
+        p->pp_stage = hp_pp_unit_stage(&lay, p->unit);
+        p->on_rank = lay.stage_rank[p->pp_stage] == co.p;
+        if (!p->on_rank) p->shard_rows = p->shard_numel = 0;
         p->work_offset = t->unit_work_numel[p->unit];
-        t->unit_work_numel[p->unit] += p->local_numel;
+        if (p->on_rank) t->unit_work_numel[p->unit] += p->local_numel;
         p->shard_offset = shard;
         shard += p->shard_numel;
         p->full_offset = full;

@@ -34,11 +34,18 @@ static const char *const block_suffix[BP_COUNT] = {
     [BP_SW3] = "moe.shared_experts.w3.weight",
 };
 
-// A block parameter by role (l >= 0), or a top-level one by its table index.
-#define W(l, role) hp_fsdp_param(tr, tr->blocks[(l)].pid[(role)])
-#define G(l, role) hp_fsdp_grad(tr, tr->blocks[(l)].pid[(role)])
-#define WT(id) hp_fsdp_param(tr, tr->id)
-#define GT(id) hp_fsdp_grad(tr, tr->id)
+// A block parameter by role (l >= 0), or a top-level one by its table index. The roles'
+// table indices live with slot 0's blocks (the same for every slot).
+#define PARAM(l, role) hp_fsdp_param(tr, tr->blocks[(l)].pid[(role)])
+#define GRAD(l, role) hp_fsdp_grad(tr, tr->blocks[(l)].pid[(role)])
+#define TOP_PARAM(id) hp_fsdp_param(tr, tr->id)
+#define TOP_GRAD(id) hp_fsdp_grad(tr, tr->id)
+
+// The activations of block l for the running microbatch's slot (pipeline stages keep several
+// microbatches in flight; without pp there is one slot).
+static hp_block_acts *acts(hp_trainer *tr, int l) {
+    return &tr->blocks[(size_t)tr->slot * tr->m.n_layers + l];
+}
 
 static void lookup_params(hp_trainer *tr) {
     char name[96];
@@ -56,26 +63,26 @@ static float *falloc(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
 
 static hp_moe_weights moe_weights(hp_trainer *tr, int l) {
     hp_moe_weights w = {
-        .gate = W(l, BP_GATE),
-        .w1 = W(l, BP_EW1), .w2 = W(l, BP_EW2), .w3 = W(l, BP_EW3),
+        .gate = PARAM(l, BP_GATE),
+        .w1 = PARAM(l, BP_EW1), .w2 = PARAM(l, BP_EW2), .w3 = PARAM(l, BP_EW3),
     };
     if (tr->m.n_shared_experts > 0) {
-        w.sw1 = W(l, BP_SW1);
-        w.sw2 = W(l, BP_SW2);
-        w.sw3 = W(l, BP_SW3);
+        w.sw1 = PARAM(l, BP_SW1);
+        w.sw2 = PARAM(l, BP_SW2);
+        w.sw3 = PARAM(l, BP_SW3);
     }
     return w;
 }
 
 static hp_moe_grads moe_grads(hp_trainer *tr, int l) {
     hp_moe_grads g = {
-        .gate = G(l, BP_GATE),
-        .w1 = G(l, BP_EW1), .w2 = G(l, BP_EW2), .w3 = G(l, BP_EW3),
+        .gate = GRAD(l, BP_GATE),
+        .w1 = GRAD(l, BP_EW1), .w2 = GRAD(l, BP_EW2), .w3 = GRAD(l, BP_EW3),
     };
     if (tr->m.n_shared_experts > 0) {
-        g.sw1 = G(l, BP_SW1);
-        g.sw2 = G(l, BP_SW2);
-        g.sw3 = G(l, BP_SW3);
+        g.sw1 = GRAD(l, BP_SW1);
+        g.sw2 = GRAD(l, BP_SW2);
+        g.sw3 = GRAD(l, BP_SW3);
     }
     return g;
 }
@@ -83,10 +90,54 @@ static hp_moe_grads moe_grads(hp_trainer *tr, int l) {
 // ---------------------------------------------------------------------------------------
 // allocation
 
+// One block's activations; only h_in (the stage boundary's buffer) for a block of another
+// pp rank.
+static int alloc_block(hp_trainer *tr, hp_block_acts *A, int l) {
+    const hp_model_config *m = &tr->m;
+    const hp_dims *d = &tr->d;
+    const int T = d->tp;
+    const size_t D = (size_t)tr->D, res = (size_t)tr->Nres, reg = (size_t)tr->Nreg;
+    const size_t qd = (size_t)tr->Hl * tr->hd, kvd = (size_t)tr->Hkvl * tr->hd;
+    A->h_in = falloc(res * D);
+    if (!A->h_in) return -1;
+    if (!tr->layer_local[l]) return 0;
+    A->n1 = falloc(res * D); A->rstd1 = falloc(res);
+    A->g1 = falloc(reg * D);
+    A->q = falloc(reg * qd); A->k = falloc(reg * kvd); A->v = falloc(reg * kvd);
+    A->att = falloc(reg * qd); A->lse = falloc(reg * (size_t)tr->Hl);
+    A->h_mid = falloc(res * D); A->n2 = falloc(res * D); A->rstd2 = falloc(res);
+    A->g2 = falloc(reg * D);
+    if (!A->n1 || !A->rstd1 || !A->g1 || !A->q || !A->k || !A->v || !A->att || !A->lse ||
+        !A->h_mid || !A->n2 || !A->rstd2 || !A->g2)
+        return -1;
+    if (!hp_model_is_moe_layer(m, l)) {
+        A->a1 = falloc(reg * (size_t)tr->Fl);
+        A->a3 = falloc(reg * (size_t)tr->Fl);
+        A->act = falloc(reg * (size_t)tr->Fl);
+        return A->a1 && A->a3 && A->act ? 0 : -1;
+    }
+    const int ep = d->ep, etp = hp_dims_expert_tp(d);
+    hp_moe_dims md = {
+        .N = tr->Nreg, .D = m->dim, .E = m->num_experts, .K = m->top_k,
+        .El = m->num_experts / ep, .e0 = (ep > 1 ? tr->co.ep : 0) * (m->num_experts / ep),
+        .Fel = m->moe_hidden / etp,
+        .Fsl = m->moe_hidden * m->n_shared_experts / T,
+        .token_split = hp_dims_token_split(d), .token_rank = tr->co.t,
+        .score_func = m->score_func, .route_norm = m->route_norm,
+        .route_scale = m->route_scale, .dispatcher = tr->rc.dispatcher,
+    };
+    if (md.token_split == 1) md.token_rank = 0;
+    // token_split_offset (#3604): tp rank t takes the S_local rows at t*S_local, the
+    // split of one sequence; right only for a local batch of 1
+    if (md.token_split > 1 && hp_failpoint(HP_FP_TOKEN_SPLIT_OFFSET)) md.token_split *= tr->Bl;
+    A->moe = hp_moe_state_init(&md);
+    return A->moe ? 0 : -1;
+}
+
 int hp_transformer_alloc(hp_trainer *tr) {
     const hp_model_config *m = &tr->m;
     const hp_dims *d = &tr->d;
-    const int T = d->tp, sp = d->sp > 0 && T > 1;
+    const int T = d->tp, sp = d->sp > 0 && T > 1, L = m->n_layers;
     tr->Bl_step = tr->rc.batch / hp_dims_batch(d);
     tr->Bl = tr->Bl_step / tr->M;
     tr->Sc = tr->rc.seq_len / d->cp;
@@ -100,6 +151,7 @@ int hp_transformer_alloc(hp_trainer *tr) {
     tr->Fl = m->ffn_hidden / T;
     tr->Vl = m->vocab_size / T;
     tr->v0 = tr->co.t * tr->Vl;
+    if (tr->n_slots < 1) tr->n_slots = 1;
 
     const size_t D = (size_t)tr->D, res = (size_t)tr->Nres, reg = (size_t)tr->Nreg;
     const size_t qd = (size_t)tr->Hl * tr->hd, kvd = (size_t)tr->Hkvl * tr->hd;
@@ -107,51 +159,42 @@ int hp_transformer_alloc(hp_trainer *tr) {
     const size_t reg_step = reg * (size_t)tr->M;
     tr->tokens = calloc(reg_step ? reg_step : 1, sizeof(int));
     tr->labels = calloc(reg_step ? reg_step : 1, sizeof(int));
-    if (!tr->pos || !tr->tokens || !tr->labels) return -1;
+    tr->layer_local = calloc((size_t)L + 1, sizeof(int));
+    if (!tr->pos || !tr->tokens || !tr->labels || !tr->layer_local) return -1;
     hp_cp_positions(tr->pos, tr->rc.seq_len, d->cp, tr->co.c, tr->rc.cp_load_balance);
-
-    tr->blocks = calloc((size_t)m->n_layers, sizeof(hp_block_acts));
-    if (!tr->blocks) return -1;
-    lookup_params(tr);
-    for (int l = 0; l < m->n_layers; l++) {
-        hp_block_acts *A = &tr->blocks[l];
-        A->h_in = falloc(res * D); A->n1 = falloc(res * D); A->rstd1 = falloc(res);
-        A->g1 = falloc(reg * D);
-        A->q = falloc(reg * qd); A->k = falloc(reg * kvd); A->v = falloc(reg * kvd);
-        A->att = falloc(reg * qd); A->lse = falloc(reg * (size_t)tr->Hl);
-        A->h_mid = falloc(res * D); A->n2 = falloc(res * D); A->rstd2 = falloc(res);
-        A->g2 = falloc(reg * D);
-        if (!hp_model_is_moe_layer(m, l)) {
-            A->a1 = falloc(reg * (size_t)tr->Fl);
-            A->a3 = falloc(reg * (size_t)tr->Fl);
-            A->act = falloc(reg * (size_t)tr->Fl);
-            continue;
-        }
-        const int ep = d->ep, etp = hp_dims_expert_tp(d);
-        hp_moe_dims md = {
-            .N = tr->Nreg, .D = m->dim, .E = m->num_experts, .K = m->top_k,
-            .El = m->num_experts / ep, .e0 = (ep > 1 ? tr->co.ep : 0) * (m->num_experts / ep),
-            .Fel = m->moe_hidden / etp,
-            .Fsl = m->moe_hidden * m->n_shared_experts / T,
-            .token_split = hp_dims_token_split(d), .token_rank = tr->co.t,
-            .score_func = m->score_func, .route_norm = m->route_norm,
-            .route_scale = m->route_scale, .dispatcher = tr->rc.dispatcher,
-        };
-        if (md.token_split == 1) md.token_rank = 0;
-        // token_split_offset (#3604): tp rank t takes the S_local rows at t*S_local, the
-        // split of one sequence; right only for a local batch of 1
-        if (md.token_split > 1 && hp_failpoint(HP_FP_TOKEN_SPLIT_OFFSET)) md.token_split *= tr->Bl;
-        A->moe = hp_moe_state_init(&md);
-        if (!A->moe) return -1;
+    for (int l = 0; l < L; l++) {
+        char name[96];
+        snprintf(name, sizeof name, "layers.%d.attention_norm.weight", l);
+        const int i = hp_params_find(&tr->pt, name);
+        tr->layer_local[l] = i >= 0 && tr->pt.p[i].on_rank;
     }
+    const int i_out = hp_params_find(&tr->pt, "output.weight");
+    tr->head_local = i_out >= 0 && tr->pt.p[i_out].on_rank;
+
+    tr->blocks = calloc((size_t)tr->n_slots * L + 1, sizeof(hp_block_acts));
+    tr->heads = calloc((size_t)tr->n_slots, sizeof(hp_head_acts));
+    if (!tr->blocks || !tr->heads) return -1;
+    lookup_params(tr);
+    for (int slot = 0; slot < tr->n_slots; slot++)
+        for (int l = 0; l < L; l++)
+            if (alloc_block(tr, &tr->blocks[(size_t)slot * L + l], l) != 0) return -1;
     int n_moe = 0;
-    for (int l = 0; l < m->n_layers; l++) n_moe += hp_model_is_moe_layer(m, l);
+    for (int l = 0; l < L; l++) n_moe += hp_model_is_moe_layer(m, l);
     tr->routing_step = calloc((size_t)n_moe * reg_step * m->top_k + 1, sizeof(int));
     if (!tr->routing_step) return -1;
-    tr->h_final = falloc(res * D); tr->nf = falloc(res * D); tr->rstdf = falloc(res);
-    tr->gf = falloc(reg * D);
-    tr->logits = falloc(reg * (size_t)tr->Vl); tr->dlogits = falloc(reg * (size_t)tr->Vl);
-    tr->ce_m = falloc(reg); tr->ce_se = falloc(reg); tr->ce_tl = falloc(reg);
+    for (int slot = 0; slot < tr->n_slots; slot++) {
+        hp_head_acts *H = &tr->heads[slot];
+        H->h_final = falloc(res * D);
+        if (!H->h_final) return -1;
+        if (!tr->head_local) continue;
+        H->nf = falloc(res * D); H->rstdf = falloc(res);
+        H->gf = falloc(reg * D);
+        H->logits = falloc(reg * (size_t)tr->Vl);
+        H->ce_m = falloc(reg); H->ce_se = falloc(reg);
+        if (!H->nf || !H->rstdf || !H->gf || !H->logits || !H->ce_m || !H->ce_se) return -1;
+    }
+    tr->dlogits = falloc(reg * (size_t)tr->Vl);
+    tr->ce_tl = falloc(reg);
     tr->tp_buf = falloc(reg * D);
     tr->res_a = falloc(res * D); tr->res_b = falloc(res * D);
     tr->reg_a = falloc(reg * D); tr->reg_b = falloc(reg * D);
@@ -163,9 +206,10 @@ int hp_transformer_alloc(hp_trainer *tr) {
 }
 
 void hp_transformer_free(hp_trainer *tr) {
+    const int L = tr->m.n_layers;
     if (tr->blocks) {
-        for (int l = 0; l < tr->m.n_layers; l++) {
-            hp_block_acts *A = &tr->blocks[l];
+        for (size_t b = 0; b < (size_t)tr->n_slots * L; b++) {
+            hp_block_acts *A = &tr->blocks[b];
             free(A->h_in); free(A->n1); free(A->rstd1); free(A->g1);
             free(A->q); free(A->k); free(A->v); free(A->att); free(A->lse);
             free(A->h_mid); free(A->n2); free(A->rstd2); free(A->g2);
@@ -174,9 +218,17 @@ void hp_transformer_free(hp_trainer *tr) {
         }
         free(tr->blocks);
     }
+    if (tr->heads) {
+        for (int slot = 0; slot < tr->n_slots; slot++) {
+            hp_head_acts *H = &tr->heads[slot];
+            free(H->h_final); free(H->nf); free(H->rstdf); free(H->gf); free(H->logits);
+            free(H->ce_m); free(H->ce_se);
+        }
+        free(tr->heads);
+    }
     free(tr->pos); free(tr->tokens); free(tr->labels); free(tr->routing_step);
-    free(tr->h_final); free(tr->nf); free(tr->rstdf); free(tr->gf);
-    free(tr->logits); free(tr->dlogits); free(tr->ce_m); free(tr->ce_se); free(tr->ce_tl);
+    free(tr->layer_local);
+    free(tr->dlogits); free(tr->ce_tl);
     free(tr->tp_buf); free(tr->res_a); free(tr->res_b); free(tr->reg_a); free(tr->reg_b);
     free(tr->reg_q); free(tr->reg_k); free(tr->reg_v); free(tr->reg_att);
     free(tr->reg_f1); free(tr->reg_f2); free(tr->reg_f3);
@@ -195,68 +247,80 @@ static void add_into(float *out, const float *a, const float *b, size_t n) {
 
 static void block_forward(hp_trainer *tr, int l, float *h_out) {
     const hp_model_config *m = &tr->m;
-    hp_block_acts *A = &tr->blocks[l];
+    hp_block_acts *A = acts(tr, l);
     const int D = tr->D, Nr = tr->Nreg, qd = tr->Hl * tr->hd, kvd = tr->Hkvl * tr->hd;
     const size_t nres = (size_t)tr->Nres * D;
 
     // h_mid = h_in + Attention(RMSNorm(h_in))
-    hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, W(l, BP_ATTN_NORM), m->norm_eps,
+    hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, PARAM(l, BP_ATTN_NORM), m->norm_eps,
                        tr->Nres, D);
     hp_tp_region_enter(tr, A->g1, A->n1, D);
-    hp_linear_forward(A->q, A->g1, W(l, BP_WQ), Nr, D, qd);
-    hp_linear_forward(A->k, A->g1, W(l, BP_WK), Nr, D, kvd);
-    hp_linear_forward(A->v, A->g1, W(l, BP_WV), Nr, D, kvd);
+    hp_linear_forward(A->q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
+    hp_linear_forward(A->k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
+    hp_linear_forward(A->v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
     hp_rope_forward(A->q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
     hp_rope_forward(A->k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
     hp_cp_attention_forward(tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance, A->att, A->lse,
                             A->q, A->k, A->v, tr->pos, tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd);
-    hp_linear_forward(tr->reg_a, A->att, W(l, BP_WO), Nr, qd, D);
+    hp_linear_forward(tr->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
     hp_tp_region_exit(tr, tr->res_a, tr->reg_a, D);
     add_into(A->h_mid, A->h_in, tr->res_a, nres);
 
     // h_out = h_mid + (FFN or MoE)(RMSNorm(h_mid))
-    hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, W(l, BP_FFN_NORM), m->norm_eps,
+    hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, PARAM(l, BP_FFN_NORM), m->norm_eps,
                        tr->Nres, D);
     hp_tp_region_enter(tr, A->g2, A->n2, D);
     if (A->moe) {
         hp_moe_weights w = moe_weights(tr, l);
         hp_moe_forward(A->moe, tr->comm, tr->reg_a, A->g2, &w);
     } else {
-        hp_linear_forward(A->a1, A->g2, W(l, BP_W1), Nr, D, tr->Fl);
-        hp_linear_forward(A->a3, A->g2, W(l, BP_W3), Nr, D, tr->Fl);
+        hp_linear_forward(A->a1, A->g2, PARAM(l, BP_W1), Nr, D, tr->Fl);
+        hp_linear_forward(A->a3, A->g2, PARAM(l, BP_W3), Nr, D, tr->Fl);
         hp_swiglu_forward(A->act, A->a1, A->a3, (size_t)Nr * tr->Fl);
-        hp_linear_forward(tr->reg_a, A->act, W(l, BP_W2), Nr, tr->Fl, D);
+        hp_linear_forward(tr->reg_a, A->act, PARAM(l, BP_W2), Nr, tr->Fl, D);
     }
     hp_tp_region_exit(tr, tr->res_a, tr->reg_a, D);
     add_into(h_out, A->h_mid, tr->res_a, nres);
 }
 
-double hp_transformer_forward(hp_trainer *tr) {
+// The residual stream entering block l of the running slot (l == L: the head's input).
+static float *stream_in(hp_trainer *tr, int l) {
+    return l < tr->m.n_layers ? acts(tr, l)->h_in : tr->heads[tr->slot].h_final;
+}
+
+float *hp_transformer_stream(hp_trainer *tr, int l) { return stream_in(tr, l); }
+
+void hp_transformer_forward_layers(hp_trainer *tr, int l0, int l1, int first, int last) {
     const hp_model_config *m = &tr->m;
     const int L = m->n_layers, D = tr->D;
-    float *h0 = L > 0 ? tr->blocks[0].h_in : tr->h_final;
-
-    hp_fsdp_gather_unit(tr, 0);
-    hp_embedding_forward(tr->reg_a, mb_tokens(tr), WT(pid_tok), tr->v0, tr->Vl,
-                         tr->Nreg, D);
-    hp_fsdp_release_unit(tr, 0);
-    hp_tp_region_exit(tr, h0, tr->reg_a, D);   // rowwise embedding: partial over tp
-
-    for (int l = 0; l < L; l++) {
+    if (first) {
+        hp_fsdp_gather_unit(tr, 0);
+        hp_embedding_forward(tr->reg_a, mb_tokens(tr), TOP_PARAM(pid_tok), tr->v0, tr->Vl,
+                             tr->Nreg, D);
+        hp_fsdp_release_unit(tr, 0);
+        hp_tp_region_exit(tr, stream_in(tr, l0), tr->reg_a, D);   // rowwise embedding: partial over tp
+    }
+    for (int l = l0; l < l1; l++) {
         hp_fsdp_gather_unit(tr, 1 + l);
-        block_forward(tr, l, l + 1 < L ? tr->blocks[l + 1].h_in : tr->h_final);
+        block_forward(tr, l, stream_in(tr, l + 1));
         hp_fsdp_release_unit(tr, 1 + l);
     }
-
+    tr->ce_sum_local = 0.0;
+    if (!last) return;
+    hp_head_acts *H = &tr->heads[tr->slot];
     hp_fsdp_gather_unit(tr, L + 1);
-    hp_rmsnorm_forward(tr->nf, tr->rstdf, tr->h_final, WT(pid_norm), m->norm_eps,
+    hp_rmsnorm_forward(H->nf, H->rstdf, H->h_final, TOP_PARAM(pid_norm), m->norm_eps,
                        tr->Nres, D);
-    hp_tp_region_enter(tr, tr->gf, tr->nf, D);
-    hp_linear_forward(tr->logits, tr->gf, WT(pid_out), tr->Nreg, D, tr->Vl);
-    const double ce_sum = hp_tp_cross_entropy(tr, tr->logits, mb_labels(tr), tr->ce_m, tr->ce_se);
+    hp_tp_region_enter(tr, H->gf, H->nf, D);
+    hp_linear_forward(H->logits, H->gf, TOP_PARAM(pid_out), tr->Nreg, D, tr->Vl);
+    const double ce_sum = hp_tp_cross_entropy(tr, H->logits, mb_labels(tr), H->ce_m, H->ce_se);
     hp_fsdp_release_unit(tr, L + 1);
     tr->ce_sum_local = ce_sum;
     tr->loss_local = ce_sum / (double)tr->n_valid_global;
+}
+
+double hp_transformer_forward(hp_trainer *tr) {
+    hp_transformer_forward_layers(tr, 0, tr->m.n_layers, 1, 1);
     return tr->loss_local;
 }
 
@@ -267,7 +331,7 @@ static void zeros(float *x, size_t n) { memset(x, 0, n * sizeof(float)); }
 
 static void block_backward(hp_trainer *tr, int l, float *dh) {
     const hp_model_config *m = &tr->m;
-    hp_block_acts *A = &tr->blocks[l];
+    hp_block_acts *A = acts(tr, l);
     const int D = tr->D, Nr = tr->Nreg, qd = tr->Hl * tr->hd, kvd = tr->Hkvl * tr->hd;
     const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tr->Fl;
 
@@ -280,25 +344,25 @@ static void block_backward(hp_trainer *tr, int l, float *dh) {
         hp_moe_backward(A->moe, tr->comm, tr->reg_b, &g, tr->reg_a, &w);
     } else {
         zeros(tr->reg_f3, nf);
-        hp_linear_backward(tr->reg_f3, G(l, BP_W2), tr->reg_a, A->act,
-                           W(l, BP_W2), Nr, tr->Fl, D);
+        hp_linear_backward(tr->reg_f3, GRAD(l, BP_W2), tr->reg_a, A->act,
+                           PARAM(l, BP_W2), Nr, tr->Fl, D);
         zeros(tr->reg_f1, nf);
         zeros(tr->reg_f2, nf);
         hp_swiglu_backward(tr->reg_f1, tr->reg_f2, tr->reg_f3, A->a1, A->a3, nf);
-        hp_linear_backward(tr->reg_b, G(l, BP_W1), tr->reg_f1, A->g2,
-                           W(l, BP_W1), Nr, D, tr->Fl);
-        hp_linear_backward(tr->reg_b, G(l, BP_W3), tr->reg_f2, A->g2,
-                           W(l, BP_W3), Nr, D, tr->Fl);
+        hp_linear_backward(tr->reg_b, GRAD(l, BP_W1), tr->reg_f1, A->g2,
+                           PARAM(l, BP_W1), Nr, D, tr->Fl);
+        hp_linear_backward(tr->reg_b, GRAD(l, BP_W3), tr->reg_f2, A->g2,
+                           PARAM(l, BP_W3), Nr, D, tr->Fl);
     }
     hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_b, D);
-    hp_rmsnorm_backward(dh, G(l, BP_FFN_NORM), tr->res_a, A->h_mid,
-                        W(l, BP_FFN_NORM), A->rstd2, tr->Nres, D);   // dh is now dh_mid
+    hp_rmsnorm_backward(dh, GRAD(l, BP_FFN_NORM), tr->res_a, A->h_mid,
+                        PARAM(l, BP_FFN_NORM), A->rstd2, tr->Nres, D);   // dh is now dh_mid
 
     // attention branch
     hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
     zeros(tr->reg_att, (size_t)Nr * qd);
-    hp_linear_backward(tr->reg_att, G(l, BP_WO), tr->reg_a, A->att,
-                       W(l, BP_WO), Nr, qd, D);
+    hp_linear_backward(tr->reg_att, GRAD(l, BP_WO), tr->reg_a, A->att,
+                       PARAM(l, BP_WO), Nr, qd, D);
     zeros(tr->reg_q, (size_t)Nr * qd);
     zeros(tr->reg_k, (size_t)Nr * kvd);
     zeros(tr->reg_v, (size_t)Nr * kvd);
@@ -308,39 +372,42 @@ static void block_backward(hp_trainer *tr, int l, float *dh) {
     hp_rope_backward(tr->reg_q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
     hp_rope_backward(tr->reg_k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
     zeros(tr->reg_b, nreg);
-    hp_linear_backward(tr->reg_b, G(l, BP_WQ), tr->reg_q, A->g1,
-                       W(l, BP_WQ), Nr, D, qd);
-    hp_linear_backward(tr->reg_b, G(l, BP_WK), tr->reg_k, A->g1,
-                       W(l, BP_WK), Nr, D, kvd);
-    hp_linear_backward(tr->reg_b, G(l, BP_WV), tr->reg_v, A->g1,
-                       W(l, BP_WV), Nr, D, kvd);
+    hp_linear_backward(tr->reg_b, GRAD(l, BP_WQ), tr->reg_q, A->g1,
+                       PARAM(l, BP_WQ), Nr, D, qd);
+    hp_linear_backward(tr->reg_b, GRAD(l, BP_WK), tr->reg_k, A->g1,
+                       PARAM(l, BP_WK), Nr, D, kvd);
+    hp_linear_backward(tr->reg_b, GRAD(l, BP_WV), tr->reg_v, A->g1,
+                       PARAM(l, BP_WV), Nr, D, kvd);
     hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_b, D);
-    hp_rmsnorm_backward(dh, G(l, BP_ATTN_NORM), tr->res_a, A->h_in,
-                        W(l, BP_ATTN_NORM), A->rstd1, tr->Nres, D);  // dh_in
+    hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tr->res_a, A->h_in,
+                        PARAM(l, BP_ATTN_NORM), A->rstd1, tr->Nres, D);  // dh_in
 }
 
-void hp_transformer_backward(hp_trainer *tr) {
+void hp_transformer_backward_layers(hp_trainer *tr, int l0, int l1, int first, int last) {
     const int L = tr->m.n_layers, D = tr->D;
     const size_t nres = (size_t)tr->Nres * D;
     float *dh = tr->res_b;
 
-    // loss and head: d(sum CE / N_global) / dlogits
-    hp_fsdp_gather_unit(tr, L + 1);
-    hp_fsdp_zero_unit_grads(tr, L + 1);
-    zeros(tr->dlogits, (size_t)tr->Nreg * tr->Vl);
-    hp_ce_backward(tr->dlogits, tr->logits, tr->ce_m, tr->ce_se, mb_labels(tr), tr->v0,
-                   (float)(1.0 / (double)tr->n_valid_global), tr->Nreg, tr->Vl);
-    zeros(tr->reg_a, (size_t)tr->Nreg * D);
-    hp_linear_backward(tr->reg_a, GT(pid_out), tr->dlogits, tr->gf,
-                       WT(pid_out), tr->Nreg, D, tr->Vl);
-    hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_a, D);
-    zeros(dh, nres);
-    hp_rmsnorm_backward(dh, GT(pid_norm), tr->res_a, tr->h_final, WT(pid_norm),
-                        tr->rstdf, tr->Nres, D);
-    hp_fsdp_reduce_unit(tr, L + 1);
-    hp_fsdp_release_unit(tr, L + 1);
+    if (last) {
+        // loss and head: d(sum CE / N_global) / dlogits
+        hp_head_acts *H = &tr->heads[tr->slot];
+        hp_fsdp_gather_unit(tr, L + 1);
+        hp_fsdp_zero_unit_grads(tr, L + 1);
+        zeros(tr->dlogits, (size_t)tr->Nreg * tr->Vl);
+        hp_ce_backward(tr->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tr), tr->v0,
+                       (float)(1.0 / (double)tr->n_valid_global), tr->Nreg, tr->Vl);
+        zeros(tr->reg_a, (size_t)tr->Nreg * D);
+        hp_linear_backward(tr->reg_a, TOP_GRAD(pid_out), tr->dlogits, H->gf,
+                           TOP_PARAM(pid_out), tr->Nreg, D, tr->Vl);
+        hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_a, D);
+        zeros(dh, nres);
+        hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tr->res_a, H->h_final, TOP_PARAM(pid_norm),
+                            H->rstdf, tr->Nres, D);
+        hp_fsdp_reduce_unit(tr, L + 1);
+        hp_fsdp_release_unit(tr, L + 1);
+    }
 
-    for (int l = L - 1; l >= 0; l--) {
+    for (int l = l1 - 1; l >= l0; l--) {
         hp_fsdp_gather_unit(tr, 1 + l);
         hp_fsdp_zero_unit_grads(tr, 1 + l);
         block_backward(tr, l, dh);
@@ -348,11 +415,16 @@ void hp_transformer_backward(hp_trainer *tr) {
         hp_fsdp_release_unit(tr, 1 + l);
     }
 
+    if (!first) return;
     hp_fsdp_gather_unit(tr, 0);
     hp_fsdp_zero_unit_grads(tr, 0);
     hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
-    hp_embedding_backward(GT(pid_tok), tr->reg_a, mb_tokens(tr), tr->v0, tr->Vl,
+    hp_embedding_backward(TOP_GRAD(pid_tok), tr->reg_a, mb_tokens(tr), tr->v0, tr->Vl,
                           tr->Nreg, D);
     hp_fsdp_reduce_unit(tr, 0);
     hp_fsdp_release_unit(tr, 0);
+}
+
+void hp_transformer_backward(hp_trainer *tr) {
+    hp_transformer_backward_layers(tr, 0, tr->m.n_layers, 1, 1);
 }

@@ -131,6 +131,7 @@ static void route_alltoall(hp_ep_dispatch *d, hp_comm *comm, const int *idx, con
     // permute: received rows are (source-major, local-expert-minor); regroup them
     // local-expert-major, source-minor. No padding: fp32 CPU GEMMs take any row count.
     int p = 0;
+    const int keep_order = hp_failpoint(HP_FP_EP_COUNTS_LAYOUT);   // the bug: no regrouping
     for (int l = 0; l < El; l++) {
         d->off[l] = p;
         int base = 0;   // first received row of the current source
@@ -138,8 +139,7 @@ static void route_alltoall(hp_ep_dispatch *d, hp_comm *comm, const int *idx, con
             int b = base;
             for (int ll = 0; ll < l; ll++) b += d->counts_recv[src * El + ll];
             int c = d->counts_recv[src * El + l];
-            for (int q = 0; q < c; q++, p++)   // ep_counts_layout: the bug keeps received order
-                d->perm[p] = hp_failpoint(HP_FP_EP_COUNTS_LAYOUT) ? p : b + q;
+            for (int q = 0; q < c; q++, p++) d->perm[p] = keep_order ? p : b + q;
             base += d->recv_counts[src] / d->D;
         }
     }

@@ -83,17 +83,22 @@ int hp_fsdp_alloc(hp_trainer *tr) {
     tr->comm_buf_numel = need;
     tr->comm_buf = calloc((size_t)need + 1, sizeof(float));
     tr->gathered_unit = -1;
-    // gradient accumulation keeps every unit's unsharded grads until the step's last microbatch
-    if (tr->M > 1) {
+    // gradient accumulation keeps every unit's unsharded grads until the step's last
+    // microbatch; under pp the parameters too are gathered once per step and kept until the
+    // unit's last backward (TorchTitan: reshard_after_forward = not pp_enabled)
+    if (tr->M > 1 || tr->d.pp > 1) {
         const size_t units = tr->pt.n_units > 0 ? (size_t)tr->pt.n_units : 1;
         tr->acc_offset = calloc(units, sizeof(int64_t));
+        tr->unit_kept = calloc(units, sizeof(int));
         int64_t total = 0;
         for (int u = 0; tr->acc_offset && u < tr->pt.n_units; u++) {
             tr->acc_offset[u] = total;
             total += tr->pt.unit_work_numel[u];
         }
         tr->acc_g = calloc((size_t)total + 1, sizeof(float));
-        if (!tr->acc_offset || !tr->acc_g) return -1;
+        if (tr->d.pp > 1) tr->kept_p = calloc((size_t)total + 1, sizeof(float));
+        if (!tr->acc_offset || !tr->unit_kept || !tr->acc_g || (tr->d.pp > 1 && !tr->kept_p))
+            return -1;
     }
     return (tr->p_shard && tr->g_shard && tr->m_shard && tr->v_shard && tr->work_p &&
             tr->work_g && tr->comm_buf) ? 0 : -1;
@@ -102,7 +107,7 @@ int hp_fsdp_alloc(hp_trainer *tr) {
 void hp_fsdp_free(hp_trainer *tr) {
     free(tr->p_shard); free(tr->g_shard); free(tr->m_shard); free(tr->v_shard);
     free(tr->work_p); free(tr->work_g); free(tr->comm_buf);
-    free(tr->acc_g); free(tr->acc_offset);
+    free(tr->acc_g); free(tr->acc_offset); free(tr->kept_p); free(tr->unit_kept);
 }
 
 // Every element's value depends only on (seed, parameter name, global index): model.md.
@@ -137,7 +142,13 @@ void hp_trainer_set_params(hp_trainer *tr, const float *full) {
 // ---------------------------------------------------------------------------------------
 // the unit lifecycle
 
-float *hp_fsdp_param(hp_trainer *tr, int i) { return tr->work_p + tr->pt.p[i].work_offset; }
+// One unit's unsharded parameters: the shared work buffer, or under pp the unit's own slot.
+static float *unit_params(hp_trainer *tr, int u) {
+    return tr->kept_p ? tr->kept_p + tr->acc_offset[u] : tr->work_p;
+}
+float *hp_fsdp_param(hp_trainer *tr, int i) {
+    return unit_params(tr, tr->pt.p[i].unit) + tr->pt.p[i].work_offset;
+}
 // One unit's unsharded grads: the shared work buffer, or under gradient accumulation the
 // unit's own slot of acc_g, which lives across the step's microbatches.
 static float *unit_grads(hp_trainer *tr, int u) {
@@ -148,6 +159,7 @@ float *hp_fsdp_grad(hp_trainer *tr, int i) {
 }
 
 void hp_fsdp_gather_unit(hp_trainer *tr, int u) {
+    if (tr->kept_p && tr->unit_kept[u]) return;   // pp: gathered once per step
     stack_span sp;
     for (int st = 0; st < 2; st++) {
         if (!stack_span_of(tr, u, (hp_stack)st, &sp)) continue;
@@ -158,13 +170,26 @@ void hp_fsdp_gather_unit(hp_trainer *tr, int u) {
                            tr->comm_buf + k * sp.n + (tr->pt.p[i].shard_offset - sp.s0), 0);
     }
     tr->gathered_unit = u;
+    if (tr->kept_p) tr->unit_kept[u] = 1;
 }
 
 // Reshard: the unsharded copy is gone. Poisoning it with NaN makes any use of a released
 // unit show up in the verifier instead of silently reading stale values.
 void hp_fsdp_release_unit(hp_trainer *tr, int u) {
+    if (tr->kept_p) return;   // pp: kept until hp_fsdp_release_all at the end of the step
     const int64_t n = tr->pt.unit_work_numel[u];
     for (int64_t i = 0; i < n; i++) tr->work_p[i] = NAN;
+    tr->gathered_unit = -1;
+}
+
+void hp_fsdp_release_all(hp_trainer *tr) {
+    if (!tr->kept_p) return;
+    for (int u = 0; u < tr->pt.n_units; u++) {
+        if (!tr->unit_kept[u]) continue;
+        float *w = unit_params(tr, u);
+        for (int64_t i = 0; i < tr->pt.unit_work_numel[u]; i++) w[i] = NAN;
+        tr->unit_kept[u] = 0;
+    }
     tr->gathered_unit = -1;
 }
 
@@ -218,9 +243,19 @@ void hp_fsdp_reduce_unit(hp_trainer *tr, int u) {
 // traffic accounting)
 
 double hp_fsdp_gather_full(hp_trainer *tr, const float *shard, float *full) {
-    const int64_t n = tr->pt.shard_numel;
     int world_size;
     MPI_Comm_size(tr->world, &world_size);
+    // under pp each pp rank holds other parameters: every rank sends its shards padded to
+    // the largest shard buffer of any pp rank (the same for every rank of one pp block)
+    int64_t n = tr->pt.shard_numel;
+    for (int q = 0; q < tr->d.pp && tr->d.pp > 1; q++) {
+        hp_param_table t;
+        if (hp_params_build(&t, &tr->m, &tr->d, q * (world_size / tr->d.pp)) != 0) continue;
+        if (t.shard_numel > n) n = t.shard_numel;
+        hp_params_free(&t);
+    }
+    float *padded = calloc((size_t)n + 1, sizeof(float));
+    memcpy(padded, shard, (size_t)tr->pt.shard_numel * sizeof(float));
     float *all = NULL;
     unsigned char *seen = NULL;
     double worst = 0.0;
@@ -228,7 +263,8 @@ double hp_fsdp_gather_full(hp_trainer *tr, const float *shard, float *full) {
         all = malloc((size_t)(n * world_size) * sizeof(float) + 1);
         seen = calloc((size_t)tr->pt.full_numel, 1);
     }
-    hp_gather_to_root(tr->comm, all, shard, (size_t)n);   // watched; not counted
+    hp_gather_to_root(tr->comm, all, padded, (size_t)n);   // watched; not counted
+    free(padded);
     if (tr->rank == 0) {
         for (int r = 0; r < world_size; r++) {
             hp_param_table t;

@@ -24,7 +24,8 @@ void hp_plan_traffic_predict(const hp_model_config *m, const hp_dims *d, const h
     const uint64_t El = (uint64_t)m->num_experts / ep;
     const uint64_t n = (uint64_t)(rc->batch / hp_dims_batch(d)) * (uint64_t)(rc->seq_len / d->cp) /
                        (uint64_t)hp_dims_token_split(d);
-    const uint64_t counts = (ep - 1) * El * 4;
+    // one counts exchange per microbatch; the entries add up over the step's microbatches
+    const uint64_t counts = (uint64_t)hp_run_microbatches(rc) * (ep - 1) * El * 4;
     const uint64_t moved = n * K * (ep - 1) / ep;   // entries sent (= received) per layer
     bytes[HP_G_EP][HP_OP_ALLTOALL] = (uint64_t)n_moe * (counts + 2 * (2 * moved) * D * 4);
     // worst: all n*K of its own entries go out and all (ep-1)*n*K of the others' come in
@@ -69,17 +70,20 @@ void hp_plan_flops_predict(const hp_model_config *m, const hp_dims *d, const hp_
 // ---------------------------------------------------------------------------------------
 // hardware and the time model
 
+// vendors' "80 GB" are GiB as nvidia-smi reports them (81559 MiB usable on an H100)
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
 const char *const hp_plan_hw_names[] = { "h100", "h200", "mi300x", "cpu", NULL };
 
 int hp_plan_hw_by_name(const char *name, hp_plan_hw *out) {
     static const hp_plan_hw table[] = {
-        { "h100", 989.4e12, 0.7, 80e9, 450e9, 50e9, 8,
+        { "h100", 989.4e12, 0.7, 80 * GIB, 450e9, 50e9, 8,
           "NVIDIA H100 SXM5 datasheet: 989.4 TFLOP/s dense BF16, 80 GB HBM3, NVLink 4 900 GB/s "
           "(450 GB/s each way), one 400 Gb/s ConnectX-7 NIC per GPU" },
-        { "h200", 989.4e12, 0.7, 141e9, 450e9, 50e9, 8,
+        { "h200", 989.4e12, 0.7, 141 * GIB, 450e9, 50e9, 8,
           "NVIDIA H200 SXM datasheet: 989.4 TFLOP/s dense BF16, 141 GB HBM3e, NVLink 4 900 GB/s "
           "(450 GB/s each way), one 400 Gb/s NIC per GPU" },
-        { "mi300x", 1307.4e12, 0.7, 192e9, 448e9, 50e9, 8,
+        { "mi300x", 1307.4e12, 0.7, 192 * GIB, 448e9, 50e9, 8,
           "AMD Instinct MI300X datasheet: 1307.4 TFLOP/s dense BF16, 192 GB HBM3, Infinity "
           "Fabric 896 GB/s aggregate (448 GB/s each way), one 400 Gb/s NIC per GPU" },
         { "cpu", 106.9e9, 0.8, 0, 10e9, 1.25e9, 2,

@@ -48,6 +48,18 @@ int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_
     hp_memory_estimate_t e;
     if (hp_memory_estimate(m, d, rc, rank, &e) != 0) return -1;
     out->activations = e.activation_bytes;
+    // ep_dispatch.c sizes its expert rows (and moe.c the expert activations) for every routed
+    // entry of the ep group landing on this rank, cap = ep*n*K; memory_estimate.c charges
+    // cap*(5*D + 6*Fe/etp) floats a MoE layer for them. Uniform routing needs cap = n*K.
+    out->activations_uniform = e.activation_bytes;
+    if (m->num_experts > 0 && d->ep > 1) {
+        const double n = (double)(rc->batch / hp_dims_batch(d) / hp_run_microbatches(rc)) *
+                         (double)(rc->seq_len / d->cp) / hp_dims_token_split(d);
+        const double Fel = (double)m->moe_hidden / hp_dims_expert_tp(d), K = m->top_k;
+        int n_moe = 0;
+        for (int l = 0; l < m->n_layers; l++) n_moe += hp_model_is_moe_layer(m, l);
+        out->activations_uniform -= n_moe * (d->ep - 1) * n * K * (5.0 * m->dim + 6.0 * Fel) * F4;
+    }
     out->scratch = e.scratch_bytes;
     out->persistent = out->params + out->grads + out->optimizer;
     out->peak = out->persistent + out->fsdp_working + out->comm_scratch + out->activations + out->scratch;

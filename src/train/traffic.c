@@ -5,28 +5,59 @@
 #include <string.h>
 #include "hyperpar/cp.h"
 #include "hyperpar/params.h"
+#include "hyperpar/pipeline.h"
 #include "hyperpar/verify.h"
 
 #define F4 ((uint64_t)sizeof(float))
+
+// What of the model a rank's pp rank holds: its blocks, MoE blocks, embedding and head, and
+// how many stage boundaries it sends across (forward from a stage whose next stage runs
+// elsewhere, backward from one whose previous stage does).
+typedef struct pp_share { int layers, moe_layers, embed, head, sends_fwd, sends_bwd; } pp_share;
+
+static pp_share share_of(const hp_model_config *m, const hp_dims *d, int rank) {
+    pp_share sh = { 0, 0, 0, 0, 0, 0 };
+    hp_pp_layout lay;
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    if (hp_pp_layout_init(&lay, d, m->n_layers) != 0) return sh;
+    for (int s = 0; s < lay.n_stages; s++) {
+        if (lay.stage_rank[s] != co.p) continue;
+        sh.layers += lay.stage_layers[s];
+        for (int l = lay.stage_first[s]; l < lay.stage_first[s] + lay.stage_layers[s]; l++)
+            sh.moe_layers += hp_model_is_moe_layer(m, l);
+        sh.embed |= s == 0;
+        sh.head |= s == lay.n_stages - 1;
+        sh.sends_fwd += s < lay.n_stages - 1 && lay.stage_rank[s + 1] != co.p;
+        sh.sends_bwd += s > 0 && lay.stage_rank[s - 1] != co.p;
+    }
+    return sh;
+}
 
 void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                         int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]) {
     memset(bytes, 0, sizeof(uint64_t) * HP_G_COUNT * HP_OP_COUNT);
     hp_param_table t;
     if (hp_params_build(&t, m, d, rank) != 0) return;
-    const int T = d->tp, C = d->cp, R = d->dp_replicate, L = m->n_layers;
-    const int sp = d->sp > 0 && T > 1;
+    const int T = d->tp, C = d->cp, R = d->dp_replicate;
+    const int sp = d->sp > 0 && T > 1, M = hp_run_microbatches(rc);
+    const pp_share sh = share_of(m, d, rank);
+    const int L = sh.layers;   // the blocks this rank runs (all of them without pp)
     const uint64_t Bl = (uint64_t)(rc->batch / hp_dims_batch(d)), Sc = (uint64_t)(rc->seq_len / C);
     const uint64_t D = (uint64_t)m->dim, Nreg = Bl * Sc, Nres = sp ? Nreg / (uint64_t)T : Nreg;
 
     // FSDP / HSDP / DDP: per unit and stack, all-gather in forward and in backward, one
     // reduce-scatter of the grads, and with dp_replicate > 1 one all-reduce of the shard.
+    // Parameters of other pp ranks have no shard here and count nothing.
     for (int i = 0; i < t.n; i++) {
         const hp_param *p = &t.p[i];
+        if (!p->on_rank) continue;
         const uint64_t shard = (uint64_t)p->shard_numel * F4;
         if (p->fsdp_size > 1) {
-            // gathered for the forward and for the backward of every microbatch, reduced once
-            bytes[p->fsdp_group][HP_OP_ALLGATHER] += 2 * (uint64_t)hp_run_microbatches(rc) * shard;
+            // gathered for the forward and for the backward of every microbatch (under pp
+            // once per step, kept until the unit's last backward), reduced once
+            const uint64_t gathers = d->pp > 1 ? 1 : 2 * (uint64_t)M;
+            bytes[p->fsdp_group][HP_OP_ALLGATHER] += gathers * shard;
             bytes[p->fsdp_group][HP_OP_REDUCE_SCATTER] += (uint64_t)p->fsdp_size * shard;
         }
         if (R > 1) bytes[HP_G_DP_REPLICATE][HP_OP_ALLREDUCE] += shard;
@@ -39,15 +70,15 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     // fwd + all-gather bwd. No SP: all-reduce in the exit's forward and the enter's backward.
     if (T > 1) {
         const uint64_t regions = 2 * (uint64_t)L;
-        const uint64_t enters = regions + 1, exits = regions + 1;
+        const uint64_t enters = regions + (uint64_t)sh.head, exits = regions + (uint64_t)sh.embed;
         if (sp) {
             bytes[HP_G_TP][HP_OP_ALLGATHER] += (enters + exits) * Nres * D * F4;
             bytes[HP_G_TP][HP_OP_REDUCE_SCATTER] += (enters + exits) * (uint64_t)T * Nres * D * F4;
         } else {
             bytes[HP_G_TP][HP_OP_ALLREDUCE] += (enters + exits) * Nreg * D * F4;
         }
-        // loss parallel: max, sum of exponentials, target logit
-        bytes[HP_G_TP][HP_OP_ALLREDUCE] += 3 * Nreg * F4;
+        // loss parallel: max, sum of exponentials, target logit (the head's stage)
+        if (sh.head) bytes[HP_G_TP][HP_OP_ALLREDUCE] += 3 * Nreg * F4;
     }
 
     // ring attention per layer: n = Bl*Sc*(Hkv/T)*hd floats of K (and as many of V)
@@ -67,11 +98,18 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     if (hp_dims_loss(d) > 1) bytes[HP_G_LOSS][HP_OP_ALLREDUCE] += 8;
     if (d->world > 1) bytes[HP_G_WORLD][HP_OP_ALLREDUCE] += 8;
 
+    // pipeline: the loss handed from the last stage to all (8 bytes over pp), and per
+    // microbatch the residual stream (its rows: Nres / M) forward across each boundary this
+    // rank sends over, and its gradient back (pipeline.md: 2*M*(Bl/M)*S_local*D*4 a boundary)
+    if (d->pp > 1) {
+        bytes[HP_G_PP][HP_OP_ALLREDUCE] += 8;
+        bytes[HP_G_PP][HP_OP_SENDRECV] += (uint64_t)(sh.sends_fwd + sh.sends_bwd) * Nres * D * F4;
+    }
+
     // expert dispatch (docs/traffic_moe.md): the all-gather path moves fixed sizes; the
     // all-to-all path depends on the routing (hp_traffic_predict_ep fills it in)
     if (m->num_experts > 0 && d->ep > 1) {
-        int n_moe = 0;
-        for (int l = 0; l < L; l++) n_moe += hp_model_is_moe_layer(m, l);
+        const int n_moe = sh.moe_layers;
         const uint64_t n = Nreg / (uint64_t)hp_dims_token_split(d), K = (uint64_t)m->top_k;
         const uint64_t n_ep = (uint64_t)d->ep;
         if (rc->dispatcher == HP_DISPATCH_ALLGATHER) {
@@ -120,10 +158,15 @@ void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_
     if (!members || !tok) { free(members); free(tok); return; }
     int me = 0;
     hp_mesh_group(d, HP_G_EP, rank, members, &me);
+    hp_pp_layout lay;
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    hp_pp_layout_init(&lay, d, m->n_layers);
     uint64_t total = 0;
     for (int l = 0, li = 0; l < m->n_layers; l++) {
         if (!hp_model_is_moe_layer(m, l)) continue;
         const int *lr = routing + (size_t)li++ * tokens * K;
+        if (lay.stage_rank[hp_pp_layer_stage(&lay, l)] != co.p) continue;   // another pp rank's
         uint64_t sent = 0, received = 0;
         for (int j = 0; j < n_ep; j++) {
             const int n = routed_tokens(d, rc, members[j], tok);

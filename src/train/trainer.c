@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "hyperpar/cp.h"
+#include "hyperpar/pipeline.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "train/trainer_internal.h"
@@ -37,6 +38,10 @@ hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_d
     }
     tr->comm = hp_comm_init(world, d, 1);
     hp_mesh_coords(d, tr->rank, &tr->co);
+    if (d->pp > 1 && hp_pp_init(tr, err, errlen) != 0) {
+        hp_trainer_free(tr);
+        return NULL;
+    }
     if (hp_params_build(&tr->pt, m, d, tr->rank) != 0 || hp_fsdp_alloc(tr) != 0 ||
         hp_transformer_alloc(tr) != 0) {
         snprintf(err, errlen, "out of memory setting up the model");
@@ -49,6 +54,7 @@ hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_d
 
 void hp_trainer_free(hp_trainer *tr) {
     if (!tr) return;
+    hp_pp_free(tr);
     hp_transformer_free(tr);
     hp_fsdp_free(tr);
     hp_params_free(&tr->pt);
@@ -86,15 +92,27 @@ static void load_batch(hp_trainer *tr) {
 
 // Copies the routing of the microbatch that just ran forward into the step's routing, so the
 // verifier sees every token's experts, not only the last microbatch's.
-static void keep_routing(hp_trainer *tr) {
-    const int K = tr->m.top_k;
+void hp_trainer_keep_routing(hp_trainer *tr, int l0, int l1) {
+    const int K = tr->m.top_k, L = tr->m.n_layers;
     const size_t per_layer = (size_t)tr->Nreg * K, step_layer = per_layer * tr->M;
-    for (int l = 0, i = 0; l < tr->m.n_layers; l++) {
-        if (!tr->blocks[l].moe) continue;
-        memcpy(tr->routing_step + i * step_layer + tr->mb * per_layer,
-               hp_moe_routing(tr->blocks[l].moe), per_layer * sizeof(int));
+    for (int l = 0, i = 0; l < L; l++) {
+        if (!hp_model_is_moe_layer(&tr->m, l)) continue;
+        if (l >= l0 && l < l1 && tr->layer_local[l])
+            memcpy(tr->routing_step + i * step_layer + tr->mb * per_layer,
+                   hp_moe_routing(tr->blocks[(size_t)tr->slot * L + l].moe), per_layer * sizeof(int));
         i++;
     }
+}
+
+// The step's loss from this rank's CE sum (summed over the microbatches in ascending order):
+// divided once by N_global, summed over the loss mesh (every tp rank holds the same share);
+// under pp only the last stage has it, and a sum over the pp group (the others add exact
+// zeros) hands it to every stage unchanged.
+static double reduce_loss(hp_trainer *tr, double ce_sum) {
+    double loss = ce_sum / (double)tr->n_valid_global;
+    hp_allreduce_sum_f64(tr->comm, HP_G_LOSS, &loss, 1);
+    if (tr->pp) hp_allreduce_sum_f64(tr->comm, HP_G_PP, &loss, 1);
+    return loss;
 }
 
 double hp_trainer_forward_backward(hp_trainer *tr) {
@@ -104,17 +122,18 @@ double hp_trainer_forward_backward(hp_trainer *tr) {
     // microbatches in ascending order: the CE sums add up in that order and are divided once
     // by N_global (the loss of pipeline.md); grads accumulate inside the backward
     double ce_sum = 0.0;
-    for (tr->mb = 0; tr->mb < tr->M; tr->mb++) {
-        hp_transformer_forward(tr);
-        ce_sum += tr->ce_sum_local;
-        keep_routing(tr);
-        hp_transformer_backward(tr);
+    if (tr->pp) {
+        ce_sum = hp_pp_run_step(tr);   // non-zero on the last stage only
+    } else {
+        for (tr->mb = 0; tr->mb < tr->M; tr->mb++) {
+            hp_transformer_forward(tr);
+            ce_sum += tr->ce_sum_local;
+            hp_trainer_keep_routing(tr, 0, tr->m.n_layers);
+            hp_transformer_backward(tr);
+        }
+        tr->mb = 0;
     }
-    tr->mb = 0;
-    double loss = ce_sum / (double)tr->n_valid_global;
-    // every tp rank holds the same share; the loss mesh (dp_replicate x dp_shard x cp) sums
-    hp_allreduce_sum_f64(tr->comm, HP_G_LOSS, &loss, 1);
-    return loss;
+    return reduce_loss(tr, ce_sum);
 }
 
 double hp_trainer_eval_loss(hp_trainer *tr, int step) {
@@ -122,15 +141,17 @@ double hp_trainer_eval_loss(hp_trainer *tr, int step) {
     tr->step = step;
     load_batch(tr);
     double ce_sum = 0.0;
-    for (tr->mb = 0; tr->mb < tr->M; tr->mb++) {
-        hp_transformer_forward(tr);
-        ce_sum += tr->ce_sum_local;
+    if (tr->pp) {
+        ce_sum = hp_pp_run_forward(tr);
+    } else {
+        for (tr->mb = 0; tr->mb < tr->M; tr->mb++) {
+            hp_transformer_forward(tr);
+            ce_sum += tr->ce_sum_local;
+        }
+        tr->mb = 0;
     }
-    tr->mb = 0;
-    double loss = ce_sum / (double)tr->n_valid_global;
-    hp_allreduce_sum_f64(tr->comm, HP_G_LOSS, &loss, 1);
     tr->step = saved;
-    return loss;
+    return reduce_loss(tr, ce_sum);
 }
 
 // Each gradient element is counted once: by replica 0 over dp_replicate, and by tp rank 0
@@ -193,10 +214,17 @@ void hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *working
 }
 
 // Routing of every token of the global batch, for the verifier's route-flip report.
+// 1 when block l runs on pp rank p.
+static int layer_on(const hp_trainer *tr, int l, int p) {
+    hp_pp_layout lay;
+    hp_pp_layout_init(&lay, &tr->d, tr->m.n_layers);
+    return lay.stage_rank[hp_pp_layer_stage(&lay, l)] == p;
+}
+
 int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
     const hp_model_config *m = &tr->m;
     int n_moe = 0;
-    for (int l = 0; l < m->n_layers; l++) n_moe += tr->blocks[l].moe != NULL;
+    for (int l = 0; l < m->n_layers; l++) n_moe += hp_model_is_moe_layer(m, l);
     if (n_moe == 0) return 0;
     // the step's routing (every microbatch), rows in the rank's step order (Bl_step, Sc)
     const int K = m->top_k, S = tr->rc.seq_len, rows = tr->Nreg * tr->M, per = rows * K * n_moe;
@@ -212,7 +240,11 @@ int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
             hp_mesh_coords(&tr->d, r, &co);
             hp_cp_positions(pos, S, tr->d.cp, co.c, tr->rc.cp_load_balance);
             const int *src = all + (size_t)r * per;
-            for (int li = 0; li < n_moe; li++)
+            // under pp only the ranks holding a layer routed its tokens
+            for (int l = 0, li = -1; l < m->n_layers; l++) {
+                if (!hp_model_is_moe_layer(m, l)) continue;
+                li++;
+                if (tr->d.pp > 1 && !layer_on(tr, l, co.p)) continue;
                 for (int b = 0; b < tr->Bl_step; b++)
                     for (int j = 0; j < tr->Sc; j++) {
                         const int g = co.batch * tr->Bl_step + b;
@@ -220,6 +252,7 @@ int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
                                src + ((size_t)li * rows + (size_t)b * tr->Sc + j) * K,
                                (size_t)K * sizeof(int));
                     }
+            }
         }
         free(pos);
     }

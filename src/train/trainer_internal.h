@@ -33,6 +33,17 @@ typedef struct hp_block_acts {
     int pid[BP_COUNT];    // parameter table index of each role (-1: absent in this block)
 } hp_block_acts;
 
+// The head's activations for one microbatch slot (only on the pp rank holding the head).
+typedef struct hp_head_acts {
+    float *h_final;          // (res, D)   the stream leaving the last block
+    float *nf, *rstdf;       // (res, D), (res)
+    float *gf;               // (reg, D)
+    float *logits;           // (reg, Vl)
+    float *ce_m, *ce_se;     // (reg) per-row max and sum of exponentials (loss parallel)
+} hp_head_acts;
+
+typedef struct hp_pp_state hp_pp_state;   // pipeline_run.c
+
 struct hp_trainer {
     hp_model_config m;
     hp_dims         d;
@@ -58,8 +69,10 @@ struct hp_trainer {
     // reduced once, after the last microbatch's backward of the unit
     int M, mb;               // microbatches per step, the one running now
     int Bl_step;
-    float *acc_g;            // (sum of unit_work_numel) when M > 1, else NULL
-    int64_t *acc_offset;     // [n_units] each unit's place in acc_g
+    float *acc_g;            // (sum of unit_work_numel) when M > 1 or pp > 1, else NULL
+    int64_t *acc_offset;     // [n_units] each unit's place in acc_g (and kept_p)
+    float *kept_p;           // pp: every local unit's gathered params, kept for the step
+    int *unit_kept;          // [n_units] 1: unit gathered into kept_p this step
     int *routing_step;       // (n_moe, Bl_step*Sc, K) every microbatch's routing, for the verifier
 
     // local sizes (per microbatch)
@@ -71,10 +84,15 @@ struct hp_trainer {
                              // are [mb*Nreg, (mb+1)*Nreg)
     int64_t n_valid_global;  // valid labels of the global batch
 
-    // activations
-    hp_block_acts *blocks;   // [L]
+    // activations: n_slots microbatches in flight (pipeline; 1 without pp), slot-major
+    int n_slots, slot;       // slots, and the one the running microbatch uses
+    hp_pp_state *pp;         // pipeline parallel (pp > 1), else NULL
+    hp_block_acts *blocks;   // [n_slots * L]; slot 0's entries also carry the role indices
+    hp_head_acts *heads;     // [n_slots]
+    int *layer_local;        // [L] 1: this rank's pp rank holds block l
+    int head_local;          // this rank holds the head (norm, output): the last stage
     int pid_tok, pid_norm, pid_out;   // table indices of the top-level parameters
-    float *h_final, *nf, *rstdf, *gf, *logits, *ce_m, *ce_se, *ce_tl;
+    float *ce_tl;
     float *dlogits;          // (reg, Vl)
     float *tp_buf;           // (reg, D) staging of sequence all-gather / reduce-scatter
     float *res_a, *res_b;    // (res, D) scratch
@@ -85,12 +103,26 @@ struct hp_trainer {
     double ce_sum_local;     // the sum of CE over the last forward's microbatch
 };
 
+// ---- trainer.c ------------------------------------------------------------------------
+// Copies the routing of the microbatch that just ran forward through blocks [l0, l1) into
+// the step's routing, so the verifier sees every token's experts.
+void hp_trainer_keep_routing(hp_trainer *tr, int l0, int l1);
+
+// ---- pipeline_run.c -------------------------------------------------------------------
+// Lays out this rank's schedule and sets tr->n_slots (before hp_transformer_alloc).
+int    hp_pp_init(hp_trainer *tr, char *err, size_t errlen);
+void   hp_pp_free(hp_trainer *tr);
+double hp_pp_run_step(hp_trainer *tr);       // forward + backward of the step: this rank's CE sum
+double hp_pp_run_forward(hp_trainer *tr);    // forward only (evaluation)
+double hp_pp_idle_fraction(const hp_trainer *tr);   // of the last step, on this rank
+
 // ---- fsdp.c ---------------------------------------------------------------------------
 int  hp_fsdp_alloc(hp_trainer *tr);
 void hp_fsdp_free(hp_trainer *tr);
 void hp_fsdp_init_params(hp_trainer *tr);         // counter-based init of this rank's shards
 void hp_fsdp_gather_unit(hp_trainer *tr, int u);   // all-gather unit u into work_p
 void hp_fsdp_release_unit(hp_trainer *tr, int u);  // reshard after forward / backward
+void hp_fsdp_release_all(hp_trainer *tr);          // pp: reshard every kept unit (step end)
 void hp_fsdp_zero_unit_grads(hp_trainer *tr, int u);
 void hp_fsdp_reduce_unit(hp_trainer *tr, int u);   // work_g of u -> reduced g_shard
 // Pointer to parameter i (and its grad) inside the gathered unit.
@@ -117,5 +149,13 @@ int    hp_transformer_alloc(hp_trainer *tr);
 void   hp_transformer_free(hp_trainer *tr);
 double hp_transformer_forward(hp_trainer *tr);     // returns this rank's loss share
 void   hp_transformer_backward(hp_trainer *tr);    // leaves reduced gradient shards
+// One pipeline stage on the running microbatch (tr->mb, tr->slot): blocks [l0, l1), with
+// the embedding when first and the head and loss (tr->ce_sum_local) when last. The stream
+// enters at hp_transformer_stream(tr, l0) and leaves at hp_transformer_stream(tr, l1); the
+// backward's gradient of the stream is in tr->res_b on entry (unless last) and on exit
+// (unless first).
+void   hp_transformer_forward_layers(hp_trainer *tr, int l0, int l1, int first, int last);
+void   hp_transformer_backward_layers(hp_trainer *tr, int l0, int l1, int first, int last);
+float *hp_transformer_stream(hp_trainer *tr, int l);   // block l's input (l == L: the head's)
 
 #endif

@@ -148,8 +148,12 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
             fprintf(stderr, "hp: reference: %s\n", err);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
+        // the reference is the plain step: one process, one microbatch (a bug in the
+        // accumulation, like TorchTitan #1733's double averaging, cannot hide in it)
+        hp_run_config rc_ref = *rc;
+        rc_ref.microbatches = 1;
         hp_failpoint_suspend(1);   // an injected fault (failpoint.h) hits the parallel run only
-        record_run(MPI_COMM_SELF, m, &one, rc, o, &ref, NULL);
+        record_run(MPI_COMM_SELF, m, &one, &rc_ref, o, &ref, NULL);
         hp_failpoint_suspend(0);
 
         hp_param_table t;

@@ -1,13 +1,28 @@
 // file_io.c - whole-file reads and JSON files (see file_io.h).
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "util/file_io.h"
 
 int hp_file_read(const char *path, unsigned char **out, size_t *len, const char **why) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { *why = strerror(errno); return -1; }
+    // Regular files only: /dev/zero would be read until memory runs out and a FIFO would block
+    // forever (a path given to --model-config, --load or --data must never hang the tool).
+    // O_NONBLOCK lets open() return on a FIFO without a writer; reads of a regular file ignore it.
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) { *why = strerror(errno); return -1; }
+    struct stat st;
+    if (fstat(fd, &st) != 0) { *why = strerror(errno); close(fd); return -1; }
+    if (!S_ISREG(st.st_mode)) {
+        *why = S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file (a device, FIFO or socket)";
+        close(fd);
+        return -1;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { *why = strerror(errno); close(fd); return -1; }
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = malloc(cap + 1);
     while (buf) {

@@ -8,6 +8,7 @@
 
 // Reads a whole file into a fresh buffer with a NUL appended (*len excludes it). Returns 0,
 // or -1 with *why set to a short reason ("No such file or directory", "read error", ...).
+// Only regular files: a device, FIFO or socket is refused at once (never read forever or waited on).
 int hp_file_read(const char *path, unsigned char **out, size_t *len, const char **why);
 // Writes j pretty-printed (and a newline) to path. Returns 0, or -1 (errno tells why).
 int hp_json_save(const cJSON *j, const char *path);

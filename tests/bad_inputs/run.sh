@@ -8,6 +8,9 @@ hp=$1; cases=$2
 FILES=$(mktemp -d) || exit 2
 trap 'rm -rf "$FILES"' EXIT
 export FILES
+# the bad Hugging Face config.json files of tests/plan_configs (--model-config)
+PLAN_CONFIGS=$(cd "$(dirname "$cases")/../plan_configs" && pwd) || exit 2
+export PLAN_CONFIGS
 # prepared bad files: short text, not a safetensors file, a truncated header, wrong names
 printf 'too short' >"$FILES/short.txt"
 printf 'plain text, no header' >"$FILES/not-safetensors.bin"
@@ -19,6 +22,18 @@ h = sys.argv[2].encode()
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0\0\0\0")
 PY
 : >"$FILES/not-a-folder"
+# bad checkpoints (docs/checkpoints.md): one good AdamW step-1, then a truncated, a corrupted
+# (last data byte flipped), a renamed-tensor and a reshaped-tensor copy of it
+"$hp" run --optimizer adamw --steps 1 --checkpoint-dir "$FILES/ck" --quiet >/dev/null 2>&1
+for c in trunc crc names shape; do cp -r "$FILES/ck/step-1" "$FILES/ck-$c"; done
+f=rank-00000.safetensors
+python3 - "$FILES/ck-trunc/$f" "$FILES/ck-crc/$f" <<'PY'
+import os, sys
+os.truncate(sys.argv[1], os.path.getsize(sys.argv[1]) - 100)
+b = bytearray(open(sys.argv[2], "rb").read()); b[-1] ^= 0x40; open(sys.argv[2], "wb").write(bytes(b))
+PY
+sed -i 's/"output.weight"/"output.weigth"/g' "$FILES/ck-names/index.json"
+sed -i '0,/\[256, 64\]/s//[512, 64]/' "$FILES/ck-shape/index.json"
 pass=0; fail=0
 out=$FILES/out; err=$FILES/err
 while IFS= read -r line; do

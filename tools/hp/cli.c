@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "hyperpar/pipeline.h"
 
 typedef enum {
     F_DP_REPLICATE, F_DP_SHARD, F_CP, F_TP, F_PP, F_EP, F_ETP, F_NO_SP, F_SP,
@@ -19,7 +20,8 @@ typedef enum {
     F_NPROC, F_RANK, F_VERIFY, F_VERIFY_STEPS, F_DUMP, F_LOAD, F_JSON, F_QUIET, F_HELP,
     F_TIMEOUT, F_LIST_FAILPOINTS,
     F_MODEL_CONFIG, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
-    F_MICROBATCHES,
+    F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS,
+    F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME,
 } flag_id;
 
 typedef struct { const char *name; flag_id id; int takes_value; } flag_def;
@@ -37,8 +39,12 @@ static const flag_def flags[] = {
     { "--nproc", F_NPROC, 1 }, { "--rank", F_RANK, 1 }, { "--verify", F_VERIFY, 0 },
     { "--verify-steps", F_VERIFY_STEPS, 1 }, { "--dump", F_DUMP, 1 }, { "--load", F_LOAD, 1 },
     { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 }, { "--timeout", F_TIMEOUT, 1 },
-    { "--microbatches", F_MICROBATCHES, 1 },
+    { "--microbatches", F_MICROBATCHES, 1 }, { "--pp-schedule", F_PP_SCHEDULE, 1 },
+    { "--pp-microbatches", F_PP_MICROBATCHES, 1 }, { "--pp-virtual", F_PP_VIRTUAL, 1 },
+    { "--layers", F_LAYERS, 1 },
     { "--list-failpoints", F_LIST_FAILPOINTS, 0 },
+    { "--checkpoint-dir", F_CKPT_DIR, 1 }, { "--checkpoint-every", F_CKPT_EVERY, 1 },
+    { "--checkpoint-keep", F_CKPT_KEEP, 1 }, { "--resume", F_RESUME, 1 },
     { "--model-config", F_MODEL_CONFIG, 1 }, { "--memory", F_PLAN_MEMORY, 0 },
     { "--search", F_PLAN_SEARCH, 0 }, { "--ranks", F_PLAN_RANKS, 0 }, { "--world", F_PLAN_WORLD, 1 },
     { "--mem-per-rank", F_MEM_PER_RANK, 1 }, { "--hw", F_HW, 1 },
@@ -52,7 +58,10 @@ void hp_cli_print_common_help(FILE *out) {
         "  --dp-shard N       FSDP shard degree; -1 = world / (dp_replicate*cp*tp*pp) (default -1)\n"
         "  --cp N             context parallel degree (default 1)\n"
         "  --tp N             tensor parallel degree (default 1)\n"
-        "  --pp N             pipeline parallel degree (only 1 is implemented)\n"
+        "  --pp N             pipeline parallel degree, outermost (default 1)\n"
+        "  --pp-schedule S    gpipe | 1f1b | interleaved-1f1b | zbv (default 1f1b)\n"
+        "  --pp-microbatches M  microbatches per step under pp (default 1)\n"
+        "  --pp-virtual V     stages per pp rank (default 1; 2 for interleaved-1f1b and zbv)\n"
         "  --ep N             expert parallel degree; divides dp_shard*cp*tp (default 1)\n"
         "  --etp N            expert tensor parallel degree: 1 or tp, needs ep > 1 (default 1)\n"
         "  --no-sp / --sp     sequence parallel off / on (default: on iff tp > 1)\n"
@@ -85,6 +94,12 @@ void hp_cli_print_common_help(FILE *out) {
         "  --list-failpoints  run: list the fault-injection points of HP_FAILPOINT=name[,name]\n"
         "  --timeout S        watchdog: a collective waiting longer than S seconds aborts the job\n"
         "                     (default: environment HP_TIMEOUT, else 600)\n"
+        "checkpoints (run; docs/checkpoints.md):\n"
+        "  --checkpoint-dir D    save D/step-K every --checkpoint-every steps and after the last\n"
+        "  --checkpoint-every N  steps between saves (default 0: after the last step only)\n"
+        "  --checkpoint-keep K   keep the newest K step folders (default 0: all)\n"
+        "  --resume D            continue from D's latest checkpoint (or D/step-K), any layout;\n"
+        "                        --steps stays the step to train up to\n"
         "  -h, --help         this help\n",
         out);
 }
@@ -223,8 +238,21 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_JSON:         cli->json_out = v; return 0;
     case F_QUIET:        cli->quiet = 1; return 0;
     case F_TIMEOUT:      return parse_finite(flag, v, 1, &cli->timeout);
-    case F_MICROBATCHES: return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->run.microbatches);
+    case F_MICROBATCHES: return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->microbatches);
+    case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->pp_microbatches);
+    case F_PP_VIRTUAL:   return parse_int_in(flag, v, 1, 64, &cli->dims.pp_virtual);
+    case F_LAYERS:       return parse_int_in(flag, v, 1, 4096, &cli->layers);
+    case F_PP_SCHEDULE:
+        if ((cli->dims.pp_schedule = hp_pp_schedule_parse(v)) < 0) {
+            fprintf(stderr, "hp: --pp-schedule expects gpipe, 1f1b, interleaved-1f1b or zbv, got '%s'\n", v);
+            return HP_EXIT_CONFIG;
+        }
+        return 0;
     case F_LIST_FAILPOINTS: cli->list_failpoints = 1; return 0;
+    case F_CKPT_DIR:     cli->ckpt_dir = v; return 0;
+    case F_CKPT_EVERY:   return parse_int_in(flag, v, 0, HP_CLI_MAX_STEPS, &cli->ckpt_every);
+    case F_CKPT_KEEP:    return parse_int_in(flag, v, 0, HP_CLI_MAX_STEPS, &cli->ckpt_keep);
+    case F_RESUME:       cli->resume = v; return 0;
     case F_MODEL_CONFIG: return parse_model_config(v, &cli->model);
     case F_PLAN_MEMORY:  cli->plan_memory = 1; return 0;
     case F_PLAN_SEARCH:  cli->plan_search = 1; return 0;
@@ -276,6 +304,25 @@ static char *keep_joined(const char *name, const char *value) {
     }
     kept[n_kept++] = s;
     return s;
+}
+
+// Flags that only mean something together, applied once all are read (any order).
+static int combine_flags(hp_cli *cli) {
+    if (cli->layers > 0) cli->model.n_layers = cli->layers;   // --layers deepens any model
+    const int pp = cli->dims.pp;
+    if (cli->pp_microbatches && pp <= 1) {
+        fprintf(stderr, "hp: --pp-microbatches needs --pp > 1 (pp = %d); use --microbatches for "
+                "gradient accumulation\n", pp);
+        return HP_EXIT_CONFIG;
+    }
+    if (cli->microbatches && pp > 1) {
+        fprintf(stderr, "hp: --microbatches is gradient accumulation at pp 1; with --pp %d use "
+                "--pp-microbatches\n", pp);
+        return HP_EXIT_CONFIG;
+    }
+    cli->run.microbatches = pp > 1 ? (cli->pp_microbatches ? cli->pp_microbatches : 1)
+                                   : (cli->microbatches ? cli->microbatches : 1);
+    return 0;
 }
 
 int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *const *extra,
@@ -340,5 +387,5 @@ int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *cons
         int e = apply(cli, f->id, name, value);
         if (e) return e;
     }
-    return 0;
+    return combine_flags(cli);
 }

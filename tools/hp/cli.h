@@ -24,8 +24,15 @@ typedef struct hp_cli {
     const char *load_file;       // --load FILE
     const char *json_out;        // --json FILE (machine-readable result of run/verify)
     int   quiet;                 // --quiet
+    int   microbatches;          // --microbatches M (pp 1; 0 = not given)
+    int   pp_microbatches;       // --pp-microbatches M (pp > 1; 0 = not given)
+    int   layers;                // --layers N (0 = the model's own)
     int   list_failpoints;       // --list-failpoints (run: print the failpoint registry)
     float timeout;               // --timeout S (watchdog; 0 = HP_TIMEOUT or the default)
+    const char *ckpt_dir;        // --checkpoint-dir D (save D/step-K; include/hyperpar/checkpoint.h)
+    int   ckpt_every;            // --checkpoint-every N (and after the last step; 0 = last only)
+    int   ckpt_keep;             // --checkpoint-keep K (newest step folders kept; 0 = all)
+    const char *resume;          // --resume D | D/step-K (latest complete, or that one)
     // hp plan (--model-config FILE loads a Hugging Face config.json into model above):
     int   plan_memory;           // --memory: per-rank memory, traffic, FLOPs (and --hw time)
     int   plan_search;           // --search: every legal layout of --world N that fits
@@ -74,5 +81,6 @@ int hp_cmd_plan(int argc, char **argv);
 int hp_cmd_run(int argc, char **argv);
 int hp_cmd_matrix(int argc, char **argv);
 int hp_cmd_bench(int argc, char **argv);
+int hp_cmd_export(int argc, char **argv);   // cmd_export.c: checkpoint -> safetensors
 
 #endif

@@ -1,7 +1,7 @@
 // cmd_matrix.c - `hp matrix`: runs the completeness matrix of recipes.md and writes a report.
 // defines: hp_cmd_matrix
 //
-//   hp matrix                              # every recipe (L0+L1+L2) and every negative case
+//   hp matrix                              # every recipe (L0+L1+L2), negative case and failpoint
 //   hp matrix --level L0 --report report   # the L0 recipes; report/report.{md,json,svg}
 //   hp matrix --only M4-s2,neg-pp --repeat 3
 //   hp matrix --list                       # the table as tab-separated lines (for CMake/scripts)
@@ -46,8 +46,8 @@
 
 static const char *const matrix_usage =
     "usage: hp matrix [--level all|L0|L1|L2[,..]] [--only ID[,ID..]] [--repeat N] [--report DIR]\n"
-    "                 [--timeout S] [--no-negative] [--faults | --faults-only] [--list]\n"
-    "                 [--write-bad-files DIR]\n"
+    "                 [--timeout S] [--no-negative] [--faults | --faults-only | --no-faults]\n"
+    "                 [--list] [--write-bad-files DIR]\n"
     "\n"
     "Runs every selected recipe of the completeness matrix (shared/spec/recipes.md) as\n"
     "`hp run <flags> --verify --json F --quiet`, N times (default 2: the runs must be\n"
@@ -60,7 +60,9 @@ static const char *const matrix_usage =
     "  --timeout S      seconds one run may take before it is killed (default 60)\n"
     "  --no-negative    skip the negative cases\n"
     "  --faults         also run every failpoint (HP_FAILPOINT) on its recipe: each must be caught\n"
+    "                   (the default for the whole matrix, i.e. --level all without --only)\n"
     "  --faults-only    run the failpoints only (no recipes, no negative cases)\n"
+    "  --no-faults      do not run the failpoints\n"
     "  --list           print the recipe table and the negative cases, tab-separated, and exit\n"
     "  --write-bad-files DIR   write the bad input files of the negative cases into DIR and exit\n";
 
@@ -75,6 +77,7 @@ typedef struct {
     double timeout_s;
     int  no_negative, list;
     int  faults, faults_only;    // --faults / --faults-only
+    int  no_faults;              // --no-faults: not even with the whole matrix
     const char *bad_files_dir;
 } matrix_opts;
 
@@ -147,6 +150,7 @@ static int parse_opts(int argc, char **argv, matrix_opts *o) {
         if (!strcmp(a, "--list")) { o->list = 1; continue; }
         if (!strcmp(a, "--no-negative")) { o->no_negative = 1; continue; }
         if (!strcmp(a, "--faults")) { o->faults = 1; continue; }
+        if (!strcmp(a, "--no-faults")) { o->no_faults = 1; continue; }
         if (!strcmp(a, "--faults-only")) {
             o->faults = o->faults_only = 1;
             fmt(o->selection, sizeof o->selection, "--faults-only");
@@ -197,6 +201,15 @@ static int parse_opts(int argc, char **argv, matrix_opts *o) {
         else fprintf(stderr, "hp: matrix takes no positional arguments, got '%s'\n", a);
         return HP_EXIT_CONFIG;
     }
+    // the whole matrix also proves the verifier: every failpoint must be caught
+    int all_levels = 1;
+    for (int l = 0; l < HP_LEVEL_COUNT; l++) all_levels &= o->levels[l];
+    if (!o->only && all_levels && !o->no_faults) o->faults = 1;
+    if (o->no_faults && o->faults_only) {
+        fprintf(stderr, "hp: --no-faults and --faults-only exclude each other\n");
+        return HP_EXIT_CONFIG;
+    }
+    if (o->no_faults) o->faults = 0;
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "hyperpar/mesh.h"
 #include "hyperpar/params.h"
+#include "plan_tool.h"
 
 static const char plan_usage[] =
     "usage: hp plan [flags]\n"
@@ -17,6 +18,18 @@ static const char plan_usage[] =
     "parameter placement of one rank. Needs no MPI.\n"
     "  e.g. hp plan --tp 2 --cp 2 --dp-shard 2\n"
     "       hp plan --model tiny-moe --tp 2 --dp-shard 2 --ep 4 --etp 1 --rank 3\n"
+    "       hp plan --model llama3-70b --tp 8 --nproc 1024 --seq-len 8192 --batch 512 --memory --hw h100\n"
+    "       hp plan --search --world 16384 --model llama3-405b --mem-per-rank 80GiB --seq-len 8192 --batch 2048\n"
+    "plan only:\n"
+    "  --memory           per rank: parameters, gradients, optimiser state, FSDP buffers,\n"
+    "                     activations, scratch and the peak; bytes per (group, op); FLOPs\n"
+    "  --hw NAME          h100 | h200 | mi300x | cpu: add a step-time and MFU model\n"
+    "  --json FILE        (with --memory) the same as JSON; '-' = stdout\n"
+    "  --ranks            beyond 64 ranks, print every rank and group (default: a summary)\n"
+    "  --search           every legal layout of --world N that fits --mem-per-rank SIZE\n"
+    "                     (e.g. 80GiB, 141GB), ranked, top 10\n"
+    "  --world N          the world size to search\n"
+    "  --mem-per-rank S   memory per rank, a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, TB\n"
     "\n";
 
 // ---------------------------------------------------------------------------------------------
@@ -56,7 +69,7 @@ static void print_args(int argc, char **argv) {
 #define MAX_GROUPS 64
 #define MAX_RANK_ROWS 256
 
-static void print_groups(const hp_dims *d) {
+static void print_groups(const hp_dims *d, int all) {
     const int W = d->world;
     int *members = malloc((size_t)W * sizeof *members);
     char *seen = malloc((size_t)W);
@@ -73,7 +86,7 @@ static void print_groups(const hp_dims *d) {
         int shown = 0;
         for (int rank = 0; rank < W; rank++) {
             if (seen[rank]) continue;
-            if (shown++ == MAX_GROUPS) {
+            if (shown++ == MAX_GROUPS && !all) {
                 printf(" ... (%d groups in all)", W / size);
                 break;
             }
@@ -111,6 +124,8 @@ int hp_cmd_plan(int argc, char **argv) {
         fprintf(stderr, "hp: plan takes no positional arguments, got '%s' (see hp plan --help)\n", cli.rest[0]);
         return HP_EXIT_CONFIG;
     }
+    if (cli.plan_search) return hp_plan_search_cmd(&cli);
+    if ((rc = hp_plan_check_flags(&cli)) != 0) return rc;
 
     hp_dims d = cli.dims;
     d.world = cli.nproc;
@@ -159,17 +174,20 @@ int hp_cmd_plan(int argc, char **argv) {
     printf("  sparse  [pp, dp_replicate, efsdp, ep, etp]   = [%d, %d, %d, %d, %d]\n", d.pp, R,
            hp_dims_efsdp(&d), d.ep, d.etp);
 
+    const int full = W <= HP_PLAN_SUMMARY_WORLD || cli.plan_ranks;
     printf("\nranks\n  %4s  %3s %3s %3s %3s %3s   %5s %5s %5s   %5s %3s %3s\n",
            "rank", "p", "r", "s", "c", "t", "fsdp", "batch", "loss", "efsdp", "ep", "etp");
-    for (int rank = 0; rank < W && rank < MAX_RANK_ROWS; rank++) {
+    for (int rank = 0; rank < W && (cli.plan_ranks || rank < (full ? MAX_RANK_ROWS : 8)); rank++) {
         hp_coords co;
         hp_mesh_coords(&d, rank, &co);
         printf("  %4d  %3d %3d %3d %3d %3d   %5d %5d %5d   %5d %3d %3d\n", rank, co.p, co.r, co.s,
                co.c, co.t, co.fsdp, co.batch, co.loss, co.efsdp, co.ep, co.etp);
     }
-    if (W > MAX_RANK_ROWS) printf("  ... (%d ranks in all; see --rank K for one rank's shapes)\n", W);
+    if (!cli.plan_ranks && W > (full ? MAX_RANK_ROWS : 8))
+        printf("  ... (%d ranks in all; --ranks prints every one, --rank K one rank's shapes)\n", W);
     printf("\n");
-    print_groups(&d);
+    if (full) print_groups(&d, cli.plan_ranks);
+    else hp_plan_print_group_strides(stdout, &d);
 
     printf("\n");
     hp_param_table t;
@@ -179,5 +197,6 @@ int hp_cmd_plan(int argc, char **argv) {
     }
     hp_params_print(stdout, &t, &d, cli.rank);
     hp_params_free(&t);
+    if (cli.plan_memory || cli.json_out) return hp_plan_memory_cmd(&cli, &d);
     return HP_EXIT_OK;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "cli.h"
+#include "run_checkpoint.h"
 #include "hyperpar/blas.h"
 #include "hyperpar/data.h"
 #include "hyperpar/dump.h"
@@ -31,10 +32,11 @@ static const char *const run_usage =
 
 // Returns 0, or HP_EXIT_FAIL after one line when the file cannot be written.
 static int write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
-                      const double *losses, int steps) {
+                      const double *losses, int steps, int first_step) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddBoolToObject(j, "pass", r ? r->pass : 1);
     cJSON_AddNumberToObject(j, "world", cli->dims.world);
+    cJSON_AddNumberToObject(j, "first_step", first_step);   // > 1 after --resume
     cJSON *l = cJSON_AddArrayToObject(j, "losses");
     for (int s = 0; s < steps; s++) cJSON_AddItemToArray(l, cJSON_CreateNumber(losses[s]));
     // cJSON prints 15 significant digits when they read back within ~2 ulps; the exact
@@ -115,7 +117,13 @@ static int train(const hp_cli *cli, const float *init, int rank) {
     double *losses = calloc((size_t)cli->run.steps + 1, sizeof(double));
     const int64_t full_n = hp_trainer_params(tr)->full_numel;
     int rc = HP_EXIT_OK;
-    for (int s = 0; s < cli->run.steps && rc == HP_EXIT_OK; s++) {
+    int first = 0;   // steps done before this run: the checkpoint's step after --resume
+    if (cli->resume && (first = hp_run_ckpt_resume(tr, cli, rank)) < 0) {
+        free(losses);
+        hp_trainer_free(tr);
+        return HP_EXIT_CONFIG;
+    }
+    for (int s = first; s < cli->run.steps && rc == HP_EXIT_OK; s++) {
         hp_step_stats st;
         if (s == 0 && cli->dump_dir) {
             // the step in phases, to catch gradients before clipping
@@ -141,8 +149,9 @@ static int train(const hp_cli *cli, const float *init, int rank) {
             printf("step %4d | loss %.6f | grad norm %.4f | %8.2f ms | %10.0f tok/s\n", st.step,
                    st.loss, st.grad_norm, st.ms, st.tokens_per_s);
         if (!hp_step_finite(st.loss, st.grad_norm)) report_nonfinite(&st, rank);
+        if (rc == HP_EXIT_OK) rc = hp_run_ckpt_after_step(tr, cli, st.step, rank);
     }
-    if (rank == 0 && cli->json_out && write_json(cli->json_out, cli, NULL, losses, cli->run.steps) != 0)
+    if (rank == 0 && cli->json_out && write_json(cli->json_out, cli, NULL, losses + first, cli->run.steps - first, first + 1) != 0)
         rc = HP_EXIT_FAIL;
     free(losses);
     hp_trainer_free(tr);
@@ -173,6 +182,7 @@ int hp_cmd_run(int argc, char **argv) {
         return HP_EXIT_CONFIG;
     }
     if (cli.list_failpoints) { hp_failpoint_print_list(stdout); return HP_EXIT_OK; }
+    if ((e = hp_run_ckpt_flags(&cli))) return e;
     char fp_err[256];   // HP_FAILPOINT=name[,name]: an unknown name is refused before any rank
     if (hp_failpoint_init(fp_err, sizeof fp_err) != 0) {
         fprintf(stderr, "hp: %s\n", fp_err);
@@ -209,6 +219,7 @@ int hp_cmd_run(int argc, char **argv) {
             if (!full) return HP_EXIT_CONFIG;
             free(full);
         }
+        if ((e = hp_run_ckpt_precheck(&cli))) return e;   // --resume: refused before any rank
         if (d.world > 1) return hp_launch_self(d.world, argc, argv);
     }
 
@@ -251,7 +262,7 @@ int hp_cmd_run(int argc, char **argv) {
         if (rank == 0) {
             if (!cli.quiet) hp_verify_print(stdout, &r);
             else printf("verify: %s\n", r.pass ? "PASS" : "FAIL");
-            if (cli.json_out && write_json(cli.json_out, &cli, &r, r.losses, r.steps) != 0)
+            if (cli.json_out && write_json(cli.json_out, &cli, &r, r.losses, r.steps, 1) != 0)
                 rc = HP_EXIT_FAIL;
         }
         hp_verify_result_free(&r);

@@ -45,6 +45,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run"))    return hp_cmd_run(argc, argv);
     if (!strcmp(cmd, "matrix")) return hp_cmd_matrix(argc, argv);
     if (!strcmp(cmd, "bench"))  return hp_cmd_bench(argc, argv);
+    if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);   // checkpoint -> one safetensors file
     fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, matrix, bench; see hp --help)\n", cmd);
     return HP_EXIT_CONFIG;
 }

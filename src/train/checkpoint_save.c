@@ -1,0 +1,448 @@
+// checkpoint_save.c - hp_ckpt_save: every rank writes the pieces it owns into D/.step-K.tmp,
+// rank 0 writes the index, and the folder becomes D/step-K by one rename; D/latest follows
+// by write-temp + rename. Crash-safe at every point: until the rename nothing a reader looks
+// at has changed.
+//
+// Ownership: a box of a tensor held by several ranks (replicas over dp_replicate, norms and
+// the router gate replicated over tp) is written by the lowest rank holding it, found from
+// the parameter tables of the lower ranks (pure functions of the layout): the same
+// elements the grad-norm owner of hp_trainer_clip counts, derived instead of restated.
+//
+// Fault injection: HP_CKPT_KILL_RANK=R (HP_CKPT_KILL_STEP=K) kills rank R (SIGKILL) halfway
+// through a save, its file half written: the previous checkpoint must stay intact and
+// loadable. (An environment variable, not an HP_FAILPOINT: those are numeric bugs the
+// verifier must catch, run under --verify by tests/failpoints.cmake and hp matrix.)
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "hyperpar/safetensors.h"
+#include "train/checkpoint_internal.h"
+#include "train/trainer_internal.h"
+#include "util/file_io.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint32_t crc_of(const void *p, size_t n) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    const unsigned char *b = p;
+    while (n > 0) {   // zlib takes uInt lengths
+        const uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        c = crc32(c, b, k);
+        b += k;
+        n -= k;
+    }
+    return (uint32_t)c;
+}
+
+static int fsync_path(const char *path) {
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    const int r = fsync(fd);
+    close(fd);
+    return r;
+}
+
+// Removes a folder of plain files (a step folder: nothing nested).
+static void remove_flat_dir(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *e;
+    char f[4400];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+            unlink(f);
+        }
+    closedir(d);
+    rmdir(path);
+}
+
+static int mkdir_p(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *s = buf + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            *s = '/';
+        }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+// Every rank learns whether any failed, and the line of the lowest failing rank.
+static int agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen) {
+    int who = failed ? rank : INT_MAX, first = INT_MAX;
+    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, world);
+    if (first == INT_MAX) return 0;
+    char line[512];
+    snprintf(line, sizeof line, "%s", rank == first ? err : "");
+    MPI_Bcast(line, (int)sizeof line, MPI_CHAR, first, world);
+    snprintf(err, errlen, "%s", line);
+    return -1;
+}
+
+// 1 when this rank writes piece i: no lower rank holds the same (non-empty) box.
+static void owned_pieces(const hp_trainer *tr, int *owned) {
+    const hp_param_table *t = &tr->pt;
+    for (int i = 0; i < t->n; i++) {
+        hp_box b;
+        int64_t o[3], d[3];
+        hp_ck_shard_box(&t->p[i], &b, o, d);
+        owned[i] = hp_box_numel(&b) > 0;
+    }
+    for (int r = 0; r < tr->rank; r++) {
+        hp_param_table lower;
+        if (hp_params_build(&lower, &tr->m, &tr->d, r) != 0) continue;
+        for (int i = 0; i < t->n; i++) {
+            if (!owned[i]) continue;
+            hp_box mine, theirs;
+            int64_t o[3], d[3];
+            hp_ck_shard_box(&t->p[i], &mine, o, d);
+            hp_ck_shard_box(&lower.p[i], &theirs, o, d);
+            if (hp_box_equal(&mine, &theirs)) owned[i] = 0;
+        }
+        hp_params_free(&lower);
+    }
+}
+
+// HP_CKPT_KILL_RANK=R [HP_CKPT_KILL_STEP=K]: rank R dies in the save of step K (default: in
+// this process's second save, so that a first complete checkpoint exists).
+static int kill_requested(int rank, int step) {
+    static int saves = 0;
+    saves++;
+    const char *r = getenv("HP_CKPT_KILL_RANK"), *k = getenv("HP_CKPT_KILL_STEP");
+    if (!r || atoi(r) != rank) return 0;
+    return k ? atoi(k) == step : saves == 2;
+}
+
+static cJSON *box_json(const hp_box *b) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < b->ndim; i++) {
+        cJSON *r = cJSON_CreateArray();
+        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)b->lo[i]));
+        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)b->hi[i]));
+        cJSON_AddItemToArray(a, r);
+    }
+    return a;
+}
+
+// Writes this rank's file into tmp; *entry receives its index entry (NULL: it owns nothing).
+static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64_t *bytes,
+                           int *n_pieces, char *err, size_t errlen) {
+    *entry = NULL;
+    *bytes = 0;
+    *n_pieces = 0;
+    const hp_param_table *t = &tr->pt;
+    const int kinds = tr->rc.optimizer == HP_OPT_ADAMW ? 3 : 1;
+    float *const state[3] = { tr->p_shard, tr->m_shard, tr->v_shard };
+    int *owned = calloc((size_t)t->n + 1, sizeof(int));
+    owned_pieces(tr, owned);
+    int any = 0;
+    for (int i = 0; i < t->n; i++) any |= owned[i];
+    if (!any) { free(owned); return 0; }
+
+    char fname[64], path[8400];
+    snprintf(fname, sizeof fname, "rank-%05d.safetensors", tr->rank);
+    snprintf(path, sizeof path, "%s/%s", tmp, fname);
+    hp_st_writer *w = hp_st_writer_init();
+    cJSON *pieces = cJSON_CreateArray();
+    int64_t data_off = 0;   // relative to the data section, in the order added
+    for (int i = 0; i < t->n; i++) {
+        if (!owned[i]) continue;
+        const hp_param *p = &t->p[i];
+        hp_box b;
+        int64_t origin[3], dims[3], shape[3];
+        hp_ck_shard_box(p, &b, origin, dims);
+        for (int k = 0; k < p->ndim; k++) shape[k] = b.hi[k] - b.lo[k];
+        const int64_t n = hp_box_numel(&b);
+        float *buf = malloc((size_t)n * sizeof(float));
+        for (int kind = 0; kind < kinds; kind++) {
+            hp_box_copy(&b, state[kind] + p->shard_offset, origin, dims, buf, b.lo, shape);
+            char key[200];
+            hp_ck_piece_key(key, sizeof key, (hp_ck_kind)kind, p->name, &b);
+            hp_st_writer_add(w, key, HP_DT_F32, p->ndim, shape, buf);
+            cJSON *pj = cJSON_CreateObject();
+            cJSON_AddStringToObject(pj, "key", key);
+            cJSON_AddStringToObject(pj, "tensor", p->name);
+            cJSON_AddStringToObject(pj, "kind", hp_ck_kind_name[kind]);
+            cJSON_AddItemToObject(pj, "box", box_json(&b));
+            cJSON_AddNumberToObject(pj, "offset", (double)data_off);   // made absolute below
+            cJSON_AddNumberToObject(pj, "bytes", (double)(n * 4));
+            cJSON_AddNumberToObject(pj, "crc32", (double)crc_of(buf, (size_t)n * 4));
+            cJSON_AddItemToArray(pieces, pj);
+            data_off += n * 4;
+            ++*n_pieces;
+        }
+        free(buf);
+    }
+    free(owned);
+    char meta[64];
+    snprintf(meta, sizeof meta, "%d", tr->step);
+    hp_st_writer_metadata(w, "format", HP_CKPT_FORMAT);
+    hp_st_writer_metadata(w, "step", meta);
+    snprintf(meta, sizeof meta, "%d", tr->rank);
+    hp_st_writer_metadata(w, "rank", meta);
+    int rc = hp_st_writer_save(w, path, err, errlen);
+    hp_st_writer_free(w);
+    unsigned char *all = NULL;
+    size_t len = 0;
+    const char *why = "";
+    if (rc == 0 && hp_file_read(path, &all, &len, &why) != 0) {
+        snprintf(err, errlen, "checkpoint %s: cannot read back: %s", path, why);
+        rc = -1;
+    }
+    if (rc == 0 && kill_requested(tr->rank, tr->step)) {
+        // the failpoint: this rank dies with its file half written, before the index exists
+        if (truncate(path, (off_t)(len / 2)) == 0) fsync_path(path);
+        fprintf(stderr, "hp: HP_CKPT_KILL_RANK: rank %d killed halfway through the save of step %d\n",
+                tr->rank, tr->step);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+    if (rc == 0) {
+        // the data section starts after the 8-byte length and the (padded) header
+        uint64_t hlen = 0;
+        for (int i = 0; i < 8 && len >= 8; i++) hlen |= (uint64_t)all[i] << (8 * i);
+        const int64_t start = 8 + (int64_t)hlen;
+        if (len < 8 || start + data_off != (int64_t)len) {
+            snprintf(err, errlen, "checkpoint %s: written %zu bytes, expected %lld", path, len,
+                     (long long)(start + data_off));
+            rc = -1;
+        }
+        cJSON *pj;
+        cJSON_ArrayForEach(pj, pieces) {
+            cJSON *o = cJSON_GetObjectItemCaseSensitive(pj, "offset");
+            cJSON_SetNumberValue(o, o->valuedouble + (double)start);
+        }
+    }
+    if (rc == 0 && fsync_path(path) != 0) {
+        snprintf(err, errlen, "checkpoint %s: fsync failed: %s", path, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "file", fname);
+        cJSON_AddNumberToObject(e, "rank", tr->rank);
+        cJSON_AddNumberToObject(e, "bytes", (double)len);
+        cJSON_AddNumberToObject(e, "crc32", (double)crc_of(all, len));
+        cJSON_AddItemToObject(e, "pieces", pieces);
+        pieces = NULL;
+        *entry = e;
+        *bytes = (int64_t)len;
+    }
+    cJSON_Delete(pieces);
+    free(all);
+    return rc;
+}
+
+static cJSON *index_json(const hp_trainer *tr, cJSON *files) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", HP_CKPT_FORMAT);
+    cJSON_AddNumberToObject(j, "step", tr->step);
+    cJSON_AddItemToObject(j, "model", hp_ck_model_json(&tr->m));
+    cJSON *d = cJSON_AddObjectToObject(j, "degrees");
+    int world;
+    MPI_Comm_size(tr->world, &world);
+    cJSON_AddNumberToObject(d, "world", world);
+    cJSON_AddNumberToObject(d, "dp_replicate", tr->d.dp_replicate);
+    cJSON_AddNumberToObject(d, "dp_shard", tr->d.dp_shard);
+    cJSON_AddNumberToObject(d, "cp", tr->d.cp);
+    cJSON_AddNumberToObject(d, "tp", tr->d.tp);
+    cJSON_AddNumberToObject(d, "pp", tr->d.pp);
+    cJSON_AddNumberToObject(d, "ep", tr->d.ep);
+    cJSON_AddNumberToObject(d, "etp", tr->d.etp);
+    cJSON_AddNumberToObject(d, "sp", tr->d.sp);
+    cJSON *r = cJSON_AddObjectToObject(j, "run");
+    cJSON_AddStringToObject(r, "optimizer", tr->rc.optimizer == HP_OPT_ADAMW ? "adamw" : "sgd");
+    // the lr state: a constant lr (hyperpar has no schedule); AdamW's bias correction counts
+    // the step, which the checkpoint's step restores
+    cJSON_AddNumberToObject(r, "lr", (double)tr->rc.lr);
+    cJSON_AddStringToObject(r, "lr_schedule", "constant");
+    cJSON_AddNumberToObject(r, "optimizer_step", tr->step);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)tr->rc.seed);
+    cJSON_AddStringToObject(r, "seed", seed);
+    cJSON_AddNumberToObject(r, "seq_len", tr->rc.seq_len);
+    cJSON_AddNumberToObject(r, "batch", tr->rc.batch);
+    cJSON *da = cJSON_AddObjectToObject(j, "data");
+    cJSON_AddStringToObject(da, "kind", tr->rc.data_path ? "text" : "synthetic");
+    cJSON_AddNumberToObject(da, "step", tr->step);   // synthetic data: the position is the step
+    if (tr->rc.data_path) {
+        const int64_t windows = hp_data_windows(tr->data, tr->rc.seq_len);
+        cJSON_AddStringToObject(da, "path", tr->rc.data_path);
+        cJSON_AddNumberToObject(da, "windows", (double)windows);
+        cJSON_AddNumberToObject(da, "next_window", (double)hp_ck_next_window(tr->step, tr->rc.batch, windows));
+    }
+    cJSON *ts = cJSON_AddArrayToObject(j, "tensors");
+    for (int i = 0; i < tr->pt.n; i++) {
+        const hp_param *p = &tr->pt.p[i];
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "name", p->name);
+        cJSON *s = cJSON_AddArrayToObject(t, "shape");
+        for (int k = 0; k < p->ndim; k++) cJSON_AddItemToArray(s, cJSON_CreateNumber((double)p->shape[k]));
+        cJSON_AddItemToArray(ts, t);
+    }
+    cJSON_AddItemToObject(j, "files", files);
+    return j;
+}
+
+// Prunes step folders: keeps the one just saved and the newest keep-1 older ones.
+static void prune(const char *dir, int step, int keep) {
+    if (keep <= 0) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    int *steps = NULL, n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int k = -1;
+        char tail;
+        if (sscanf(e->d_name, "step-%d%c", &k, &tail) != 1 || k < 0 || k == step) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            int *ns = realloc(steps, (size_t)cap * sizeof *ns);
+            if (!ns) break;
+            steps = ns;
+        }
+        steps[n++] = k;
+    }
+    closedir(d);
+    // newest older first; later steps belong to an abandoned timeline and go too
+    int kept = 1;
+    for (int pass = 0; pass < n; pass++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (steps[i] >= 0 && (best < 0 || steps[i] > steps[best])) best = i;
+        if (best < 0) break;
+        char path[8400];
+        snprintf(path, sizeof path, "%s/step-%d", dir, steps[best]);
+        if (steps[best] > step || kept >= keep) remove_flat_dir(path);
+        else kept++;
+        steps[best] = -1;
+    }
+    free(steps);
+}
+
+// Rank 0: the index, the renames, the pointer.
+static int publish(hp_trainer *tr, const char *dir, const char *tmp, cJSON *files, int keep,
+                   char *err, size_t errlen) {
+    char path[8400], final_dir[8400], old[8400];
+    cJSON *j = index_json(tr, files);
+    snprintf(path, sizeof path, "%s/index.json", tmp);
+    int rc = hp_json_save(j, path);
+    cJSON_Delete(j);
+    if (rc != 0 || fsync_path(path) != 0) {
+        snprintf(err, errlen, "checkpoint %s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    // read it back as a loader would: every piece tiles its tensor exactly once
+    hp_ck_index ix;
+    if (hp_ck_index_load(tmp, &ix, err, errlen) != 0) return -1;
+    rc = hp_ck_index_check_coverage(&ix, tr->rc.optimizer == HP_OPT_ADAMW ? 3 : 1, err, errlen);
+    hp_ck_index_free(&ix);
+    if (rc != 0) return -1;
+    if (fsync_path(tmp) != 0) {
+        snprintf(err, errlen, "checkpoint %s: fsync of the folder failed: %s", tmp, strerror(errno));
+        return -1;
+    }
+    snprintf(final_dir, sizeof final_dir, "%s/step-%d", dir, tr->step);
+    snprintf(old, sizeof old, "%s/.step-%d.old", dir, tr->step);
+    remove_flat_dir(old);
+    struct stat sb;
+    const int existed = stat(final_dir, &sb) == 0;
+    if (existed && rename(final_dir, old) != 0) {
+        snprintf(err, errlen, "checkpoint %s: cannot move the old folder aside: %s", final_dir, strerror(errno));
+        return -1;
+    }
+    if (rename(tmp, final_dir) != 0) {
+        snprintf(err, errlen, "checkpoint %s: cannot rename %s to it: %s", final_dir, tmp, strerror(errno));
+        return -1;
+    }
+    fsync_path(dir);
+    if (existed) remove_flat_dir(old);
+    char ptr[8400], line[64];
+    snprintf(ptr, sizeof ptr, "%s/.latest.tmp", dir);
+    snprintf(line, sizeof line, "step-%d\n", tr->step);
+    FILE *f = fopen(ptr, "w");
+    const int ok = f && fputs(line, f) >= 0;
+    if (f && fclose(f) != 0) rc = -1;
+    snprintf(path, sizeof path, "%s/latest", dir);
+    if (!ok || rc != 0 || fsync_path(ptr) != 0 || rename(ptr, path) != 0) {
+        snprintf(err, errlen, "checkpoint %s: cannot update the latest pointer: %s", path, strerror(errno));
+        return -1;
+    }
+    fsync_path(dir);
+    prune(dir, tr->step, keep);
+    return 0;
+}
+
+int hp_ckpt_save(hp_trainer *tr, const char *dir, int keep, hp_ckpt_stats *st, char *err,
+                 size_t errlen) {
+    hp_ckpt_stats local = { 0 };
+    if (!st) st = &local;
+    memset(st, 0, sizeof *st);
+    err[0] = '\0';
+    MPI_Barrier(tr->world);
+    const double t0 = now_s();
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/.step-%d.tmp", dir, tr->step);
+    int failed = 0;
+    if (tr->rank == 0) {
+        remove_flat_dir(tmp);   // a save that died before its rename
+        if (mkdir_p(dir) != 0 || mkdir(tmp, 0777) != 0) {
+            snprintf(err, errlen, "checkpoint %s: cannot create the folder: %s", tmp, strerror(errno));
+            failed = 1;
+        }
+    }
+    if (agree(tr->world, tr->rank, failed, err, errlen) != 0) return -1;
+
+    cJSON *entry = NULL;
+    failed = write_rank_file(tr, tmp, &entry, &st->bytes, &st->pieces, err, errlen) != 0;
+    if (agree(tr->world, tr->rank, failed, err, errlen) != 0) { cJSON_Delete(entry); return -1; }
+
+    // rank 0 gathers every rank's file entry
+    char *mine = entry ? cJSON_PrintUnformatted(entry) : NULL;
+    cJSON_Delete(entry);
+    int len = mine ? (int)strlen(mine) : 0, world;
+    MPI_Comm_size(tr->world, &world);
+    int *lens = tr->rank == 0 ? calloc((size_t)world, sizeof(int)) : NULL;
+    int *displs = tr->rank == 0 ? calloc((size_t)world, sizeof(int)) : NULL;
+    MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, tr->world);
+    char *all = NULL;
+    if (tr->rank == 0) {
+        int total = 0;
+        for (int r = 0; r < world; r++) { displs[r] = total; total += lens[r]; }
+        all = malloc((size_t)total + 1);
+    }
+    MPI_Gatherv(mine ? mine : "", len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, tr->world);
+    failed = 0;
+    if (tr->rank == 0) {
+        cJSON *files = cJSON_CreateArray();
+        for (int r = 0; r < world && !failed; r++) {
+            if (!lens[r]) continue;
+            cJSON *e = cJSON_ParseWithLength(all + displs[r], (size_t)lens[r]);
+            if (!e) { snprintf(err, errlen, "checkpoint: rank %d's file entry does not parse", r); failed = 1; break; }
+            cJSON_AddItemToArray(files, e);
+        }
+        if (!failed) failed = publish(tr, dir, tmp, files, keep, err, errlen) != 0;
+        else cJSON_Delete(files);
+    }
+    free(mine); free(lens); free(displs); free(all);
+    if (agree(tr->world, tr->rank, failed, err, errlen) != 0) return -1;
+    MPI_Barrier(tr->world);
+    st->seconds = now_s() - t0;
+    st->step = tr->step;
+    return 0;
+}

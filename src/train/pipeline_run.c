@@ -1,0 +1,237 @@
+// pipeline_run.c - one training step under pipeline parallel: this pp rank runs its actions
+// of the schedule (pipeline.h) in order, exchanging the residual stream forward and its
+// gradient back with the neighbouring stages' ranks (same inner coordinates, group HP_G_PP).
+// spec: shared/spec/pipeline.md.
+// defines: hp_pp_init, hp_pp_free, hp_pp_run_step
+//
+// Each microbatch takes an activation slot on this rank at its first forward and gives it
+// back after its last backward here, so the slots in use are the schedule's microbatches in
+// flight (M under gpipe, up to P-p under 1f1b). Sends are nonblocking and complete before
+// their buffer is written again or at the end of the step; receives wait under the watchdog.
+// Gradients accumulate per unit in ascending microbatch order whatever the schedule, and are
+// reduced after the unit's last backward (fsdp.c), which makes schedules bit-identical.
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "hyperpar/pipeline.h"
+#include "train/trainer_internal.h"
+
+struct hp_pp_state {
+    hp_pp_layout lay;
+    int p;                  // this rank's pp coordinate
+    int n_act;
+    hp_pp_action *act;      // this pp rank's actions of one step
+    int *slot_of;           // [M] the slot microbatch j uses here
+    int *local_index;       // [n_stages] v: the stage's index among this rank's stages
+    float **dh_buf;         // [V * n_slots] the gradient a stage hands back (send / local)
+    MPI_Request *fwd_req, *bwd_req;   // [V * n_slots] the pending sends from those buffers
+    double busy_ms, step_ms;          // the last step: compute time, and wall time
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+// Tags: one per (direction, receiving stage, microbatch), so no two messages of a step match.
+static int tag_fwd(const hp_pp_layout *lay, int to_stage, int mb, int M) {
+    (void)lay;
+    return 1 + 2 * (to_stage * M + mb);
+}
+static int tag_bwd(const hp_pp_layout *lay, int to_stage, int mb, int M) {
+    (void)lay;
+    return 2 + 2 * (to_stage * M + mb);
+}
+
+int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
+    hp_pp_state *st = calloc(1, sizeof *st);
+    if (!st) { snprintf(err, errlen, "out of memory (pipeline)"); return -1; }
+    tr->pp = st;
+    if (hp_pp_layout_init(&st->lay, &tr->d, tr->m.n_layers) != 0) {
+        snprintf(err, errlen, "pipeline: cannot lay out %d stages", tr->d.pp * hp_pp_virtual(&tr->d));
+        return -1;
+    }
+    const hp_pp_layout *lay = &st->lay;
+    const int M = tr->M;
+    st->p = tr->co.p;
+    st->act = malloc((size_t)(3 * lay->V * M + 4) * sizeof *st->act);
+    st->slot_of = malloc((size_t)M * sizeof(int));
+    st->local_index = calloc((size_t)lay->n_stages, sizeof(int));
+    if (!st->act || !st->slot_of || !st->local_index) {
+        snprintf(err, errlen, "out of memory (pipeline)");
+        return -1;
+    }
+    st->n_act = hp_pp_schedule_build(lay, M, st->p, st->act);
+    if (st->n_act < 0) {
+        snprintf(err, errlen, "pipeline: schedule %s cannot run %d microbatches on pp %d",
+                 hp_pp_schedule_name(lay->schedule), M, lay->P);
+        return -1;
+    }
+    for (int s = 0, v = 0; s < lay->n_stages; s++)
+        if (lay->stage_rank[s] == st->p) st->local_index[s] = v++;
+    // slots: a microbatch holds one from its first action here to its last
+    int *last = malloc((size_t)M * sizeof(int)), *busy = calloc((size_t)M + 1, sizeof(int));
+    if (!last || !busy) { free(last); free(busy); snprintf(err, errlen, "out of memory"); return -1; }
+    for (int j = 0; j < M; j++) { last[j] = -1; st->slot_of[j] = -1; }
+    for (int a = 0; a < st->n_act; a++) last[st->act[a].mb] = a;
+    int n_slots = 0;
+    for (int a = 0; a < st->n_act; a++) {
+        const int j = st->act[a].mb;
+        if (st->slot_of[j] < 0) {
+            int s = 0;
+            while (busy[s]) s++;
+            busy[s] = 1;
+            st->slot_of[j] = s;
+            if (s + 1 > n_slots) n_slots = s + 1;
+        }
+        if (last[j] == a) busy[st->slot_of[j]] = 0;
+    }
+    free(last);
+    free(busy);
+    tr->n_slots = n_slots > 0 ? n_slots : 1;
+    const size_t bufs = (size_t)lay->V * tr->n_slots;
+    st->dh_buf = calloc(bufs, sizeof(float *));
+    st->fwd_req = malloc(bufs * sizeof(MPI_Request));
+    st->bwd_req = malloc(bufs * sizeof(MPI_Request));
+    if (!st->dh_buf || !st->fwd_req || !st->bwd_req) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (size_t i = 0; i < bufs; i++) st->fwd_req[i] = st->bwd_req[i] = MPI_REQUEST_NULL;
+    return 0;
+}
+
+// The residual-stream buffers exist once the transformer has sized its slots.
+static int alloc_buffers(hp_trainer *tr) {
+    hp_pp_state *st = tr->pp;
+    const size_t n = (size_t)tr->Nres * tr->D, bufs = (size_t)st->lay.V * tr->n_slots;
+    for (size_t i = 0; i < bufs; i++) {
+        if (st->dh_buf[i]) continue;
+        st->dh_buf[i] = calloc(n ? n : 1, sizeof(float));
+        if (!st->dh_buf[i]) return -1;
+    }
+    return 0;
+}
+
+void hp_pp_free(hp_trainer *tr) {
+    hp_pp_state *st = tr->pp;
+    if (!st) return;
+    if (st->dh_buf)
+        for (size_t i = 0; i < (size_t)st->lay.V * tr->n_slots; i++) free(st->dh_buf[i]);
+    free(st->dh_buf); free(st->fwd_req); free(st->bwd_req);
+    free(st->act); free(st->slot_of); free(st->local_index);
+    free(st);
+    tr->pp = NULL;
+}
+
+double hp_pp_run_step(hp_trainer *tr) {
+    hp_pp_state *st = tr->pp;
+    const hp_pp_layout *lay = &st->lay;
+    const int M = tr->M, last_stage = lay->n_stages - 1, D = tr->D;
+    const size_t n = (size_t)tr->Nres * D;
+    if (alloc_buffers(tr) != 0) {
+        fprintf(stderr, "hp: out of memory (pipeline buffers)\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    double ce_sum = 0.0;
+    const double t0 = now_ms();
+    st->busy_ms = 0.0;
+    for (int a = 0; a < st->n_act; a++) {
+        const hp_pp_action *x = &st->act[a];
+        const int s = x->stage, j = x->mb, v = st->local_index[s];
+        const int l0 = lay->stage_first[s], l1 = l0 + lay->stage_layers[s];
+        const int first = s == 0, last = s == last_stage;
+        tr->mb = j;
+        tr->slot = st->slot_of[j];
+        const size_t b = (size_t)v * tr->n_slots + tr->slot;
+        MPI_Request req;
+        if (x->op == HP_PP_F) {
+            if (!first && lay->stage_rank[s - 1] != st->p) {
+                hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(tr, l0), n,
+                             lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), &req);
+                hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (activation)");
+            }
+            // the stream this stage writes may still be on its way from the slot's last use
+            hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
+            const double c0 = now_ms();
+            hp_transformer_forward_layers(tr, l0, l1, first, last);
+            st->busy_ms += now_ms() - c0;
+            hp_trainer_keep_routing(tr, l0, l1);
+            if (last) ce_sum += tr->ce_sum_local;   // ascending microbatch order
+            if (!last && lay->stage_rank[s + 1] != st->p)
+                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(tr, l1), n,
+                             lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
+        } else if (x->op == HP_PP_B || x->op == HP_PP_I) {
+            // (zbv's I runs the whole backward here; its W has nothing left to do)
+            if (!last) {
+                if (lay->stage_rank[s + 1] != st->p) {
+                    hp_p2p_irecv(tr->comm, HP_G_PP, tr->res_b, n, lay->stage_rank[s + 1],
+                                 tag_bwd(lay, s, j, M), &req);
+                    hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (gradient)");
+                } else {
+                    const size_t bn = (size_t)st->local_index[s + 1] * tr->n_slots + tr->slot;
+                    memcpy(tr->res_b, st->dh_buf[bn], n * sizeof(float));
+                }
+            }
+            const double c0 = now_ms();
+            hp_transformer_backward_layers(tr, l0, l1, first, last);
+            st->busy_ms += now_ms() - c0;
+            if (!first) {
+                hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->bwd_req[b], "pipeline send (gradient)");
+                memcpy(st->dh_buf[b], tr->res_b, n * sizeof(float));
+                if (lay->stage_rank[s - 1] != st->p)
+                    hp_p2p_isend(tr->comm, HP_G_PP, st->dh_buf[b], n, lay->stage_rank[s - 1],
+                                 tag_bwd(lay, s - 1, j, M), &st->bwd_req[b]);
+            }
+        }
+    }
+    const size_t bufs = (size_t)lay->V * tr->n_slots;
+    hp_p2p_wait(tr->comm, HP_G_PP, (int)bufs, st->fwd_req, "pipeline send (activation)");
+    hp_p2p_wait(tr->comm, HP_G_PP, (int)bufs, st->bwd_req, "pipeline send (gradient)");
+    hp_fsdp_release_all(tr);
+    tr->mb = 0;
+    tr->slot = 0;
+    st->step_ms = now_ms() - t0;
+    return ce_sum;
+}
+
+// Forward only (evaluation): microbatch by microbatch, this rank's stages in model order,
+// which every rank's order agrees with; slot 0 throughout. Returns this rank's CE sum.
+double hp_pp_run_forward(hp_trainer *tr) {
+    hp_pp_state *st = tr->pp;
+    const hp_pp_layout *lay = &st->lay;
+    const int M = tr->M, last_stage = lay->n_stages - 1;
+    const size_t n = (size_t)tr->Nres * tr->D;
+    double ce_sum = 0.0;
+    tr->slot = 0;
+    for (int j = 0; j < M; j++) {
+        tr->mb = j;
+        for (int s = 0; s < lay->n_stages; s++) {
+            if (lay->stage_rank[s] != st->p) continue;
+            const int l0 = lay->stage_first[s], l1 = l0 + lay->stage_layers[s];
+            const size_t b = (size_t)st->local_index[s] * tr->n_slots;
+            MPI_Request req;
+            if (s > 0 && lay->stage_rank[s - 1] != st->p) {
+                hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(tr, l0), n,
+                             lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), &req);
+                hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (activation)");
+            }
+            hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
+            hp_transformer_forward_layers(tr, l0, l1, s == 0, s == last_stage);
+            if (s == last_stage) ce_sum += tr->ce_sum_local;
+            if (s < last_stage && lay->stage_rank[s + 1] != st->p)
+                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(tr, l1), n,
+                             lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
+        }
+    }
+    hp_p2p_wait(tr->comm, HP_G_PP, (int)((size_t)lay->V * tr->n_slots), st->fwd_req,
+                "pipeline send (activation)");
+    hp_fsdp_release_all(tr);
+    tr->mb = 0;
+    return ce_sum;
+}
+
+double hp_pp_idle_fraction(const hp_trainer *tr) {
+    const hp_pp_state *st = tr->pp;
+    if (!st || st->step_ms <= 0) return 0.0;
+    const double idle = 1.0 - st->busy_ms / st->step_ms;
+    return idle < 0 ? 0 : idle;
+}

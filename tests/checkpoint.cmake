@@ -1,0 +1,49 @@
+# checkpoint.cmake - distributed checkpoints (issue 14, include/hyperpar/checkpoint.h):
+# resume equivalence K1-K6 (AdamW: 6 steps straight against 3 steps, save, resume under
+# layout B to step 6; bitwise when B = A, else losses 1e-5 and parameters 1e-4 relative),
+# a rank killed mid-save, load(export) bit for bit, and the layout on disk. Bad checkpoints
+# (truncated, corrupted, mismatched) are cases of tests/bad_inputs/cases.txt.
+#   ctest -R ckpt_          all of them          ctest -R ckpt_K2    one
+# K5 (PP2 x FSDP2 -> FSDP4) waits for pipeline parallel.
+find_package(Python3 COMPONENTS Interpreter)
+set(HP_CKPT_PY ${Python3_EXECUTABLE})
+if(NOT HP_CKPT_PY)
+  set(HP_CKPT_PY python3)   # missing: the tests run and fail, never skip
+endif()
+set(HP_CKPT_DIR ${CMAKE_CURRENT_BINARY_DIR}/ckpt)
+
+# hp_ckpt_resume_test(ID LEVEL RANKS "LAYOUT A" "LAYOUT B" "COMMON FLAGS")
+function(hp_ckpt_resume_test id level ranks a b common)
+  add_test(NAME ckpt_${id}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_resume.sh $<TARGET_FILE:hp> ${HP_CKPT_PY}
+                   ${HP_CKPT_DIR}/${id} "${a}" "${b}" "${common}")
+  set_tests_properties(ckpt_${id} PROPERTIES LABELS ${level} TIMEOUT 300 PROCESSORS ${ranks})
+endfunction()
+
+hp_ckpt_resume_test(K1_same_layout     L0 2 "--dp-shard 2 --tp 1"           "--dp-shard 2 --tp 1"           "--model tiny")
+hp_ckpt_resume_test(K2_fsdp4_to_tp2    L1 4 "--dp-shard 4"                  "--tp 2 --dp-shard 2"           "--model tiny")
+hp_ckpt_resume_test(K3_grid_to_hsdp    L1 8 "--dp-shard 2 --cp 2 --tp 2"    "--dp-replicate 2 --dp-shard 2" "--model tiny")
+hp_ckpt_resume_test(K4_ep4_to_ep2_etp2 L1 4 "--dp-shard 4 --ep 4 --etp 1"   "--dp-shard 2 --tp 2 --ep 2 --etp 2" "--model tiny-moe")
+# experts saved Shard(1) (efsdp*ep > E: TorchTitan #1561) and loaded Shard(0) under ETP
+hp_ckpt_resume_test(K4b_shard1_experts L2 8 "--dp-shard 8 --ep 2"           "--dp-shard 2 --tp 2 --ep 2 --etp 2" "--model tiny-moe-alt")
+if(EXISTS /usr/share/common-licenses/GPL-3)
+  hp_ckpt_resume_test(K6_world8_to_1_text L1 8 "--dp-replicate 2 --dp-shard 2 --tp 2" "--dp-shard 1"
+                      "--model tiny --data /usr/share/common-licenses/GPL-3")
+endif()
+
+add_test(NAME ckpt_kill_mid_save
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_kill.sh $<TARGET_FILE:hp> ${HP_CKPT_DIR}/kill)
+set_tests_properties(ckpt_kill_mid_save PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)
+add_test(NAME ckpt_export_roundtrip
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_export.sh $<TARGET_FILE:hp> ${HP_CKPT_PY}
+                 ${HP_CKPT_DIR}/export)
+set_tests_properties(ckpt_export_roundtrip PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 4)
+add_test(NAME ckpt_format
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_format.sh $<TARGET_FILE:hp> ${HP_CKPT_PY}
+                 ${HP_CKPT_DIR}/format)
+set_tests_properties(ckpt_format PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 8)
+# started by mpirun (no `hp run` parent checks first): the ranks refuse a bad checkpoint alike
+add_test(NAME ckpt_corrupt_under_mpirun
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_corrupt.sh $<TARGET_FILE:hp> ${HP_CKPT_DIR}/corrupt
+                 ${HP_MPIEXEC})
+set_tests_properties(ckpt_corrupt_under_mpirun PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 4)

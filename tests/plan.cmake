@@ -1,0 +1,36 @@
+# plan.cmake - `hp plan` for real models (issue 15): the published parameter counts of the named
+# models and of Hugging Face config.json files, the --memory report and its JSON keys, a 16384-rank
+# plan, and --search returning a legal layout that fits (checked by planning it again). No MPI.
+# Times are printed by the scripts, never asserted (the machine is shared).
+add_executable(test_plan ${CMAKE_CURRENT_LIST_DIR}/test_plan.c)
+target_link_libraries(test_plan PRIVATE hyperpar)
+add_test(NAME plan_library COMMAND test_plan)
+set_tests_properties(plan_library PROPERTIES LABELS L0 TIMEOUT 60)
+
+# hp_cli_test comes from dims.cmake (included before this file: tests/*.cmake in name order)
+set(HP_PLAN_CONFIGS ${CMAKE_CURRENT_LIST_DIR}/plan_configs)
+hp_cli_test(plan_params_llama3_8b 0 - "F:params_total 8,030,261,248" -- plan --model llama3-8b --memory)
+hp_cli_test(plan_params_llama3_70b 0 - "F:params_total 70,553,706,496" -- plan --model llama3-70b --memory)
+hp_cli_test(plan_params_llama3_405b 0 - "F:params_total 405,853,388,800" -- plan --model llama3-405b --memory)
+hp_cli_test(plan_params_mixtral 0 - "F:params_total 46,702,792,704" -- plan --model mixtral-8x7b --memory)
+hp_cli_test(plan_hf_config_70b 0 - "F:params_total 70,553,706,496" "F:model llama3.1-70b (dense)"
+  -- plan --model-config ${HP_PLAN_CONFIGS}/llama3.1-70b.json --memory)
+hp_cli_test(plan_hf_config_405b 0 - "F:params_total 405,853,388,800"
+  -- plan --model-config ${HP_PLAN_CONFIGS}/llama3.1-405b.json --memory)
+# 16384 ranks: the groups by stride, no rank table beyond 8 rows, the memory and time model
+hp_cli_test(plan_world_16k 0 - "F:groups (16384 ranks" "F:tp              2048 x 8"
+  "F:... (16384 ranks in all; --ranks prints every one" "F:params_total 405,853,388,800"
+  "step [0-9.e+]+ s without overlap \\(MFU [0-9.]+%\\)" "^  assume: "
+  -- plan --model llama3-405b --tp 8 --nproc 16384 --seq-len 8192 --batch 2048 --memory --hw h100)
+# a run of a planning-size model is refused before any rank starts, with one line
+hp_cli_test(plan_run_405b_refused 2 "largest buffer \\(a gathered FSDP unit\\) would hold" -- run --model llama3-405b)
+
+add_test(NAME plan_json COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_plan_json.sh $<TARGET_FILE:hp>)
+add_test(NAME plan_search_16k COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_plan_search.sh $<TARGET_FILE:hp>
+         16384 llama3-405b 80GiB 8192 2048)
+add_test(NAME plan_search_moe COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_plan_search.sh $<TARGET_FILE:hp>
+         512 mixtral-8x7b 80GiB 4096 512 h100)
+set_tests_properties(plan_json plan_search_16k plan_search_moe PROPERTIES LABELS L0 TIMEOUT 120)
+# every rank and every group of a 16384-rank world (--ranks): a few MB of text
+hp_cli_test(plan_world_16k_ranks 0 - "^  16383 " "F:,16383}" -- plan --nproc 16384 --batch 16384 --ranks)
+set_tests_properties(plan_world_16k_ranks PROPERTIES LABELS L1)

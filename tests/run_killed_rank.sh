@@ -1,0 +1,67 @@
+#!/bin/sh
+# run_killed_rank.sh - a rank killed with SIGKILL must end the whole job, fast.
+#   run_killed_rank.sh path/to/hp
+# Starts `hp run --model small --dp-shard 4` for far more steps than it will live, finds
+# its 4 rank processes (the descendants of hp running the same binary: hp -> mpirun ->
+# [launcher proxy] -> ranks), lets them train ~1.5 s, kills one with -9 and times how long
+# the whole job (the hp that started it) takes to end. Passes when it ends non-zero in
+# under 10 s. Prints the measured time. Cleans up whatever is left on failure.
+hp=$1
+[ -x "$hp" ] || { echo "usage: run_killed_rank.sh path/to/hp" >&2; exit 2; }
+real=$(readlink -f "$hp")
+tmp=$(mktemp -d) || exit 2
+"$hp" run --model small --dp-shard 4 --steps 1000000 >"$tmp/out" 2>"$tmp/err" &
+parent=$!
+
+# All descendants of $1 (children first found with pgrep -P, then theirs).
+descendants() {
+  for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done
+}
+# The rank processes: descendants whose executable is the hp binary.
+ranks() {
+  for p in $(descendants "$parent"); do
+    [ "$(readlink -f /proc/"$p"/exe 2>/dev/null)" = "$real" ] && echo "$p"
+  done
+}
+cleanup() {
+  for p in $(descendants "$parent"); do kill -9 "$p" 2>/dev/null; done
+  kill -9 "$parent" 2>/dev/null
+  rm -rf "$tmp"
+}
+
+i=0
+while [ "$(ranks | wc -l)" -lt 4 ]; do
+  i=$((i + 1))
+  if [ $i -gt 300 ] || ! kill -0 "$parent" 2>/dev/null; then
+    echo "FAIL: the 4 ranks did not start within 30 s"; cat "$tmp/out" "$tmp/err"; cleanup; exit 1
+  fi
+  sleep 0.1
+done
+sleep 1.5
+victim=$(ranks | tail -n 1)
+echo "ranks: $(ranks | tr '\n' ' ')-> killing $victim with SIGKILL"
+t0=$(date +%s.%N)
+kill -9 "$victim"
+i=0
+while kill -0 "$parent" 2>/dev/null && [ "$(ps -o stat= -p "$parent" | cut -c1)" != Z ]; do
+  i=$((i + 1))
+  if [ $i -gt 300 ]; then break; fi   # 15 s: give up, fail below
+  sleep 0.05
+done
+t1=$(date +%s.%N)
+secs=$(echo "$t0 $t1" | awk '{printf "%.2f", $2 - $1}')
+if kill -0 "$parent" 2>/dev/null && [ "$(ps -o stat= -p "$parent" | cut -c1)" != Z ]; then
+  echo "FAIL: the job still runs $secs s after a rank was killed"; cleanup; exit 1
+fi
+wait "$parent"
+rc=$?
+echo "--- last lines of stdout"; tail -n 3 "$tmp/out"; echo "--- stderr"; head -n 20 "$tmp/err"
+echo "killed rank: the job ended $secs s after the kill, exit code $rc"
+left=$(descendants "$parent" | wc -l)
+cleanup
+ok=1
+[ "$rc" -ne 0 ] || { echo "FAIL: exit code 0 after a killed rank"; ok=0; }
+awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || { echo "FAIL: took $secs s, limit 10 s"; ok=0; }
+[ "$left" -eq 0 ] || { echo "FAIL: $left processes of the job outlived it"; ok=0; }
+[ $ok -eq 1 ] && echo PASS
+[ $ok -eq 1 ]

@@ -1,0 +1,41 @@
+#!/bin/sh
+# run_plan_search.sh - `hp plan --search` finds layouts that fit, and its first one is legal and
+# fits when planned on its own (hp plan with those degrees, exit 0, peak <= the memory given).
+# The search time is printed, not asserted.
+#   run_plan_search.sh HP_BINARY WORLD MODEL MEM SEQ_LEN BATCH [HW]
+hp=$1; world=$2; model=$3; mem=$4; seq=$5; batch=$6; hw=$7
+[ -x "$hp" ] && [ -n "$batch" ] || { echo "usage: run_plan_search.sh HP WORLD MODEL MEM SEQ BATCH [HW]" >&2; exit 2; }
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+set -- --model "$model" --seq-len "$seq" --batch "$batch"
+[ -n "$hw" ] && set -- "$@" --hw "$hw"
+t0=$(date +%s%N)
+"$hp" plan --search --world "$world" --mem-per-rank "$mem" "$@" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+cat "$tmp/out" "$tmp/err"
+echo "search of world $world took $ms ms (not asserted)"
+[ "$rc" -eq 0 ] || { echo "FAIL: exit $rc"; exit 1; }
+fit=$(sed -n 's/.* legal, \([0-9]*\) fit;.*/\1/p' "$tmp/out")
+[ -n "$fit" ] && [ "$fit" -gt 0 ] || { echo "FAIL: no layout fits"; exit 1; }
+rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' "$tmp/out")
+want=$fit; [ "$want" -gt 10 ] && want=10
+[ "$rows" -eq "$want" ] || { echo "FAIL: $rows rows, want $want (top 10 of $fit)"; exit 1; }
+# the first row: # dp_rep dp_shd cp tp ep etp mb peak
+set -- $(grep -E '^ +1 ' "$tmp/out" | head -1)
+R=$2; S=$3; C=$4; T=$5; EP=$6; ET=$7; MB=$8; peak=$9
+"$hp" plan --model "$model" --seq-len "$seq" --batch "$batch" --nproc "$world" --dp-replicate "$R" \
+  --dp-shard "$S" --cp "$C" --tp "$T" --ep "$EP" --etp "$ET" --microbatches "$MB" --memory >"$tmp/plan" 2>&1 ||
+  { cat "$tmp/plan" | tail -3; echo "FAIL: the first layout does not plan (exit $?)"; exit 1; }
+bytes=$(sed -n 's/^  peak  *\([0-9]*\) B.*/\1/p' "$tmp/plan")
+python3 -c "
+import sys
+mem = '$mem'
+units = {'GiB': 2**30, 'GB': 1e9, 'TiB': 2**40, 'MiB': 2**20}
+lim = next(float(mem[:-len(u)]) * s for u, s in units.items() if mem.endswith(u))
+peak = float('$bytes')
+assert 0 < peak <= lim, (peak, lim)
+assert abs(peak / 2**30 - float('$peak')) < 0.01, ('table', '$peak', peak / 2**30)
+print('first layout: peak %.2f GiB <= %s' % (peak / 2**30, mem))
+" || { echo "FAIL: the first layout's peak"; exit 1; }
+echo "plan search: PASS"

@@ -1,0 +1,236 @@
+// test_plan.c - the planner's library half, no MPI: the published parameter counts of the
+// named models from the parameter table; the table at 405B shapes and 16384 ranks describes
+// without allocating (small and quick); the config.json reader's fields and refusals; the
+// persistent bytes against fsdp.c's allocation rule; the traffic equal to the verifier's
+// formulas wherever those are not data-dependent; FLOPs of a known case by hand.
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "hyperpar/params.h"
+#include "hyperpar/plan.h"
+#include "hyperpar/train.h"
+#include "hyperpar/verify.h"
+
+static int n_pass = 0, n_fail = 0;
+
+#define CHECK(cond, ...) do {                                              \
+        if (cond) n_pass++;                                                \
+        else {                                                             \
+            n_fail++;                                                      \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fputc('\n', stderr);                                           \
+        }                                                                  \
+    } while (0)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static hp_dims layout(int R, int S, int C, int T, int EP, int ET, const hp_model_config *m,
+                      const hp_run_config *rc) {
+    hp_dims d = hp_dims_default();
+    d.dp_replicate = R; d.dp_shard = S; d.cp = C; d.tp = T; d.ep = EP; d.etp = ET;
+    d.world = R * S * C * T;
+    char err[512];
+    if (hp_dims_validate(&d, m, rc, err, sizeof err) != 0) {
+        fprintf(stderr, "FAIL layout: %s\n", err);
+        n_fail++;
+    }
+    return d;
+}
+
+// The counts their authors publish (Llama 3 paper / model cards; Mixtral's safetensors index).
+static void test_param_counts(void) {
+    static const struct { const char *name; int64_t params; } want[] = {
+        { "llama3-8b", 8030261248LL }, { "llama3-70b", 70553706496LL },
+        { "llama3-405b", 405853388800LL }, { "mixtral-8x7b", 46702792704LL },
+    };
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        hp_model_config m;
+        CHECK(hp_model_config_by_name(want[i].name, &m) == 0, "named config %s", want[i].name);
+        hp_dims d = layout(1, 1, 1, 1, 1, 1, &m, &rc);
+        hp_param_table t;
+        CHECK(hp_params_build(&t, &m, &d, 0) == 0, "table of %s", want[i].name);
+        CHECK(t.full_numel == want[i].params, "%s: %lld parameters, published %lld", want[i].name,
+              (long long)t.full_numel, (long long)want[i].params);
+        hp_params_free(&t);
+        hp_plan_memory mem;
+        CHECK(hp_plan_memory_predict(&m, &d, &rc, 0, &mem) == 0 && mem.params_total == want[i].params,
+              "%s: the plan reports the table's count", want[i].name);
+    }
+    hp_model_config mx;
+    hp_model_config_by_name("mixtral-8x7b", &mx);
+    CHECK(mx.num_experts == 8 && mx.top_k == 2 && mx.n_shared_experts == 0 && mx.route_norm == 1 &&
+          mx.score_func == HP_SCORE_SOFTMAX && mx.rope_theta == 1e6f && mx.vocab_size == 32000,
+          "mixtral-8x7b: 8 experts, top 2 renormalised softmax, no shared expert, theta 1e6");
+    hp_model_config l3;
+    hp_model_config_by_name("llama3-405b", &l3);
+    CHECK(l3.rope_theta == 500000.0f && l3.norm_eps == 1e-5f && l3.n_kv_heads == 8, "llama3-405b: theta, eps, kv heads");
+}
+
+// The table only describes tensors: at 405B and 16384 ranks it is ~1k small rows.
+static void test_table_is_small(void) {
+    hp_model_config m;
+    hp_model_config_by_name("llama3-405b", &m);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    rc.seq_len = 8192;
+    rc.batch = 2048;
+    hp_dims d = layout(1, 2048, 1, 8, 1, 1, &m, &rc);
+    const double t0 = now_s();
+    hp_param_table t;
+    CHECK(hp_params_build(&t, &m, &d, 16383) == 0, "405B table at 16384 ranks");
+    const double dt = now_s() - t0;
+    const size_t bytes = (size_t)t.n * sizeof(hp_param) + 2 * (size_t)(t.n_units + 1) * sizeof(int64_t);
+    CHECK(t.n == 1 + 9 * 126 + 2 && bytes < (1u << 20), "405B table: %d rows, %zu bytes", t.n, bytes);
+    printf("405B parameter table at 16384 ranks: %d rows, %zu bytes, %.3f ms (not asserted)\n", t.n,
+           bytes, 1e3 * dt);
+    // rank 16383: the last tp rank of the last fsdp shard; its shard is the same padded size
+    hp_param_table t0b;
+    CHECK(hp_params_build(&t0b, &m, &d, 0) == 0 && t0b.shard_numel == t.shard_numel,
+          "every rank's shard buffer has the same padded size");
+    hp_params_free(&t0b);
+    hp_params_free(&t);
+}
+
+static int reads(const char *json, hp_model_config *m, char *err, size_t n) {
+    return hp_model_config_from_hf_json(json, strlen(json), "t", m, err, n);
+}
+
+static void test_hf_reader(void) {
+    hp_model_config m;
+    char err[512];
+    const char *mixtral =
+        "{\"model_type\":\"mixtral\",\"hidden_size\":4096,\"intermediate_size\":14336,"
+        "\"num_hidden_layers\":32,\"num_attention_heads\":32,\"num_key_value_heads\":8,"
+        "\"vocab_size\":32000,\"num_local_experts\":8,\"num_experts_per_tok\":2,"
+        "\"rms_norm_eps\":1e-05,\"rope_theta\":1000000.0,\"sliding_window\":null}";
+    CHECK(reads(mixtral, &m, err, sizeof err) == 0, "mixtral config.json: %s", err);
+    hp_model_config named;
+    hp_model_config_by_name("mixtral-8x7b", &named);
+    CHECK(m.dim == named.dim && m.n_layers == named.n_layers && m.num_experts == 8 && m.top_k == 2 &&
+          m.moe_hidden == 14336 && m.route_norm == 1 && m.rope_theta == 1e6f && m.norm_eps == 1e-5f &&
+          m.n_kv_heads == 8, "mixtral config.json = the named mixtral-8x7b");
+    const char *deepseek =
+        "{\"model_type\":\"deepseek\",\"hidden_size\":2048,\"intermediate_size\":10944,"
+        "\"moe_intermediate_size\":1408,\"num_hidden_layers\":28,\"num_attention_heads\":16,"
+        "\"n_routed_experts\":64,\"n_shared_experts\":2,\"num_experts_per_tok\":6,"
+        "\"first_k_dense_replace\":1,\"norm_topk_prob\":false,\"scoring_func\":\"softmax\","
+        "\"vocab_size\":102400}";
+    CHECK(reads(deepseek, &m, err, sizeof err) == 0 && m.num_experts == 64 && m.top_k == 6 &&
+          m.moe_hidden == 1408 && m.n_shared_experts == 2 && m.n_dense_layers == 1 &&
+          m.ffn_hidden == 10944 && m.n_kv_heads == 16 && m.route_norm == 0 && m.norm_eps == 1e-6f &&
+          m.rope_theta == 10000.0f, "deepseek-moe fields and HF defaults (%s)", err);
+    // refusals name the field
+    static const struct { const char *json, *names; } bad[] = {
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"tie_word_embeddings\":true}", "'tie_word_embeddings' is true" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"mlp_bias\":true}", "'mlp_bias' is true" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"kv_lora_rank\":512}", "'kv_lora_rank' is set" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"sliding_window\":4096}", "'sliding_window' is set" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"hidden_act\":\"gelu\"}", "hidden_act 'gelu' is not silu" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"num_key_value_heads\":3}", "num_key_value_heads (3) must divide num_attention_heads (8)" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":2.5}", "field 'vocab_size' must be an integer" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"num_local_experts\":4,\"num_experts_per_tok\":5}", "'num_experts_per_tok' must be in [1, 4]" },
+        { "[1, 2]", "not a JSON object" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        const int rc = reads(bad[i].json, &m, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, bad[i].names) && !strchr(err, '\n'),
+              "refusal %zu names '%s': got '%s'", i, bad[i].names, err);
+    }
+}
+
+// fsdp.c allocates p, g, m, v shards, two unit buffers and the staging buffer.
+static void test_memory_rules(void) {
+    hp_model_config m;
+    hp_model_config_by_name("tiny-moe", &m);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    hp_dims d = layout(1, 2, 1, 2, 4, 1, &m, &rc);
+    hp_param_table t;
+    hp_params_build(&t, &m, &d, 3);
+    hp_plan_memory mem;
+    CHECK(hp_plan_memory_predict(&m, &d, &rc, 3, &mem) == 0, "predict tiny-moe S1b");
+    CHECK(mem.persistent == 16.0 * (double)t.shard_numel && mem.params == 4.0 * (double)t.shard_numel &&
+          mem.fsdp_working == 8.0 * (double)t.max_unit_work, "persistent = 16 bytes per shard float");
+    CHECK(mem.peak > mem.persistent + mem.fsdp_working + mem.comm_scratch && mem.activations > 0 &&
+          mem.activations_uniform < mem.activations, "peak adds activations; uniform routing needs less");
+    hp_params_free(&t);
+    hp_memory_estimate_t e;
+    hp_memory_estimate(&m, &d, &rc, 3, &e);
+    CHECK(mem.persistent == e.persistent_bytes, "the planner's persistent bytes = hp_memory_estimate's");
+}
+
+static void test_traffic_and_flops(void) {
+    hp_model_config m;
+    hp_model_config_by_name("tiny", &m);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    hp_dims d = layout(2, 2, 2, 2, 1, 1, &m, &rc);
+    uint64_t a[HP_G_COUNT][HP_OP_COUNT], b[HP_G_COUNT][HP_OP_COUNT], worst = 1;
+    hp_traffic_predict(&m, &d, &rc, 5, a);
+    hp_plan_traffic_predict(&m, &d, &rc, 5, b, &worst);
+    CHECK(!memcmp(a, b, sizeof a) && worst == 0, "dense: the planner's traffic is the verifier's formula");
+    // MoE with the all-to-all: expectation replaces the data-dependent marker, the rest agrees
+    hp_model_config mm;
+    hp_model_config_by_name("tiny-moe", &mm);
+    hp_dims de = layout(1, 4, 1, 1, 4, 1, &mm, &rc);
+    hp_traffic_predict(&mm, &de, &rc, 0, a);
+    hp_plan_traffic_predict(&mm, &de, &rc, 0, b, &worst);
+    // n = 2 sequences * 32 tokens, K = 2, ep 4: 96 of the 128 entries leave, 96 arrive;
+    // El = 2 counts for each of 3 peers
+    const uint64_t layer = 3 * 2 * 4 + 2 * (96 + 96) * 64 * 4;
+    CHECK(a[HP_G_EP][HP_OP_ALLTOALL] == UINT64_MAX && b[HP_G_EP][HP_OP_ALLTOALL] == 2 * layer,
+          "EP all-to-all expectation %llu, want %llu", (unsigned long long)b[HP_G_EP][HP_OP_ALLTOALL],
+          (unsigned long long)(2 * layer));
+    CHECK(worst == 2 * (3 * 2 * 4 + 2 * (4 * 64 * 2) * 64 * 4), "EP worst rank");
+    a[HP_G_EP][HP_OP_ALLTOALL] = b[HP_G_EP][HP_OP_ALLTOALL];
+    CHECK(!memcmp(a, b, sizeof a), "MoE: every other (group, op) is the verifier's");
+    CHECK(hp_plan_wire_bytes(HP_OP_ALLGATHER, 100, 4) == 300 && hp_plan_wire_bytes(HP_OP_REDUCE_SCATTER, 400, 4) == 300 &&
+          hp_plan_wire_bytes(HP_OP_ALLREDUCE, 400, 4) == 600 && hp_plan_wire_bytes(HP_OP_ALLREDUCE, 400, 1) == 0,
+          "wire bytes by comm.h's rules");
+
+    // tiny by hand: V 256, D 64, L 2, H 8 (hd 8), Hkv 4, F 128, S 32, batch 8
+    hp_plan_flops f;
+    hp_plan_flops_predict(&m, &d, &rc, &f);
+    const int64_t active = 256 * 64 + 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128);
+    const double fwd = 2.0 * active + 2 * 2.0 * 32 * 64;
+    CHECK(f.params_active == active && f.per_token_fwd == fwd && f.step_total == 3 * fwd * 8 * 32 &&
+          f.per_rank == f.step_total / 16, "FLOPs of tiny by hand");
+    hp_plan_hw hw;
+    CHECK(hp_plan_hw_by_name("h100", &hw) == 0 && hw.ranks_per_node == 8 && hp_plan_hw_by_name("tpu", &hw) == -1,
+          "hardware names");
+    hp_plan_time tm;
+    hp_plan_hw_by_name("h100", &hw);
+    hp_plan_time_predict(&m, &d, &rc, 0, &hw, &tm);
+    CHECK(tm.compute_s > 0 && tm.comm_s > 0 && tm.step_serial_s == tm.compute_s + tm.comm_s &&
+          tm.mfu_serial > 0 && tm.mfu_serial < tm.mfu_overlap && tm.mfu_overlap <= 1.0 && tm.comm_inter_s > 0,
+          "time model: serial = compute + comm, MFU in (0, 1]");
+    // world 16: tp groups {0,1} sit in a node of 8; the dp_replicate group {0, 8} does not
+    CHECK(hp_plan_group_in_node(&d, HP_G_TP, 0, 8) == 1 && hp_plan_group_in_node(&d, HP_G_DP_REPLICATE, 0, 8) == 0,
+          "groups inside and across nodes");
+}
+
+int main(void) {
+    test_param_counts();
+    test_table_is_small();
+    test_hf_reader();
+    test_memory_rules();
+    test_traffic_and_flops();
+    printf("test_plan: %d passed, %d failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
+}

@@ -1,0 +1,206 @@
+// plan_report.c - `hp plan --memory [--hw NAME] [--json FILE]`: a rank's bytes by category,
+// its traffic per (group, op), its FLOPs and, on named hardware, a step-time model; and the
+// stride summary of the groups of a big world.
+// defines: hp_plan_check_flags, hp_plan_parse_size, hp_plan_memory_cmd, hp_plan_print_group_strides
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "hyperpar/mesh.h"
+#include "hyperpar/plan.h"
+#include "plan_tool.h"
+#include "util/file_io.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+int hp_plan_parse_size(const char *s, double *bytes) {
+    char *end;
+    const double v = strtod(s, &end);
+    if (end == s || !(v > 0) || v > 1e18) return -1;
+    static const struct { const char *unit; double scale; } units[] = {
+        { "", 1 }, { "B", 1 }, { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", GIB },
+        { "TiB", GIB * 1024 }, { "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 },
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].unit)) { *bytes = v * units[i].scale; return 0; }
+    return -1;
+}
+
+int hp_plan_check_flags(hp_cli *cli) {
+    hp_plan_hw hw;
+    if (cli->hw && hp_plan_hw_by_name(cli->hw, &hw) != 0) {
+        fprintf(stderr, "hp: --hw expects h100, h200, mi300x or cpu, got '%s'\n", cli->hw);
+        return HP_EXIT_CONFIG;
+    }
+    double b;
+    if (cli->mem_per_rank && hp_plan_parse_size(cli->mem_per_rank, &b) != 0) {
+        fprintf(stderr, "hp: --mem-per-rank expects a size > 0 such as 80GiB or 141GB, got '%s'\n",
+                cli->mem_per_rank);
+        return HP_EXIT_CONFIG;
+    }
+    if (cli->plan_world && cli->nproc && cli->plan_world != cli->nproc) {
+        fprintf(stderr, "hp: --world (%d) and --nproc (%d) name two world sizes; give one\n",
+                cli->plan_world, cli->nproc);
+        return HP_EXIT_CONFIG;
+    }
+    if (cli->plan_world) cli->nproc = cli->plan_world;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// --memory
+
+static void commas(char *buf, size_t n, long long v) {
+    char digits[32];
+    snprintf(digits, sizeof digits, "%lld", v);
+    const size_t len = strlen(digits);
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 2 < n; i++) {
+        if (i && (len - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+}
+
+static void row(const char *what, double bytes, const char *note) {
+    printf("  %-26s %14.0f B  %10.3f GiB  %s\n", what, bytes, bytes / GIB, note);
+}
+
+static cJSON *memory_json(const hp_plan_memory *mem) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "persistent_bytes", mem->persistent);
+    cJSON_AddNumberToObject(j, "peak_bytes", mem->peak);
+    cJSON_AddNumberToObject(j, "params_bytes", mem->params);
+    cJSON_AddNumberToObject(j, "grads_bytes", mem->grads);
+    cJSON_AddNumberToObject(j, "optimizer_bytes", mem->optimizer);
+    cJSON_AddNumberToObject(j, "fsdp_working_bytes", mem->fsdp_working);
+    cJSON_AddNumberToObject(j, "comm_scratch_bytes", mem->comm_scratch);
+    cJSON_AddNumberToObject(j, "activation_bytes", mem->activations);
+    cJSON_AddNumberToObject(j, "activation_uniform_bytes", mem->activations_uniform);
+    cJSON_AddNumberToObject(j, "scratch_bytes", mem->scratch);
+    return j;
+}
+
+int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
+    const hp_model_config *m = &cli->model;
+    const hp_run_config *rc = &cli->run;
+    const int rank = cli->rank;
+    hp_plan_memory mem;
+    if (hp_plan_memory_predict(m, d, rc, rank, &mem) != 0) {
+        fprintf(stderr, "hp: out of memory predicting the memory of rank %d\n", rank);
+        return HP_EXIT_FAIL;
+    }
+    char n[32];
+    commas(n, sizeof n, (long long)mem.params_total);
+    printf("\nparams_total %s (%lld)\n", n, (long long)mem.params_total);
+    printf("\nmemory on rank %d (predicted; fp32, 4 bytes an element; docs/planner.md)\n", rank);
+    row("parameters", mem.params, "this rank's padded FSDP shard");
+    row("gradients", mem.grads, "the same shard");
+    row("optimizer state", mem.optimizer, "AdamW m and v shards (allocated for sgd too)");
+    row("FSDP working buffers", mem.fsdp_working, "the largest unit gathered, and its grads");
+    row("communication scratch", mem.comm_scratch, "gather / reduce-scatter staging");
+    row("activations", mem.activations, "kept for the backward, 1 microbatch, no AC (upper estimate)");
+    if (mem.activations_uniform != mem.activations)
+        row("  if routing were uniform", mem.activations_uniform,
+            "expert rows sized n*K, not for the worst rank's ep*n*K (what hyperpar allocates)");
+    row("backward scratch", mem.scratch, "block backward, ring K/V, token ids");
+    row("persistent", mem.persistent, "parameters + gradients + optimizer state");
+    row("peak", mem.peak, "all of the above");
+
+    uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], ep_worst = 0;
+    hp_plan_traffic_predict(m, d, rc, rank, bytes, &ep_worst);
+    printf("\ntraffic per step on rank %d (bytes as comm.h counts them; docs/traffic.md)\n", rank);
+    cJSON *traffic = cJSON_CreateObject();
+    for (int g = 0; g < HP_G_COUNT; g++) {
+        cJSON *ops = NULL;
+        for (int op = 0; op < HP_OP_COUNT; op++) {
+            if (!bytes[g][op]) continue;
+            const int size = hp_mesh_group_size(d, (hp_group_kind)g);
+            const int ep_a2a = g == HP_G_EP && op == HP_OP_ALLTOALL;
+            printf("  %-13s %-15s %20llu  (wire %.0f, group of %d)%s\n", hp_group_name((hp_group_kind)g),
+                   hp_op_name((hp_op_kind)op), (unsigned long long)bytes[g][op],
+                   hp_plan_wire_bytes((hp_op_kind)op, bytes[g][op], size), size,
+                   ep_a2a ? "  expected under uniform routing" : "");
+            if (ep_a2a) printf("  %-13s %-15s %20llu  the worst rank (every entry of the ep group)\n",
+                               "", "", (unsigned long long)ep_worst);
+            if (!ops) ops = cJSON_AddObjectToObject(traffic, hp_group_name((hp_group_kind)g));
+            cJSON_AddNumberToObject(ops, hp_op_name((hp_op_kind)op), (double)bytes[g][op]);
+        }
+    }
+
+    hp_plan_flops f;
+    hp_plan_flops_predict(m, d, rc, &f);
+    printf("\nFLOPs per step: %.4g in all, %.4g per rank (%.4g a token forward; %lld active "
+           "parameters a token multiplies)\n", f.step_total, f.per_rank, f.per_token_fwd,
+           (long long)f.params_active);
+
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", m->name);
+    cJSON_AddNumberToObject(root, "world", d->world);
+    cJSON_AddNumberToObject(root, "rank", rank);
+    cJSON_AddNumberToObject(root, "params_total", (double)mem.params_total);
+    cJSON_AddItemToObject(root, "memory", memory_json(&mem));
+    cJSON_AddItemToObject(root, "traffic", traffic);
+    cJSON_AddNumberToObject(root, "flops_per_rank", f.per_rank);
+
+    hp_plan_hw hw;
+    if (cli->hw && hp_plan_hw_by_name(cli->hw, &hw) == 0) {
+        hp_plan_time t;
+        hp_plan_time_predict(m, d, rc, rank, &hw, &t);
+        printf("\nstep time on %s: a MODEL, not a measurement; its assumptions:\n", hw.name);
+        printf("  assume: %s\n", hw.source);
+        printf("  assume: compute at %.2f of the %.4g FLOP/s peak, on every rank alike\n", hw.matmul_eff, hw.peak_flops);
+        printf("  assume: nodes of %d consecutive ranks; a group inside one node moves %.4g B/s per rank, "
+               "one across nodes %.4g B/s\n", hw.ranks_per_node, hw.intra_bw, hw.inter_bw);
+        printf("  assume: wire bytes by comm.h's rules (fp32 everywhere, as hyperpar moves them), no latency\n");
+        printf("  assume: MoE routing uniform, no pipeline (pp 1), no activation checkpointing\n");
+        printf("  compute %.4g s, communication %.4g s (%.4g s of it between nodes, %.4g B)\n",
+               t.compute_s, t.comm_s, t.comm_inter_s, t.inter_bytes);
+        printf("  step %.4g s without overlap (MFU %.1f%%), %.4g s with perfect overlap (MFU %.1f%%)\n",
+               t.step_serial_s, 100 * t.mfu_serial, t.step_overlap_s, 100 * t.mfu_overlap);
+        if (hw.mem_bytes > 0)
+            printf("  fits: peak %.1f GiB of %.1f GiB per rank: %s\n", mem.peak / GIB, hw.mem_bytes / GIB,
+                   mem.peak <= hw.mem_bytes ? "yes" : "NO");
+        cJSON *jt = cJSON_AddObjectToObject(root, "time_model");
+        cJSON_AddStringToObject(jt, "hw", hw.name);
+        cJSON_AddNumberToObject(jt, "compute_s", t.compute_s);
+        cJSON_AddNumberToObject(jt, "comm_s", t.comm_s);
+        cJSON_AddNumberToObject(jt, "step_serial_s", t.step_serial_s);
+        cJSON_AddNumberToObject(jt, "step_overlap_s", t.step_overlap_s);
+        cJSON_AddNumberToObject(jt, "mfu_serial", t.mfu_serial);
+        cJSON_AddNumberToObject(jt, "mfu_overlap", t.mfu_overlap);
+    }
+    int rc_out = HP_EXIT_OK;
+    if (cli->json_out && !strcmp(cli->json_out, "-")) {
+        char *s = cJSON_Print(root);
+        if (s) printf("%s\n", s);
+        free(s);
+    } else if (cli->json_out && hp_json_save(root, cli->json_out) != 0) {
+        fprintf(stderr, "hp: --json: cannot write '%s'\n", cli->json_out);
+        rc_out = HP_EXIT_CONFIG;
+    }
+    cJSON_Delete(root);
+    return rc_out;
+}
+
+// ---------------------------------------------------------------------------------------
+// groups by stride
+
+void hp_plan_print_group_strides(FILE *out, const hp_dims *d) {
+    int *members = malloc((size_t)d->world * sizeof *members);
+    if (!members) { fprintf(stderr, "hp: out of memory\n"); return; }
+    fprintf(out, "groups (%d ranks: rank 0's group of each kind, by stride; --ranks lists every group)\n", d->world);
+    for (int g = 0; g < HP_G_COUNT; g++) {
+        const int n = hp_mesh_group(d, (hp_group_kind)g, 0, members, NULL);
+        int stride = n > 1 ? members[1] - members[0] : 0, regular = 1;
+        for (int i = 2; i < n; i++) regular &= members[i] - members[i - 1] == stride;
+        char shape[96];
+        if (n == 1) snprintf(shape, sizeof shape, "{0}");
+        else if (regular) snprintf(shape, sizeof shape, "{0, %d, ..., %d} stride %d", members[1], members[n - 1], stride);
+        else snprintf(shape, sizeof shape, "{%d, %d, ..., %d} (blocks)", members[0], members[1], members[n - 1]);
+        const int in_node = hp_plan_group_in_node(d, (hp_group_kind)g, 0, 8);
+        fprintf(out, "  %-13s %6d x %-6d %-40s %s\n", hp_group_name((hp_group_kind)g),
+                d->world / n, n, shape, n == 1 ? "" : in_node ? "inside a node of 8" : "across nodes of 8");
+    }
+    free(members);
+}

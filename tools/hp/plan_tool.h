@@ -1,0 +1,27 @@
+// plan_tool.h - the parts of `hp plan` beyond the layout: --memory (and --json, --hw), the
+// stride summary of big worlds, and --search. The formulas live in the library (plan.h).
+// defines: hp_plan_check_flags, hp_plan_memory_cmd, hp_plan_print_group_strides,
+//          hp_plan_search_cmd, hp_plan_parse_size, HP_PLAN_SUMMARY_WORLD
+#ifndef HP_TOOL_PLAN_TOOL_H
+#define HP_TOOL_PLAN_TOOL_H
+#include <stdio.h>
+#include "cli.h"
+#include "hyperpar/dims.h"
+
+// Beyond this many ranks plan prints groups by stride and a summary unless --ranks.
+#define HP_PLAN_SUMMARY_WORLD 64
+
+// --hw, --mem-per-rank, --world against --nproc: one line and HP_EXIT_CONFIG, or 0.
+// --world N without --search stands for --nproc N.
+int hp_plan_check_flags(hp_cli *cli);
+// "80GiB" -> 85899345920; "141GB" -> 1.41e11; a plain number is bytes. Returns 0, or -1.
+int hp_plan_parse_size(const char *s, double *bytes);
+// The --memory report of rank cli->rank (dims validated), text, and JSON with --json FILE.
+int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d);
+// One line per group kind: how many groups, their size, rank 0's members by stride, and
+// whether a group fits in a node of 8 ranks.
+void hp_plan_print_group_strides(FILE *out, const hp_dims *d);
+// --search: every legal layout of --world N that fits, ranked; prints the top 10.
+int hp_plan_search_cmd(const hp_cli *cli);
+
+#endif

@@ -1,0 +1,24 @@
+// run_checkpoint.h - `hp run`'s side of checkpoints (include/hyperpar/checkpoint.h): the
+// flag rules, the check of --resume before any rank starts, the resume before the first
+// step and the save after a step.
+//   hp run --steps 6 --checkpoint-dir ck --checkpoint-every 3      # ck/step-3, ck/step-6
+//   hp run --steps 6 --resume ck --tp 2 --dp-shard 2               # trains steps 4..6
+#ifndef HP_TOOL_RUN_CHECKPOINT_H
+#define HP_TOOL_RUN_CHECKPOINT_H
+#include "cli.h"
+#include "hyperpar/train.h"
+
+// Flag combinations (no files touched): one line and HP_EXIT_CONFIG, or 0.
+int hp_run_ckpt_flags(const hp_cli *cli);
+// Before any rank starts: --checkpoint-dir can be written; --resume names a complete
+// checkpoint that matches this run (config, names, shapes, sizes, CRC32s) and lies before
+// --steps. One line and HP_EXIT_CONFIG, or 0.
+int hp_run_ckpt_precheck(const hp_cli *cli);
+// Collective: loads --resume into tr. Returns the checkpoint's step (the loop starts after
+// it), or -1 after rank 0 printed one line.
+int hp_run_ckpt_resume(hp_trainer *tr, const hp_cli *cli, int rank);
+// Collective: saves when step is a multiple of --checkpoint-every or the last step.
+// Returns 0, or HP_EXIT_FAIL after rank 0 printed one line.
+int hp_run_ckpt_after_step(hp_trainer *tr, const hp_cli *cli, int step, int rank);
+
+#endif

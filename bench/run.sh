@@ -73,7 +73,8 @@ except Exception:
 h0 = best("hp", threads[0])
 p0 = best("torch", threads[0])
 print(f"\nmodel {h0['model']}, B {h0['batch']} x S {h0['seq_len']}, forward + backward + AdamW; "
-      f"CPU {cpu}, {os.cpu_count()} cores; best step of {rounds} rounds")
+      f"CPU {cpu}, {os.cpu_count()} cores; best step of {rounds} rounds; load average now "
+      f"{os.getloadavg()[0]:.1f} (above ~0.5 other jobs share the cores)")
 print(f"BLAS: hyperpar {h0.get('blas', '?')} core {h0.get('blas_core', '?')} ({h0.get('blas_core_origin', '')}); "
       f"PyTorch {p0.get('torch', '?')} core {p0.get('blas_core', '?')}")
 print(f"{'threads':>7} | {'hyperpar ms':>11} {'tok/s':>7} {'GFLOP/s':>8} | {'PyTorch ms':>10} {'tok/s':>7} "

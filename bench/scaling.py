@@ -107,6 +107,7 @@ def main():
     if not args.no_torch:
         cases.append(("DDP", "weak", 2, None, 2, "PyTorch gloo"))
     raw = {f"{impl} {name}": [] for name, _, _, _, _, impl in cases}
+    loads = [os.getloadavg()[0]]   # the machine's other work: context for every figure
     for rnd in range(1, args.rounds + 1):
         for name, kind, ranks, flags, dp, impl in cases:
             if flags is not None:
@@ -119,12 +120,14 @@ def main():
             raw[f"{impl} {name}"].append({"round": rnd, "ms_1": t1, "ms_n": tn, "efficiency": e})
             print(f"round {rnd}: {impl:>12} {name:<8} 1 rank {t1:7.1f} ms, {ranks} ranks {tn:7.1f} ms: "
                   f"efficiency {e:.2f}", flush=True)
+        loads.append(os.getloadavg()[0])
 
     cores = os.cpu_count() or 1
     print(f"\nscaling: model {args.model}, S {args.seq_len}, {bpr} sequences per rank (weak) / "
           f"{bpr} in all (TP), 1 thread per rank, {args.steps} steps after {args.warmup} warm-up; "
           f"{args.rounds} interleaved rounds on {cores} cores; BLAS {info.get('blas', '?')} "
-          f"core {info.get('core', '?')} on both sides")
+          f"core {info.get('core', '?')} on both sides; load average {min(loads):.1f}-{max(loads):.1f} "
+          f"(above ~0.5 other jobs share the cores)")
     print(f"{'implementation':<13} {'case':<9} {'scaling':<7} {'ranks':>5} | {'1 rank ms':>9} {'N ranks ms':>10} | "
           f"{'efficiency':>10} {'spread':>11} | note")
     table = []
@@ -147,6 +150,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"model": args.model, "seq_len": args.seq_len, "batch_per_rank": bpr, "cores": cores,
                        "blas": info.get("blas"), "blas_core": info.get("core"), "rounds": args.rounds,
+                       "load_average": loads,
                        "table": table}, f, indent=1)
     return 0
 

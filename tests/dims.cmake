@@ -69,7 +69,7 @@ hp_cli_test(cli_neg_degree 2 "F:degree must be >= 1 (except dp_shard): tp = 0" -
 hp_cli_test(cli_neg_degree_cp 2 "F:degree must be >= 1 (except dp_shard): cp = -1" -- plan --cp -1)
 hp_cli_test(cli_neg_dp_shard0 2 "F:dp_shard must be -1 (infer) or >= 1: dp_shard = 0" -- plan --dp-shard 0)
 hp_cli_test(cli_neg_dp_shard_m2 2 "F:dp_shard must be -1 (infer) or >= 1: dp_shard = -2" -- plan --dp-shard=-2)
-hp_cli_test(cli_neg_pp 2 "F:not implemented: pipeline parallel (pp=2)" -- plan --pp 2)
+hp_cli_test(cli_neg_pp 2 "F:pipeline: n_layers (2) must be >= pp*pp_virtual = 4*1 = 4 stages" -- plan --pp 4)
 hp_cli_test(cli_neg_infer 2 "F:dp_shard inference: world size 6 is not a multiple of dp_replicate*cp*tp*pp = 1*1*4*1 = 4"
   -- plan --tp 4 --nproc 6)
 hp_cli_test(cli_neg_etp_no_ep 2 "F:etp (2) > 1 needs ep > 1: ep = 1" -- plan --model tiny-moe --tp 2 --dp-shard 2 --etp 2)

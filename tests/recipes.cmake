@@ -86,6 +86,21 @@ hp_recipe(M5-cp4-nolb-ag   L1 4 ${TM} --dp-replicate 1 --dp-shard 1 --cp 4 --tp 
 hp_recipe(M5-cp4-nolb-ring L1 4 ${TM} --dp-replicate 1 --dp-shard 1 --cp 4 --tp 1 --cp-rotate ring --cp-no-balance)
 hp_recipe(GA               L1 8 ${TM} --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --sp --cp-rotate allgather --microbatches 4)
 hp_recipe(GA-moe           L2 4 ${MM} --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 4 --etp 1 --microbatches 2)
+# pipeline parallel (tests/pipeline.cmake checks the schedules bitwise against accumulation)
+hp_recipe(P1-gpipe         L1 2 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --pp 2 --layers 4 --pp-schedule gpipe --pp-microbatches 4)
+hp_recipe(P1-1f1b          L1 2 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4)
+hp_recipe(P2               L2 4 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --pp 4 --layers 4 --pp-schedule 1f1b --pp-microbatches 8 --batch 8)
+hp_recipe(P3               L1 2 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --pp 2 --layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4)
+hp_recipe(P4               L2 2 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --pp 2 --layers 4 --pp-schedule zbv --pp-microbatches 4)
+hp_recipe(P5               L2 4 --model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4)
+hp_recipe(P6               L2 4 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 2 --pp 2 --sp --layers 4 --pp-schedule 1f1b --pp-microbatches 4)
+hp_recipe(P7-ag            L2 4 --model tiny --dp-replicate 1 --dp-shard 1 --cp 2 --tp 1 --pp 2 --cp-rotate allgather --layers 4 --pp-schedule 1f1b --pp-microbatches 4)
+hp_recipe(P7-ring          L2 4 --model tiny --dp-replicate 1 --dp-shard 1 --cp 2 --tp 1 --pp 2 --cp-rotate ring --layers 4 --pp-schedule 1f1b --pp-microbatches 4)
+hp_recipe(P8               L2 8 --model tiny --dp-replicate 2 --dp-shard 1 --cp 1 --tp 2 --pp 2 --sp --layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4)
+hp_recipe(P9               L2 4 --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 --pp 2 --ep 2 --etp 1 --layers 4 --pp-schedule 1f1b --pp-microbatches 4)
+hp_recipe(P10              L2 8 --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --pp 2 --sp --ep 2 --etp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 2)
+hp_recipe(C4               L2 16 --model tiny --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --pp 2 --sp --cp-rotate allgather --layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4)
+hp_recipe(C5               L2 16 --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --pp 2 --sp --ep 4 --etp 1 --cp-rotate allgather --layers 4 --pp-schedule 1f1b --pp-microbatches 2)
 
 # Negative cases: POSIX ERE with [(] [*] [.] instead of backslashes (same text as recipes.c).
 hp_recipe_negative(neg-world 2 "world size: dp_replicate[(]1[)][*]dp_shard[(]2[)][*]cp[(]2[)][*]tp[(]2[)][*]pp[(]1[)] = 8 != 6 ranks launched"
@@ -111,7 +126,7 @@ hp_recipe_negative(neg-token-split 2 "expert dispatch over tp: tp [(]2[)] must d
 hp_recipe_negative(neg-heads 2 "tp [(]3[)] must divide n_heads [(]8[)]" run --tp 3)
 hp_recipe_negative(neg-kv-heads 2 "tp [(]8[)] must divide n_kv_heads [(]4[)]" run --tp 8)
 hp_recipe_negative(neg-batch 2 "dp_replicate[*]dp_shard = 1[*]3 = 3 must divide the global batch [(]8[)]" run --dp-shard 3)
-hp_recipe_negative(neg-pp 2 "not implemented: pipeline parallel [(]pp=2[)]" run --pp 2)
+hp_recipe_negative(neg-pp-layers 2 "pipeline: n_layers [(]2[)] must be >= pp[*]pp_virtual = 4[*]1 = 4 stages" run --pp 4)
 hp_recipe_negative(neg-dispatcher 2 "--dispatcher expects alltoall or allgather, got 'deepep'"
   run ${MM} --dp-shard 2 --ep 2 --dispatcher deepep)
 hp_recipe_negative(neg-rotate 2 "--cp-rotate expects allgather or ring, got 'alltoall'" run --cp 2 --cp-rotate alltoall)
@@ -137,7 +152,8 @@ set_tests_properties(recipes_table_sync PROPERTIES LABELS L0 TIMEOUT 30)
 
 # the table, the JSON round trip the determinism check relies on, the reports
 add_executable(test_recipes ${CMAKE_CURRENT_LIST_DIR}/test_recipes.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/recipes.c ${CMAKE_SOURCE_DIR}/tools/hp/report.c)
+               ${CMAKE_SOURCE_DIR}/tools/hp/recipes.c ${CMAKE_SOURCE_DIR}/tools/hp/report.c
+               ${CMAKE_SOURCE_DIR}/tools/hp/cli.c)
 target_include_directories(test_recipes PRIVATE ${CMAKE_SOURCE_DIR}/tools/hp ${CMAKE_SOURCE_DIR}/src ${CJSON_INCLUDE_DIR})
 target_link_libraries(test_recipes PRIVATE hyperpar)
 add_test(NAME recipes_table COMMAND test_recipes)
@@ -146,7 +162,7 @@ set_tests_properties(recipes_table PROPERTIES LABELS L0 TIMEOUT 60)
 # determinism: the same recipe twice gives bit-identical losses; plus a report with a negative case
 set(HP_MATRIX_SMOKE ${CMAKE_CURRENT_BINARY_DIR}/matrix_smoke)
 add_test(NAME recipes_matrix_determinism
-         COMMAND sh -c "rm -rf \"$1\" && \"$0\" matrix --only M4-s2,B2,neg-pp --repeat 2 --report \"$1\" && grep -q '</svg>' \"$1/report.svg\" && grep -q '\"deterministic\":[[:space:]]*true' \"$1/report.json\" && grep -q 'refused-ok' \"$1/report.md\""
+         COMMAND sh -c "rm -rf \"$1\" && \"$0\" matrix --only M4-s2,B2,neg-pp-layers --repeat 2 --report \"$1\" && grep -q '</svg>' \"$1/report.svg\" && grep -q '\"deterministic\":[[:space:]]*true' \"$1/report.json\" && grep -q 'refused-ok' \"$1/report.md\""
                  $<TARGET_FILE:hp> ${HP_MATRIX_SMOKE})
 set_tests_properties(recipes_matrix_determinism PROPERTIES LABELS L1 TIMEOUT 180 PROCESSORS 2)
 

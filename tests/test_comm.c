@@ -3,7 +3,10 @@
 // computes itself from known per-rank inputs (value = f(world_rank, i)).
 // Checks: group membership and order vs mesh.h; deterministic sums bit-identical to the
 // rank-ordered serial sum and across the group; non-deterministic sums within 1e-6;
-// gathers/all-to-alls/broadcast/send-recv exact; traffic counters == comm.h's rules.
+// gathers/all-to-alls/broadcast/send-recv exact; traffic counters == comm.h's rules, both
+// the logical bytes and the wire bytes; the deterministic all-reduce puts exactly
+// 2(N-1)/N * n * 4 bytes on the wire per rank when N divides n, and 2(N-1) * n * 4 over
+// the group for any n.
 //   mpirun -np {1,2,4,8} test_comm          -> "test_comm: N passed, M failed"
 //   mpirun -np 2 test_comm --abort-arg      -> a bad root on rank 1 must end the job
 //   mpirun -np 2 test_comm --abort-mpi      -> an MPI error on rank 1 must end the job
@@ -66,11 +69,32 @@ typedef struct {
     int *members;                                  // (size) world ranks, group order
     uint64_t exp_bytes[HP_G_COUNT][HP_OP_COUNT];
     uint64_t exp_calls[HP_G_COUNT][HP_OP_COUNT];
+    uint64_t exp_wire[HP_G_COUNT][HP_OP_COUNT];
 } ctx;
 
 static void expect(ctx *c, hp_op_kind op, uint64_t bytes) {
     c->exp_calls[c->g][op] += 1;
     if (c->size > 1) c->exp_bytes[c->g][op] += bytes;
+}
+
+static void expect_wire(ctx *c, hp_op_kind op, uint64_t bytes) {
+    if (c->size > 1) c->exp_wire[c->g][op] += bytes;
+}
+
+// Wire bytes of member me in a fixed-order all-reduce of n elements of esz bytes over
+// size members (docs/traffic.md): pieces of size*2^16 elements, chunk j of a piece of len
+// is len/size (+1 for j < len%size); a member sends the other chunks once (scatter) and
+// its own to the size-1 others (gather).
+static uint64_t allreduce_wire(size_t n, int size, int me, size_t esz) {
+    if (size <= 1) return 0;
+    const size_t piece = (size_t)size << 16;
+    uint64_t e = 0;
+    for (size_t off = 0; off < n; off += piece) {
+        size_t len = n - off < piece ? n - off : piece;
+        size_t mine = len / (size_t)size + ((size_t)me < len % (size_t)size);
+        e += (len - mine) + (uint64_t)(size - 1) * mine;
+    }
+    return e * esz;
 }
 
 static uint64_t fnv(const void *p, size_t n) {
@@ -124,6 +148,7 @@ static void t_allreduce_sum(ctx *c, size_t n, int salt) {
     }
     hp_allreduce_sum(c->comm, c->g, buf, n);
     expect(c, HP_OP_ALLREDUCE, n * 4);
+    expect_wire(c, HP_OP_ALLREDUCE, allreduce_wire(n, c->size, c->me, 4));
     compare("allreduce_sum", c, buf, want, scale, n, c->det ? -1.0f : 1e-6f);
     if (c->det) CHECK(same_across_group(c, buf, n * sizeof *buf),
                       "allreduce_sum group %s n=%zu: not bit-identical across the group",
@@ -140,6 +165,7 @@ static void t_allreduce_max(ctx *c, size_t n, int salt) {
     }
     hp_allreduce_max(c->comm, c->g, buf, n);
     expect(c, HP_OP_ALLREDUCE, n * 4);
+    expect_wire(c, HP_OP_ALLREDUCE, allreduce_wire(n, c->size, c->me, 4));
     compare("allreduce_max", c, buf, want, NULL, n, -1.0f);
     free(buf); free(want);
     // Deterministic max propagates a NaN from any member (member 1, or 0 alone).
@@ -148,6 +174,7 @@ static void t_allreduce_max(ctx *c, size_t n, int salt) {
         if (c->me == (c->size > 1 ? 1 : 0)) v[1] = NAN;
         hp_allreduce_max(c->comm, c->g, v, 2);
         expect(c, HP_OP_ALLREDUCE, 8);
+        expect_wire(c, HP_OP_ALLREDUCE, allreduce_wire(2, c->size, c->me, 4));
         CHECK(isnan(v[1]) && v[0] == 1.0f, "allreduce_max NaN group %s: got %g %g",
               hp_group_name(c->g), v[0], v[1]);
     }
@@ -163,6 +190,7 @@ static void t_allreduce_f64(ctx *c, size_t n, int salt) {
     }
     hp_allreduce_sum_f64(c->comm, c->g, buf, n);
     expect(c, HP_OP_ALLREDUCE, n * 8);
+    expect_wire(c, HP_OP_ALLREDUCE, allreduce_wire(n, c->size, c->me, 8));
     for (size_t i = 0; i < n; i++)
         bad += c->det ? memcmp(&buf[i], &want[i], sizeof(double)) != 0
                       : fabs(buf[i] - want[i]) > 1e-12 * (fabs(want[i]) + 1e3);
@@ -179,6 +207,7 @@ static void t_allreduce_i64(ctx *c, size_t n) {
     for (size_t i = 0; i < n; i++) buf[i] = ival(g_wrank, i);
     hp_allreduce_sum_i64(c->comm, c->g, buf, n);
     expect(c, HP_OP_ALLREDUCE, n * 8);
+    expect_wire(c, HP_OP_ALLREDUCE, allreduce_wire(n, c->size, c->me, 8));
     for (size_t i = 0; i < n; i++) {
         int64_t want = 0;
         for (int j = 0; j < c->size; j++) want += ival(c->members[j], i);
@@ -203,6 +232,7 @@ static void t_allgather(ctx *c, size_t n, int salt, int in_place) {
         hp_allgather(c->comm, c->g, recv, send, n);
     }
     expect(c, HP_OP_ALLGATHER, n * 4);
+    expect_wire(c, HP_OP_ALLGATHER, (uint64_t)(c->size - 1) * n * 4);
     compare(in_place ? "allgather(in place)" : "allgather", c, recv, want, NULL, tot, -1.0f);
 
     int *isend = malloc((n + 1) * sizeof *isend), *irecv = malloc((tot + 1) * sizeof *irecv);
@@ -210,6 +240,7 @@ static void t_allgather(ctx *c, size_t n, int salt, int in_place) {
     for (size_t i = 0; i < n; i++) isend[i] = g_wrank * 1000 + (int)i;
     hp_allgather_int(c->comm, c->g, irecv, isend, n);
     expect(c, HP_OP_ALLGATHER, n * 4);
+    expect_wire(c, HP_OP_ALLGATHER, (uint64_t)(c->size - 1) * n * 4);
     for (int j = 0; j < c->size; j++)
         for (size_t i = 0; i < n; i++) bad += irecv[(size_t)j * n + i] != c->members[j] * 1000 + (int)i;
     CHECK(bad == 0, "allgather_int group %s n=%zu: %zu mismatches", hp_group_name(c->g), n, bad);
@@ -233,6 +264,7 @@ static void t_reduce_scatter(ctx *c, size_t n, int salt) {
     }
     hp_reduce_scatter(c->comm, c->g, recv, send, n);
     expect(c, HP_OP_REDUCE_SCATTER, tot * 4);
+    expect_wire(c, HP_OP_REDUCE_SCATTER, (uint64_t)(c->size - 1) * n * 4);
     compare("reduce_scatter", c, recv, want, scale, n, c->det ? -1.0f : 1e-6f);
     free(send); free(recv); free(want); free(scale);
 }
@@ -257,6 +289,7 @@ static void t_alltoallv(ctx *c, int salt) {
     }
     hp_alltoallv(c->comm, c->g, recv, rcnt, send, scnt);
     expect(c, HP_OP_ALLTOALL, bytes);
+    expect_wire(c, HP_OP_ALLTOALL, bytes);
     compare("alltoallv", c, recv, want, NULL, rtot, -1.0f);
     free(scnt); free(rcnt); free(send); free(recv); free(want);
 }
@@ -269,6 +302,7 @@ static void t_alltoall_int(ctx *c, int n) {
         for (int k = 0; k < n; k++) send[(size_t)j * n + k] = g_wrank * 1000 + c->members[j] * 10 + k;
     hp_alltoall_int(c->comm, c->g, recv, send, n);
     expect(c, HP_OP_ALLTOALL, (uint64_t)(c->size - 1) * (uint64_t)n * 4);
+    expect_wire(c, HP_OP_ALLTOALL, (uint64_t)(c->size - 1) * (uint64_t)n * 4);
     for (int j = 0; j < c->size; j++)
         for (int k = 0; k < n; k++) bad += recv[(size_t)j * n + k] != c->members[j] * 1000 + g_wrank * 10 + k;
     CHECK(bad == 0, "alltoall_int group %s n=%d: %zu mismatches", hp_group_name(c->g), n, bad);
@@ -283,6 +317,7 @@ static void t_broadcast(ctx *c, size_t n, int root, int salt) {
     }
     hp_broadcast(c->comm, c->g, buf, n, root);
     expect(c, HP_OP_BROADCAST, c->me == root ? n * 4 : 0);
+    expect_wire(c, HP_OP_BROADCAST, c->me == root ? (uint64_t)(c->size - 1) * n * 4 : 0);
     compare("broadcast", c, buf, want, NULL, n, -1.0f);
     free(buf); free(want);
 }
@@ -298,8 +333,36 @@ static void t_sendrecv(ctx *c, size_t n, int shift, int salt) {
     }
     hp_sendrecv(c->comm, c->g, recv, src, send, dst, n);
     expect(c, HP_OP_SENDRECV, dst != c->me ? n * 4 : 0);
+    expect_wire(c, HP_OP_SENDRECV, dst != c->me ? n * 4 : 0);
     compare("sendrecv", c, recv, want, NULL, n, -1.0f);
     free(send); free(recv); free(want);
+}
+
+// The deterministic all-reduce on the world group: bit-identical to the member-ordered
+// sum on every rank (t_allreduce_sum), and its wire bytes: 2(N-1)/N * n * 4 per rank when
+// N divides n, 2(N-1) * n * 4 summed over the group for any n. Sizes cover one piece,
+// several pipelined pieces (2^16 elements per member each) and chunks of unequal length.
+static void t_wire_formula(ctx *c) {
+    const size_t N = (size_t)c->size;
+    const size_t ns[] = { N * 1000, (N <= 2 ? 3 : 2) * (N << 16) + N * 8, 1001, 1, 3 * (N << 16) / 2 + 5 };
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        const size_t n = ns[k];
+        hp_comm_reset_stats(c->comm);
+        t_allreduce_sum(c, n, 50 + (int)k);
+        uint64_t w = hp_comm_wire_bytes(c->comm, c->g, HP_OP_ALLREDUCE), total = 0;
+        MPI_Allreduce(&w, &total, 1, MPI_UINT64_T, MPI_SUM, hp_comm_mpi(c->comm, c->g));
+        if (n % N == 0)
+            CHECK(w * N == 2 * (N - 1) * n * 4, "all-reduce wire bytes at N=%zu n=%zu: %llu, want 2(N-1)/N*n*4 = %llu",
+                  N, n, (unsigned long long)w, (unsigned long long)(2 * (N - 1) * n * 4 / N));
+        CHECK(total == 2 * (N - 1) * n * 4, "all-reduce wire bytes over the group at N=%zu n=%zu: %llu, want %llu",
+              N, n, (unsigned long long)total, (unsigned long long)(2 * (N - 1) * n * 4));
+        CHECK(hp_comm_bytes(c->comm, c->g, HP_OP_ALLREDUCE) == (N > 1 ? n * 4 : 0),
+              "all-reduce logical bytes at N=%zu n=%zu: %llu, want n*4", N, n,
+              (unsigned long long)hp_comm_bytes(c->comm, c->g, HP_OP_ALLREDUCE));
+        if (g_wrank == 0 && k < 2)
+            printf("  all-reduce wire bytes N=%zu n=%zu: %llu per rank = 2(N-1)/N*n*4\n", N, n,
+                   (unsigned long long)w);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -310,12 +373,15 @@ static void check_counters(ctx *c) {
     for (int g = 0; g < HP_G_COUNT; g++)
         for (int op = 0; op < HP_OP_COUNT; op++)
             if (hp_comm_bytes(c->comm, g, op) != c->exp_bytes[g][op] ||
+                hp_comm_wire_bytes(c->comm, g, op) != c->exp_wire[g][op] ||
                 hp_comm_calls(c->comm, g, op) != c->exp_calls[g][op]) {
                 if (bad++ == 0) { bg = g; bo = op; }
             }
     CHECK(bad == 0, "counters after group %s (det %d): %d entries differ, first %s/%s bytes %llu want %llu, "
-          "calls %llu want %llu", hp_group_name(c->g), c->det, bad, hp_group_name(bg), hp_op_name(bo),
+          "wire %llu want %llu, calls %llu want %llu", hp_group_name(c->g), c->det, bad, hp_group_name(bg),
+          hp_op_name(bo),
           (unsigned long long)hp_comm_bytes(c->comm, bg, bo), (unsigned long long)c->exp_bytes[bg][bo],
+          (unsigned long long)hp_comm_wire_bytes(c->comm, bg, bo), (unsigned long long)c->exp_wire[bg][bo],
           (unsigned long long)hp_comm_calls(c->comm, bg, bo), (unsigned long long)c->exp_calls[bg][bo]);
 }
 
@@ -349,6 +415,7 @@ static void run_config(const hp_dims *d, int det, int big_too) {
         hp_comm_reset_stats(comm);
         memset(c.exp_bytes, 0, sizeof c.exp_bytes);
         memset(c.exp_calls, 0, sizeof c.exp_calls);
+        memset(c.exp_wire, 0, sizeof c.exp_wire);
         // Non-deterministic mode is the plain MPI calls: one size keeps 8 ranks on 2 cores fast.
         const size_t ns[] = { 33, 0, 1 };
         for (int k = 0; k < (det ? 3 : 1); k++) {
@@ -381,6 +448,8 @@ static void run_config(const hp_dims *d, int det, int big_too) {
         c.size = hp_mesh_group(d, c.g, g_wrank, c.members, &c.me);
         t_allreduce_sum(&c, 2 * 65536 + 3, 7);
         t_reduce_scatter(&c, 65536 + 11, 8);
+        t_reduce_scatter(&c, 2 * 65536 + 5, 9);   // three pipelined pieces
+        if (det) t_wire_formula(&c);
         if (g_wrank == 0) printf("  big buffers (det %d): %.2f s\n", det, MPI_Wtime() - t0);
     }
     hp_comm_free(comm);

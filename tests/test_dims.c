@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "hyperpar/dims.h"
+#include "hyperpar/pipeline.h"
 
 static int n_pass = 0, n_fail = 0;
 
@@ -110,7 +111,9 @@ static void test_negative(void) {
     expect_fail("dp_shard -2", mk(1, -2, 1, 1, 1, 1, 0), NULL, NULL, "dp_shard must be -1 (infer) or >= 1|dp_shard = -2");
     d = mk(1, 1, 1, 1, 1, 1, 2);
     d.pp = 2;
-    expect_fail("pp 2", d, NULL, NULL, "not implemented: pipeline parallel (pp=2)");
+    d.pp_schedule = HP_PP_ZBV;
+    d.pp_virtual = 1;
+    expect_fail("pp 2 zbv V 1", d, NULL, NULL, "pipeline schedule zbv needs pp_virtual = 2: pp_virtual = 1");
     expect_fail("dp_shard inference", mk(1, -1, 1, 4, 1, 1, 6), NULL, NULL,
                 "dp_shard inference|world size 6|dp_replicate*cp*tp*pp = 1*1*4*1 = 4");
     expect_fail("dp_shard inference < 1", mk(2, -1, 2, 2, 1, 1, 4), NULL, NULL, "dp_shard inference|world size 4|= 8");
@@ -177,7 +180,9 @@ static void test_negative(void) {
     expect_fail("degree before world", mk(1, 2, 1, 0, 1, 1, 6), NULL, NULL, "degree must be >= 1");
     d = mk(1, 2, 1, 2, 1, 2, 6);
     d.pp = 2;
-    expect_fail("pp before world", d, NULL, NULL, "not implemented: pipeline parallel");
+    d.pp_schedule = HP_PP_ZBV;
+    d.pp_virtual = 1;
+    expect_fail("pp before world", d, NULL, NULL, "pipeline schedule zbv needs pp_virtual = 2");
     expect_fail("world before etp", mk(1, 2, 1, 2, 1, 2, 6), NULL, NULL, "world size:");
     expect_fail("mesh before model", mk(1, 2, 1, 1, 4, 1, 0), &tiny, &r, "ep (4) must divide dp_shard*cp*tp");
     bad = run(30, 7);

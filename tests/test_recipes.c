@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 #include "hyperpar/dims.h"
 #include "hyperpar/safetensors.h"
+#include "cli.h"
 #include "recipes.h"
 #include "report.h"
 
@@ -109,7 +110,8 @@ static void test_json_roundtrip(void) {
 
 static int is_row(const char *row) {
     static const char *const rows[] = { "M1", "M2", "M3", "M4", "M5", "B1", "B2", "B4", "M6", "M7",
-                                        "A-EP", "S1", "S2", "S3", "C2", "C3", NULL };
+                                        "A-EP", "S1", "S2", "S3", "C2", "C3", "GA", "P1", "P2", "P3",
+                                        "P4", "P5", "P6", "P7", "P8", "P9", "P10", "C4", "C5", NULL };
     for (int i = 0; rows[i]; i++)
         if (!strcmp(rows[i], row)) return 1;
     return 0;
@@ -138,21 +140,25 @@ static void test_table(void) {
         CHECK(hp_recipe_find(r->id) == r, "%s: id not unique", r->id);
         CHECK(r->level >= 0 && r->level < HP_LEVEL_COUNT, "%s: level %d", r->id, r->level);
         if (r->level >= 0 && r->level < HP_LEVEL_COUNT) by_level[r->level]++;
-        CHECK(hp_recipe_world(r) >= 1 && hp_recipe_world(r) <= 8, "%s: world %d (at most 8 ranks on this machine)",
+        CHECK(hp_recipe_world(r) >= 1 && hp_recipe_world(r) <= 16, "%s: world %d (at most 16 ranks on this machine)",
               r->id, hp_recipe_world(r));
-        // legal for its world, as `hp run` will see it
-        hp_model_config m;
-        hp_run_config rc;
-        hp_run_config_default(&rc);
-        CHECK(hp_model_config_by_name(r->model, &m) == 0, "%s: model %s", r->id, r->model);
-        if (r->rotate) rc.cp_rotate = strcmp(r->rotate, "ring") ? HP_ROTATE_ALLGATHER : HP_ROTATE_RING;
-        hp_dims d = hp_dims_default();
-        d.dp_replicate = r->R; d.dp_shard = r->S; d.cp = r->C; d.tp = r->T;
-        d.sp = r->sp; d.ep = r->EP; d.etp = r->ET; d.world = hp_recipe_world(r);
+        // legal for its world, as `hp run` will see it: its flags through the tool's parser
+        char run_flags[1024], *argv[64];
+        hp_recipe_flags(r, run_flags, sizeof run_flags);
+        int argc = 0;
+        argv[argc++] = "hp";
+        argv[argc++] = "run";
+        for (char *tok = strtok(run_flags, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
+        hp_cli cli;
+        CHECK(hp_cli_parse(&cli, argc, argv, 2, NULL, NULL) == 0, "%s: its flags do not parse", r->id);
+        hp_model_config m = cli.model;
+        hp_run_config rc = cli.run;
+        hp_dims d = cli.dims;
+        d.world = hp_recipe_world(r);
         char err[256] = "";
         CHECK(hp_dims_validate(&d, &m, &rc, err, sizeof err) == 0, "%s is refused: %s", r->id, err);
-        // MoE rows run the MoE model, dense rows the dense one
-        const int moe_row = r->row[0] == 'S' || !strcmp(r->row, "A-EP") || r->row[0] == 'C';
+        // MoE recipes (every one uses ep > 1) run the MoE model, dense ones the dense one
+        const int moe_row = r->EP > 1;
         CHECK(moe_row == (m.num_experts > 0), "%s: row %s with model %s", r->id, r->row, r->model);
         // CP variants name their rotate method, and the other method's twin exists
         CHECK((r->C > 1) == (r->rotate != NULL), "%s: cp %d with rotate %s", r->id, r->C, r->rotate ? r->rotate : "(none)");
@@ -208,7 +214,7 @@ static void test_negatives(void) {
     static const char *const need[] = { "neg-world", "neg-degree-tp", "neg-dp-shard-0", "neg-dp-shard-m2",
                                         "neg-etp-no-ep", "neg-etp-not-tp", "neg-ep-sct", "neg-ep-sc", "neg-experts",
                                         "neg-ep-dense", "neg-seq-cp", "neg-seq-sp", "neg-heads", "neg-kv-heads",
-                                        "neg-batch", "neg-pp", "neg-dispatcher", "neg-load-truncated",
+                                        "neg-batch", "neg-pp-layers", "neg-dispatcher", "neg-load-truncated",
                                         "neg-load-shape", "neg-load-names", "neg-load-text" };
     for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
         CHECK(hp_negative_find(need[k]) != NULL, "negative case %s missing", need[k]);

@@ -29,18 +29,25 @@ typedef struct hp_plan_memory {
     double optimizer;       // AdamW m and v shards (allocated for every optimiser)
     double fsdp_working;    // one gathered unit and its gradients (work_p, work_g)
     double comm_scratch;    // the gather / reduce-scatter staging buffer (comm_buf)
+    double accumulation;    // microbatches > 1 or pp > 1: every unit's unsharded grads kept
+                            // over the step (acc_g), and under pp its parameters too (kept_p)
     double activations;     // what the forward keeps for the backward (one microbatch, no AC)
     double activations_uniform;  // the same if the expert rows were sized for uniform routing
                             // (n*K per rank instead of ep*n*K; = activations for dense models)
     double scratch;         // backward scratch, the ring's K/V, token ids
     double persistent;      // params + grads + optimizer
     double peak;            // all of the above
+    double activations_full_ac;  // a model of full activation checkpointing (pp 1 only, else
+                            // 0): each block keeps its input, one block is recomputed at a time
     int64_t params_total;   // parameters of the full model (from the parameter table)
     int64_t shard_numel;    // floats of this rank's shard buffer
 } hp_plan_memory;
 
 // dims validated for m and rc; rank in [0, world). Returns 0, or -1 on allocation failure.
 int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           int rank, hp_plan_memory *out);
+// Fills out->activations_full_ac (three more estimates; kept out of the search's inner loop).
+int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, hp_plan_memory *out);
 
 // hp_traffic_predict (the verifier's formulas), with the data-dependent EP all-to-all replaced
@@ -81,10 +88,12 @@ typedef struct hp_plan_hw {
 int hp_plan_hw_by_name(const char *name, hp_plan_hw *out);
 extern const char *const hp_plan_hw_names[];
 
-// A step-time model: compute at peak*matmul_eff, every (group, op) at the bandwidth of the
-// slowest link its group crosses (nodes are ranks_per_node consecutive ranks).
+// A step-time model: compute at peak*matmul_eff (idle for the pipeline bubble under pp),
+// every (group, op) at the bandwidth of the slowest link its group crosses (nodes are
+// ranks_per_node consecutive ranks).
 typedef struct hp_plan_time {
-    double compute_s;
+    double pp_bubble;        // pp > 1: the schedule's ideal idle fraction (hp_pp_ideal_bubble)
+    double compute_s;        // FLOPs / (peak * eff), stretched by 1 / (1 - pp_bubble)
     double comm_s;           // all communication, serialised
     double comm_inter_s;     // the part over links between nodes
     double inter_bytes;      // wire bytes this rank sends between nodes per step

@@ -6,9 +6,10 @@
 #include <limits.h>
 #include "hyperpar/comm.h"
 
-// Deterministic reductions exchange every member's operand, so the temporary grows with
-// size*n. They work through the buffer in pieces of at most this many elements per
-// member (256 KiB of floats) to keep that bounded; the pieces do not change the result.
+// Deterministic reductions receive every member's operand for this rank's chunk, so the
+// temporary grows with size*chunk. They work through the buffer in pieces of at most
+// this many elements per member (256 KiB of floats; two pieces in flight) to keep that
+// bounded; the pieces do not change the result.
 #define HP_COMM_CHUNK ((size_t)1 << 16)
 
 // Tags of the point-to-point messages the comm layer sends itself (fixed-order reductions,

@@ -242,9 +242,10 @@ static int agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen)
 }
 
 // Reads the part `region` of piece p (open as fd) into dst: one pread per contiguous run of
-// the piece's row-major data. Returns bytes read, or -1 with err.
+// the piece's row-major data. A region that is the whole piece is one run, and *crc gets
+// its CRC32. Returns bytes read, or -1.
 static int64_t read_overlap(int fd, const hp_ck_piece *p, const hp_box *region, float *dst,
-                            const int64_t *dst_origin, const int64_t *dst_dims) {
+                            const int64_t *dst_origin, const int64_t *dst_dims, uint32_t *crc) {
     const int nd = p->box.ndim;
     int64_t ext[HP_CKPT_MAXDIM];
     for (int k = 0; k < nd; k++) ext[k] = p->box.hi[k] - p->box.lo[k];
@@ -278,6 +279,7 @@ static int64_t read_overlap(int fd, const hp_ck_piece *p, const hp_box *region, 
         int64_t run_dims[HP_CKPT_MAXDIM];
         for (int k = 0; k < nd; k++) run_dims[k] = run.hi[k] - run.lo[k];
         hp_box_copy(&run, tmp, run.lo, run_dims, dst, dst_origin, dst_dims);
+        if (hp_box_equal(&run, &p->box)) *crc = crc_of(tmp, len);
         total += (int64_t)len;
         int k = j - 1;   // next combination of the outer dims
         while (k >= 0 && ++idx[k] == region->hi[k]) { idx[k] = region->lo[k]; k--; }
@@ -307,6 +309,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
     float *const state[3] = { tr->p_shard, tr->m_shard, tr->v_shard };
     for (int k = 0; k < 3; k++) memset(state[k], 0, (size_t)t->shard_numel * sizeof(float));
     int *fds = malloc((size_t)ix.n_files * sizeof(int) + 1);
+    int *checked = calloc((size_t)ix.n_pieces + 1, sizeof(int));   // CRC32 verified by some rank
     for (int f = 0; f < ix.n_files; f++) fds[f] = -1;
     char path[4200];
     // open on first use: a rank opens only the files it reads from
@@ -327,13 +330,21 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
                 hp_box ov;
                 if (pc->tensor != ti || (int)pc->kind != kind || !hp_box_intersect(&mine, &pc->box, &ov)) continue;
                 const int fd = FD(pc->file);
-                const int64_t got = fd < 0 ? -1 : read_overlap(fd, pc, &ov, state[kind] + p->shard_offset, origin, dims);
+                uint32_t crc = 0;
+                const int whole = hp_box_equal(&ov, &pc->box);
+                const int64_t got = fd < 0 ? -1 : read_overlap(fd, pc, &ov, state[kind] + p->shard_offset, origin, dims, &crc);
+                char d[200];
+                piece_desc(d, sizeof d, &ix, pc);
                 if (got < 0) {
-                    char d[200];
-                    piece_desc(d, sizeof d, &ix, pc);
                     snprintf(err, errlen, "checkpoint %s/%s: %s: cannot be read (truncated?)", step_dir,
                              ix.files[pc->file].name, d);
                     failed = 1;
+                } else if (whole && crc != pc->crc) {
+                    snprintf(err, errlen, "checkpoint %s/%s: %s: CRC32 0x%08x, the index says 0x%08x (corrupted)", step_dir,
+                             ix.files[pc->file].name, d, (unsigned)crc, (unsigned)pc->crc);
+                    failed = 1;
+                } else if (whole) {
+                    checked[j] = 1;
                 }
                 have += hp_box_numel(&ov);
                 st->bytes += got;
@@ -346,10 +357,12 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
             }
         }
     }
-    // every piece's CRC32, checked once over the job: piece j by rank j mod world
+    // every piece's CRC32, checked once over the job: by a rank that read it whole, else
+    // piece j by rank j mod world (reading it whole once more)
+    MPI_Allreduce(MPI_IN_PLACE, checked, ix.n_pieces, MPI_INT, MPI_MAX, tr->world);
     for (int j = tr->rank; j < ix.n_pieces && !failed; j += world) {
         const hp_ck_piece *pc = &ix.pieces[j];
-        if ((int)pc->kind >= kinds) continue;
+        if ((int)pc->kind >= kinds || checked[j]) continue;
         unsigned char *buf = malloc((size_t)pc->nbytes + 1);
         const int fd = FD(pc->file);
         size_t got = 0;
@@ -379,6 +392,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
     for (int f = 0; f < ix.n_files; f++)
         if (fds[f] >= 0) close(fds[f]);
     free(fds);
+    free(checked);
     const int step = ix.step;
     hp_ck_index_free(&ix);
     if (agree(tr->world, tr->rank, failed, err, errlen)) return HP_EXIT_CONFIG;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/mesh.h"
+#include "hyperpar/pipeline.h"
 #include "hyperpar/plan.h"
 #include "hyperpar/verify.h"
 
@@ -114,6 +115,11 @@ void hp_plan_time_predict(const hp_model_config *m, const hp_dims *d, const hp_r
     hp_plan_flops f;
     hp_plan_flops_predict(m, d, rc, &f);
     out->compute_s = f.per_rank / (hw->peak_flops * hw->matmul_eff);
+    hp_pp_layout lay;
+    if (d->pp > 1 && hp_pp_layout_init(&lay, d, m->n_layers) == 0) {
+        const double b = hp_pp_ideal_bubble(&lay, hp_run_microbatches(rc));
+        if (b >= 0 && b < 1) { out->pp_bubble = b; out->compute_s /= 1 - b; }
+    }
     uint64_t bytes[HP_G_COUNT][HP_OP_COUNT];
     hp_plan_traffic_predict(m, d, rc, rank, bytes, NULL);
     for (int g = 0; g < HP_G_COUNT; g++) {

@@ -1,5 +1,5 @@
 // plan_memory.c - a rank's bytes by category, before anything is allocated (hp plan --memory).
-// defines: hp_plan_memory_predict
+// defines: hp_plan_memory_predict, hp_plan_memory_full_ac
 //
 // The persistent and FSDP terms repeat fsdp.c's allocations from the parameter table, so they
 // are exact: four shard buffers (p, g, m, v), two buffers of the largest unsharded unit, and
@@ -44,6 +44,11 @@ int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_
     out->optimizer = 2 * out->params;
     out->fsdp_working = 2 * (double)t.max_unit_work * F4;
     out->comm_scratch = staging_floats(&t) * F4;
+    if (hp_run_microbatches(rc) > 1 || d->pp > 1) {   // fsdp.c: acc_g (and kept_p under pp)
+        double total = 0;
+        for (int u = 0; u < t.n_units; u++) total += (double)t.unit_work_numel[u];
+        out->accumulation = (total + 1) * F4 * (d->pp > 1 ? 2 : 1);
+    }
     hp_params_free(&t);
     hp_memory_estimate_t e;
     if (hp_memory_estimate(m, d, rc, rank, &e) != 0) return -1;
@@ -62,6 +67,40 @@ int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_
     }
     out->scratch = e.scratch_bytes;
     out->persistent = out->params + out->grads + out->optimizer;
-    out->peak = out->persistent + out->fsdp_working + out->comm_scratch + out->activations + out->scratch;
+    out->peak = out->persistent + out->fsdp_working + out->comm_scratch + out->accumulation +
+                out->activations + out->scratch;
+    return 0;
+}
+
+// The activations of the same layout with n_layers L of which the first n_dense are dense.
+static int acts_with(const hp_model_config *m, int L, int n_dense, const hp_dims *d,
+                     const hp_run_config *rc, int rank, double *bytes) {
+    hp_model_config x = *m;
+    x.n_layers = L;
+    x.n_dense_layers = n_dense;
+    hp_memory_estimate_t e;
+    if (hp_memory_estimate(&x, d, rc, rank, &e) != 0) return -1;
+    *bytes = e.activation_bytes;
+    return 0;
+}
+
+// hp_memory_estimate's activations are a sum over blocks plus the head's, so one block of
+// each kind is the difference of the estimates for 2 and 1 blocks. Full AC keeps each block's
+// input (the residual stream, Nres x D, sequence-sharded under SP) and the activations of the
+// one block being recomputed, plus the head's.
+int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           int rank, hp_plan_memory *out) {
+    out->activations_full_ac = 0;
+    if (d->pp > 1) return 0;
+    double a1, a2, a2m = 0;
+    const int moe = m->num_experts > 0;
+    if (acts_with(m, 1, 1, d, rc, rank, &a1) || acts_with(m, 2, 2, d, rc, rank, &a2)) return -1;
+    if (moe && acts_with(m, 2, 1, d, rc, rank, &a2m)) return -1;
+    const double dense_block = a2 - a1, head = a1 - dense_block;
+    const double block = moe ? (a2m - a1 > dense_block ? a2m - a1 : dense_block) : dense_block;
+    const int T = d->tp, sp = d->sp > 0 && T > 1;
+    const double Bl = (double)(rc->batch / hp_dims_batch(d) / hp_run_microbatches(rc));
+    const double reg = Bl * (double)(rc->seq_len / d->cp), res = sp ? reg / T : reg;
+    out->activations_full_ac = (double)m->n_layers * res * m->dim * F4 + block + head;
     return 0;
 }

@@ -4,8 +4,9 @@
 # build-fuzz that way and builds just the target hp_fuzz, not the rest of the project.
 #   ./build-fuzz/fuzz_safetensors -runs=1000000 build-fuzz/corpus/safetensors tests/fuzz/corpus/safetensors
 get_property(HP_FUZZ_NAMES GLOBAL PROPERTY HP_FUZZ_NAMES)
+# -UNDEBUG: any assert() of the code under test counts as a crash here
 set(HP_FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-                  -fno-omit-frame-pointer -g -O1)
+                  -fno-omit-frame-pointer -g -O1 -UNDEBUG)
 add_custom_target(hp_fuzz)
 foreach(name ${HP_FUZZ_NAMES})
   get_property(srcs GLOBAL PROPERTY HP_FUZZ_SOURCES_${name})

@@ -44,3 +44,10 @@ endforeach()
 add_executable(fuzz_write_seeds tests/fuzz/write_seeds.c src/util/safetensors.c src/util/file_io.c)
 target_include_directories(fuzz_write_seeds PRIVATE include src ${CJSON_INCLUDE_DIR})
 target_link_libraries(fuzz_write_seeds PRIVATE ${CJSON_LIBRARY} m)
+
+# hp_file_read (every reader's way in) refuses what is not a regular file at once: /dev/zero was
+# read until memory ran out and a FIFO blocked forever. The replay runner reads through it.
+add_test(NAME fuzz_file_read_refuses_devices
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tests/expect_exit.sh 1 "not a regular file" --
+                 $<TARGET_FILE:fuzz_regress_safetensors> /dev/zero)
+set_tests_properties(fuzz_file_read_refuses_devices PROPERTIES LABELS L0 TIMEOUT 20)

@@ -72,7 +72,8 @@ int main(int argc, char **argv) {
     int total = 0;
     for (int i = 1; i < argc; i++) {
         struct stat st;
-        int n = stat(argv[i], &st) == 0 && S_ISREG(st.st_mode) ? (run_file(argv[i]) ? -1 : 1) : run_dir(argv[i]);
+        // a folder (or one not there yet) holds inputs; anything else is one input
+        int n = stat(argv[i], &st) != 0 || S_ISDIR(st.st_mode) ? run_dir(argv[i]) : (run_file(argv[i]) ? -1 : 1);
         if (n < 0) return 1;
         fprintf(stderr, "fuzz_regress: %s: %d input(s)\n", argv[i], n);
         total += n;

@@ -75,6 +75,7 @@ static cJSON *memory_json(const hp_plan_memory *mem) {
     cJSON_AddNumberToObject(j, "optimizer_bytes", mem->optimizer);
     cJSON_AddNumberToObject(j, "fsdp_working_bytes", mem->fsdp_working);
     cJSON_AddNumberToObject(j, "comm_scratch_bytes", mem->comm_scratch);
+    cJSON_AddNumberToObject(j, "accumulation_bytes", mem->accumulation);
     cJSON_AddNumberToObject(j, "activation_bytes", mem->activations);
     cJSON_AddNumberToObject(j, "activation_uniform_bytes", mem->activations_uniform);
     cJSON_AddNumberToObject(j, "scratch_bytes", mem->scratch);
@@ -86,7 +87,7 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
     const hp_run_config *rc = &cli->run;
     const int rank = cli->rank;
     hp_plan_memory mem;
-    if (hp_plan_memory_predict(m, d, rc, rank, &mem) != 0) {
+    if (hp_plan_memory_predict(m, d, rc, rank, &mem) != 0 || hp_plan_memory_full_ac(m, d, rc, rank, &mem) != 0) {
         fprintf(stderr, "hp: out of memory predicting the memory of rank %d\n", rank);
         return HP_EXIT_FAIL;
     }
@@ -99,6 +100,8 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
     row("optimizer state", mem.optimizer, "AdamW m and v shards (allocated for sgd too)");
     row("FSDP working buffers", mem.fsdp_working, "the largest unit gathered, and its grads");
     row("communication scratch", mem.comm_scratch, "gather / reduce-scatter staging");
+    if (mem.accumulation > 0)
+        row("accumulation buffers", mem.accumulation, "every unit's grads over the microbatches (and params under pp)");
     row("activations", mem.activations, "kept for the backward, 1 microbatch, no AC (upper estimate)");
     if (mem.activations_uniform != mem.activations)
         row("  if routing were uniform", mem.activations_uniform,
@@ -106,6 +109,9 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
     row("backward scratch", mem.scratch, "block backward, ring K/V, token ids");
     row("persistent", mem.persistent, "parameters + gradients + optimizer state");
     row("peak", mem.peak, "all of the above");
+    if (mem.activations_full_ac > 0)
+        row("activations with full AC", mem.activations_full_ac,
+            "a model: each block keeps its input, one block recomputed at a time (not in the peak)");
 
     uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], ep_worst = 0;
     hp_plan_traffic_predict(m, d, rc, rank, bytes, &ep_worst);
@@ -153,7 +159,11 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
         printf("  assume: nodes of %d consecutive ranks; a group inside one node moves %.4g B/s per rank, "
                "one across nodes %.4g B/s\n", hw.ranks_per_node, hw.intra_bw, hw.inter_bw);
         printf("  assume: wire bytes by comm.h's rules (fp32 everywhere, as hyperpar moves them), no latency\n");
-        printf("  assume: MoE routing uniform, no pipeline (pp 1), no activation checkpointing\n");
+        printf("  assume: MoE routing uniform, no activation checkpointing\n");
+        if (d->pp > 1)
+            printf("  assume: pp %d: compute idles for the schedule's ideal bubble, %.1f%% of the step "
+                   "(%d microbatches); stage sends at the inter-node rate\n", d->pp, 100 * t.pp_bubble,
+                   hp_run_microbatches(rc));
         printf("  compute %.4g s, communication %.4g s (%.4g s of it between nodes, %.4g B)\n",
                t.compute_s, t.comm_s, t.comm_inter_s, t.inter_bytes);
         printf("  step %.4g s without overlap (MFU %.1f%%), %.4g s with perfect overlap (MFU %.1f%%)\n",
@@ -164,6 +174,7 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
         cJSON *jt = cJSON_AddObjectToObject(root, "time_model");
         cJSON_AddStringToObject(jt, "hw", hw.name);
         cJSON_AddNumberToObject(jt, "compute_s", t.compute_s);
+        cJSON_AddNumberToObject(jt, "pp_bubble", t.pp_bubble);
         cJSON_AddNumberToObject(jt, "comm_s", t.comm_s);
         cJSON_AddNumberToObject(jt, "step_serial_s", t.step_serial_s);
         cJSON_AddNumberToObject(jt, "step_overlap_s", t.step_overlap_s);

@@ -37,33 +37,69 @@ typedef struct search {
     double mem;
     layout *fit;
     int n_fit, cap, n_legal, n_tried;
+    layout closest;            // the legal layout with the smallest peak, fitting or not
     char last_err[512];
 } search;
 
-// The layout d with the fewest microbatches (gradient accumulation) that fits, trying every
-// divisor of the local batch unless --microbatches fixed it. Fewer microbatches gather every
-// FSDP unit fewer times; more of them keep fewer activations.
+// The peak of layout d0 with M microbatches, or -1 when (d0, M) is not legal; *d gets the
+// validated dims. The smallest peak seen is kept for the answer when nothing fits.
+static double peak_with(search *s, const hp_dims *d0, int M, hp_dims *d, hp_plan_memory *mem) {
+    hp_run_config rc = s->cli->run;
+    rc.microbatches = M;
+    *d = *d0;
+    char err[512];
+    if (hp_dims_validate(d, &s->cli->model, &rc, err, sizeof err) != 0) {
+        snprintf(s->last_err, sizeof s->last_err, "%s", err);
+        return -1;
+    }
+    if (hp_plan_memory_predict(&s->cli->model, d, &rc, 0, mem) != 0) return -2;
+    if (s->closest.peak == 0 || mem->peak < s->closest.peak) {
+        s->closest.d = *d;
+        s->closest.microbatches = M;
+        s->closest.peak = mem->peak;
+    }
+    return mem->peak;
+}
+
+// The layout d0 with the fewest microbatches (gradient accumulation) that fits, among the
+// divisors of the local batch unless --microbatches fixed it. Fewer microbatches gather every
+// FSDP unit fewer times; more keep fewer activations. M = 1 is tried first (no accumulation
+// buffers); for M >= 2 the peak falls as M grows, so a binary search finds the smallest fit.
 static int consider(search *s, hp_dims d0) {
     s->n_tried++;
-    char err[512];
     hp_run_config rc = s->cli->run;
     const int fixed = rc.microbatches > 1;
     const int local = rc.batch / (d0.dp_replicate * d0.dp_shard);
-    int legal = 0, fit_M = 0;
-    hp_dims d = d0;
-    hp_plan_memory mem;
-    for (int M = fixed ? rc.microbatches : 1; M <= (fixed ? rc.microbatches : local); M++) {
-        if (!fixed && local % M) continue;
-        rc.microbatches = M;
-        d = d0;
-        if (hp_dims_validate(&d, &s->cli->model, &rc, err, sizeof err) != 0) {
-            snprintf(s->last_err, sizeof s->last_err, "%s", err);
-            continue;
-        }
+    int Ms[64], n = 0;
+    for (int M = fixed ? rc.microbatches : 1; M <= (fixed ? rc.microbatches : local) && n < 64; M++)
+        if (fixed || local % M == 0) Ms[n++] = M;
+    hp_dims d = d0, dm;
+    hp_plan_memory mem, mm;
+    int legal = 0, fit_M = 0, lo = 0;
+    // the first legal M
+    for (; lo < n; lo++) {
+        const double pk = peak_with(s, &d0, Ms[lo], &d, &mem);
+        if (pk == -2) return -1;
+        if (pk < 0) continue;
         legal = 1;
-        if (hp_plan_memory_predict(&s->cli->model, &d, &rc, 0, &mem) != 0) return -1;
-        if (mem.peak <= s->mem) { fit_M = M; break; }
+        if (pk <= s->mem) fit_M = Ms[lo];
+        break;
     }
+    // binary search over the rest: the smallest legal M that fits (illegal ones skipped upward)
+    int hi = n - 1;
+    lo++;
+    const int fit_at_first = fit_M != 0;
+    while (legal && !fit_at_first && lo <= hi) {
+        const int mid = lo + (hi - lo) / 2;
+        int k = mid;
+        double pk = -1;
+        while (k <= hi && (pk = peak_with(s, &d0, Ms[k], &dm, &mm)) == -1) k++;
+        if (pk == -2) return -1;
+        if (k > hi) { hi = mid - 1; continue; }        // nothing legal in [mid, hi]
+        if (pk <= s->mem) { fit_M = Ms[k]; d = dm; mem = mm; hi = mid - 1; }   // look lower
+        else lo = k + 1;
+    }
+    rc.microbatches = fit_M;
     s->n_legal += legal;
     if (!fit_M) return 0;
     hp_plan_time t;
@@ -155,8 +191,11 @@ int hp_plan_search_cmd(const hp_cli *cli) {
     printf("  ranked by %s\n", s.hw ? "the step-time model on --hw (a model: see hp plan --memory --hw for its assumptions)"
                                    : "wire bytes a rank sends between nodes of 8 ranks, then all wire time");
     if (s.n_fit == 0) {
-        fprintf(stderr, "hp: none of the %d legal layouts of world %d fits %.4g GiB per rank\n", s.n_legal, W,
-                s.mem / GIB);
+        const layout *c = &s.closest;
+        fprintf(stderr, "hp: none of the %d legal layouts of world %d fits %.4g GiB per rank; the smallest peak "
+                "is %.1f GiB (dp_replicate %d dp_shard %d cp %d tp %d ep %d etp %d microbatches %d)\n",
+                s.n_legal, W, s.mem / GIB, c->peak / GIB, c->d.dp_replicate, c->d.dp_shard, c->d.cp, c->d.tp,
+                c->d.ep, c->d.etp, c->microbatches);
         free(s.fit);
         return HP_EXIT_FAIL;
     }

@@ -26,11 +26,15 @@ typedef struct hp_recipe {
                              // all-gather vs all-to-all dispatch); NULL for none
     const char *example;     // examples/ folder that shows this configuration
     const char *what;        // one line: what the variant proves
-    const char *extra;       // further `hp run` flags (optimiser, clipping, CP layout), or NULL
+    const char *extra;       // further `hp run` flags (optimiser, clipping, CP layout, pipeline
+                             // schedule and microbatches, --layers), or NULL
+    int P;                   // pp degree (0 or 1: no pipeline)
 } hp_recipe;
 
-// The world a recipe runs with: R*S*C*T (pp = 1; EP and ETP re-use those ranks).
-static inline int hp_recipe_world(const hp_recipe *r) { return r->R * r->S * r->C * r->T; }
+// The world a recipe runs with: P*R*S*C*T (EP and ETP re-use those ranks).
+static inline int hp_recipe_world(const hp_recipe *r) {
+    return (r->P > 1 ? r->P : 1) * r->R * r->S * r->C * r->T;
+}
 
 // Bad input files a negative case may need, generated at run time by hp_negative_write_files.
 typedef enum {

@@ -4,6 +4,17 @@
 #include "hyperpar/checkpoint.h"
 #include "run_checkpoint.h"
 
+// "min A, max B bytes per rank (total C), slowest rank T s": what a save or load cost.
+static void cost_line(char *buf, size_t n, const hp_ckpt_stats *st) {
+    long long b = (long long)st->bytes, lo = 0, hi = 0, sum = 0;
+    double t = 0.0;
+    MPI_Reduce(&b, &lo, 1, MPI_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&b, &hi, 1, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&b, &sum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&st->seconds, &t, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    snprintf(buf, n, "bytes per rank min %lld max %lld, total %lld; %.3f s", lo, hi, sum, t);
+}
+
 int hp_run_ckpt_flags(const hp_cli *cli) {
     if ((cli->ckpt_every > 0 || cli->ckpt_keep > 0) && !cli->ckpt_dir) {
         fprintf(stderr, "hp: --checkpoint-every and --checkpoint-keep need --checkpoint-dir\n");
@@ -49,9 +60,11 @@ int hp_run_ckpt_resume(hp_trainer *tr, const hp_cli *cli, int rank) {
         if (rank == 0) fprintf(stderr, "hp: --resume: %s\n", err);
         return -1;
     }
+    char cost[160];
+    cost_line(cost, sizeof cost, &st);   // collective
     if (rank == 0 && !cli->quiet)
-        printf("hp: resumed from %s (step %d; rank 0 read %lld bytes in %.3f s)\n", dir, st.step,
-               (long long)st.bytes, st.seconds);
+        printf("hp: resumed from %s (step %d; rank 0 read %lld bytes; read %s)\n", dir, st.step,
+               (long long)st.bytes, cost);
     return st.step;
 }
 
@@ -64,8 +77,10 @@ int hp_run_ckpt_after_step(hp_trainer *tr, const hp_cli *cli, int step, int rank
         if (rank == 0) fprintf(stderr, "hp: --checkpoint-dir: %s\n", err);
         return HP_EXIT_FAIL;
     }
+    char cost[160];
+    cost_line(cost, sizeof cost, &st);   // collective
     if (rank == 0 && !cli->quiet)
-        printf("hp: saved %s/step-%d (rank 0 wrote %lld bytes in %.3f s)\n", cli->ckpt_dir, step,
-               (long long)st.bytes, st.seconds);
+        printf("hp: saved %s/step-%d (rank 0 wrote %lld bytes; written %s)\n", cli->ckpt_dir, step,
+               (long long)st.bytes, cost);
     return 0;
 }

@@ -22,6 +22,8 @@ endfunction()
 
 hp_ckpt_resume_test(K1_same_layout     L0 2 "--dp-shard 2 --tp 1"           "--dp-shard 2 --tp 1"           "--model tiny")
 hp_ckpt_resume_test(K2_fsdp4_to_tp2    L1 4 "--dp-shard 4"                  "--tp 2 --dp-shard 2"           "--model tiny")
+# FSDP over 3: uneven shards (chunk 22, the last rank 20 rows + padding) and the padding kept 0
+hp_ckpt_resume_test(K2b_fsdp4_to_fsdp3 L1 4 "--dp-shard 4"                  "--dp-shard 3"                  "--model tiny --batch 12")
 hp_ckpt_resume_test(K3_grid_to_hsdp    L1 8 "--dp-shard 2 --cp 2 --tp 2"    "--dp-replicate 2 --dp-shard 2" "--model tiny")
 hp_ckpt_resume_test(K4_ep4_to_ep2_etp2 L1 4 "--dp-shard 4 --ep 4 --etp 1"   "--dp-shard 2 --tp 2 --ep 2 --etp 2" "--model tiny-moe")
 # experts saved Shard(1) (efsdp*ep > E: TorchTitan #1561) and loaded Shard(0) under ETP

@@ -25,6 +25,7 @@ set(FP_M7TP1 --model tiny --dp-replicate 2 --dp-shard 2 --cp 1 --tp 1)
 set(FP_AEP   --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 --ep 2 --etp 1)
 set(FP_S1B   --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 4 --etp 1)
 set(FP_MOETP2 --model tiny-moe --dp-replicate 1 --dp-shard 1 --cp 1 --tp 2 --no-sp)
+set(FP_P1F1B --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4)
 
 # hp_failpoint_test(NAME RECIPE TOUCHES FLAGS...)
 function(hp_failpoint_test name recipe touches)
@@ -56,6 +57,10 @@ hp_failpoint_test(token_split_offset      S1b        "moe[.]"                   
 hp_failpoint_test(expert_divide_factor    A-EP       "moe[.]experts"                 ${FP_AEP})
 hp_failpoint_test(grad_norm_double_count  M2-tp2     "global gradient norm"          ${FP_M2TP2})
 hp_failpoint_test(n_global_local          M4-s2      "loss of step 1"                ${FP_M4S2})
+hp_failpoint_test(pp_microbatch_loss_scale P1-1f1b   "gradient"                      ${FP_P1F1B})
+hp_failpoint_test(pp_stage_exchange       P1-1f1b    "gradient"                      ${FP_P1F1B})
+# a dropped send must not hang: the watchdog ends the job (run_failpoint.sh: TOUCHES "watchdog")
+hp_failpoint_test(pp_send_dropped         P1-hang    "watchdog"                      ${FP_P1F1B} --timeout 5)
 
 # moe-tp2 is no matrix recipe: it passes without a failpoint here
 add_test(NAME failpoint_baseline_moe-tp2 COMMAND $<TARGET_FILE:hp> run ${FP_MOETP2} --verify --quiet)

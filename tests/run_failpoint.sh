@@ -16,6 +16,11 @@ rm -f "$json"
 HP_FAILPOINT=$name "$hp" run "$@" --verify --quiet --json "$json" >"$log" 2>&1
 rc=$?
 cat "$log"
+# a fault that makes a rank wait forever: the watchdog must end the job, non-zero, in its line
+if [ "$touches" = watchdog ]; then
+  [ "$rc" -ne 0 ] && grep -q "hp: watchdog: rank" "$log" && echo "PASS: $name ended by the watchdog (exit $rc)" && exit 0
+  echo "FAIL: $name: exit $rc without the watchdog's line"; exit 1
+fi
 # a string or a number field of the (flat) JSON result
 field() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}[[:space:]]*$/\1/p" "$json" | head -n 1; }
 ok=1

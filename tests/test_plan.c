@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "hyperpar/params.h"
+#include "hyperpar/pipeline.h"
 #include "hyperpar/plan.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
@@ -225,12 +226,42 @@ static void test_traffic_and_flops(void) {
           "groups inside and across nodes");
 }
 
+// Under pp the activation slots in use follow the schedule: M under gpipe, P - p under 1f1b.
+static void test_pp_in_flight(void) {
+    hp_model_config m;
+    hp_model_config_by_name("tiny", &m);
+    m.n_layers = 8;
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    rc.microbatches = 8;
+    for (int sched = HP_PP_GPIPE; sched <= HP_PP_1F1B; sched++) {
+        hp_dims d = hp_dims_default();
+        d.pp = 4; d.dp_shard = 1; d.world = 4; d.pp_schedule = sched;
+        char err[512];
+        if (hp_dims_validate(&d, &m, &rc, err, sizeof err) != 0) {
+            CHECK(0, "pp layout: %s", err);
+            return;
+        }
+        double slot = 0;
+        for (int p = 0; p < 4; p++) {
+            hp_plan_memory mem;
+            CHECK(hp_plan_memory_predict(&m, &d, &rc, p, &mem) == 0, "predict pp rank %d", p);
+            const int want = sched == HP_PP_GPIPE ? 8 : 4 - p;
+            CHECK(mem.pp_in_flight == want, "%s pp rank %d: %d microbatches in flight, want %d",
+                  hp_pp_schedule_name(sched), p, mem.pp_in_flight, want);
+            if (p == 1) slot = mem.activations / mem.pp_in_flight;   // two blocks, no head
+            if (p == 2) CHECK(mem.activations == slot * mem.pp_in_flight, "equal stages, equal slots");
+        }
+    }
+}
+
 int main(void) {
     test_param_counts();
     test_table_is_small();
     test_hf_reader();
     test_memory_rules();
     test_traffic_and_flops();
+    test_pp_in_flight();
     printf("test_plan: %d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }

@@ -56,6 +56,10 @@ typedef enum hp_failpoint_id {
     HP_FP_EXPERT_DIVIDE_FACTOR,        // fsdp.c: expert grads keep the old 1/(R*S*C) factor (#167178)
     HP_FP_GRAD_NORM_DOUBLE_COUNT,      // trainer.c: tp-replicated grads counted on every tp rank
     HP_FP_N_GLOBAL_LOCAL,              // trainer.c: N_global not summed over the batch mesh
+    HP_FP_PP_MICROBATCH_LOSS_SCALE,    // transformer.c: each microbatch's loss divided by M again (#1733)
+    HP_FP_PP_STAGE_EXCHANGE,           // pipeline_run.c: a stage sends its input, not its output
+    HP_FP_PP_SEND_DROPPED,             // pipeline_run.c: the last microbatch's activation never sent:
+                                       //   the next stage waits, and the watchdog must end the job
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -31,7 +31,10 @@ typedef struct hp_plan_memory {
     double comm_scratch;    // the gather / reduce-scatter staging buffer (comm_buf)
     double accumulation;    // microbatches > 1 or pp > 1: every unit's unsharded grads kept
                             // over the step (acc_g), and under pp its parameters too (kept_p)
-    double activations;     // what the forward keeps for the backward (one microbatch, no AC)
+    double activations;     // what the forward keeps for the backward, no AC: one microbatch
+                            // at pp 1; under pp the microbatches in flight on this rank times
+                            // one microbatch of its stages' blocks
+    int    pp_in_flight;    // pp > 1: the most microbatches holding activations here at once
     double activations_uniform;  // the same if the expert rows were sized for uniform routing
                             // (n*K per rank instead of ep*n*K; = activations for dense models)
     double scratch;         // backward scratch, the ring's K/V, token ids

@@ -72,6 +72,11 @@ int      hp_trainer_rank(const hp_trainer *tr);
 // Persistent bytes on this rank: parameter, gradient and optimiser shards; and the largest
 // unsharded unit (the working buffers of one gathered FSDP unit).
 void     hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *working);
+// Pipeline parallel: this rank's idle fraction in the last step (waiting on the other
+// stages), and the microbatch activation slots its schedule keeps in flight (0 / 1 without pp).
+double hp_trainer_pp_idle(const hp_trainer *tr);
+int    hp_trainer_pp_slots(const hp_trainer *tr);
+
 // What one rank of a job will allocate, in bytes, computed before allocating (an upper
 // estimate; `hp run` refuses a run whose total does not fit the memory available per rank).
 typedef struct hp_memory_estimate_t {

@@ -128,7 +128,9 @@ void hp_blas_info_get(hp_blas_info *info) {
             snprintf(info->origin, sizeof info->origin, "hp asked for %.20s (%.60s), the BLAS kept its own",
                      set, chosen + sl + 1);
     } else if (set && *set) {
-        snprintf(info->origin, sizeof info->origin, "OPENBLAS_CORETYPE=%.40s set by the user", set);
+        // OpenBLAS 0.3.21 answers a name it does not know with the last core of its table
+        snprintf(info->origin, sizeof info->origin, "OPENBLAS_CORETYPE=%.40s set by the user%s", set,
+                 strcasecmp(info->core, set) ? ", not a core of this BLAS" : "");
     } else if (best && core_rank(info->core) < core_rank(best)) {
         snprintf(info->origin, sizeof info->origin, "OpenBLAS's own choice; %.20s would suit (%.60s)", best, why);
     } else {

@@ -394,8 +394,10 @@ void hp_transformer_backward_layers(hp_trainer *tr, int l0, int l1, int first, i
         hp_fsdp_gather_unit(tr, L + 1);
         hp_fsdp_zero_unit_grads(tr, L + 1);
         zeros(tr->dlogits, (size_t)tr->Nreg * tr->Vl);
+        // (pp_microbatch_loss_scale: the bug divides each microbatch's loss by M once more)
+        const double scale = hp_failpoint(HP_FP_PP_MICROBATCH_LOSS_SCALE) ? (double)tr->M : 1.0;
         hp_ce_backward(tr->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tr), tr->v0,
-                       (float)(1.0 / (double)tr->n_valid_global), tr->Nreg, tr->Vl);
+                       (float)(1.0 / ((double)tr->n_valid_global * scale)), tr->Nreg, tr->Vl);
         zeros(tr->reg_a, (size_t)tr->Nreg * D);
         hp_linear_backward(tr->reg_a, TOP_GRAD(pid_out), tr->dlogits, H->gf,
                            TOP_PARAM(pid_out), tr->Nreg, D, tr->Vl);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "hyperpar/failpoint.h"
 #include "hyperpar/pipeline.h"
 #include "train/trainer_internal.h"
 
@@ -156,8 +157,12 @@ double hp_pp_run_step(hp_trainer *tr) {
             st->busy_ms += now_ms() - c0;
             hp_trainer_keep_routing(tr, l0, l1);
             if (last) ce_sum += tr->ce_sum_local;   // ascending microbatch order
-            if (!last && lay->stage_rank[s + 1] != st->p)
-                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(tr, l1), n,
+            // (pp_stage_exchange: the bug sends the stream entering the stage's last block;
+            //  pp_send_dropped: the last microbatch is never sent and the next stage waits)
+            const int l_sent = hp_failpoint(HP_FP_PP_STAGE_EXCHANGE) ? l1 - 1 : l1;
+            const int dropped = hp_failpoint(HP_FP_PP_SEND_DROPPED) && j == M - 1;
+            if (!last && lay->stage_rank[s + 1] != st->p && !dropped)
+                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(tr, l_sent), n,
                              lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
         } else if (x->op == HP_PP_B || x->op == HP_PP_I) {
             // (zbv's I runs the whole backward here; its W has nothing left to do)

@@ -6,7 +6,9 @@
 // a staging buffer of (group size x shard) of the largest (unit, stack) span, plus one float.
 // Activations and scratch come from hp_memory_estimate (an upper estimate, see there).
 #include <string.h>
+#include <stdlib.h>
 #include "hyperpar/params.h"
+#include "hyperpar/pipeline.h"
 #include "hyperpar/plan.h"
 #include "hyperpar/train.h"
 
@@ -31,6 +33,9 @@ static double staging_floats(const hp_param_table *t) {
         }
     return need + 1;
 }
+
+static int pp_activations(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                          int rank, hp_plan_memory *out);
 
 int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, hp_plan_memory *out) {
@@ -66,6 +71,10 @@ int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_
         out->activations_uniform -= n_moe * (d->ep - 1) * n * K * (5.0 * m->dim + 6.0 * Fel) * F4;
     }
     out->scratch = e.scratch_bytes;
+    if (d->pp > 1) {
+        if (pp_activations(m, d, rc, rank, out) != 0) return -1;
+        out->activations_uniform = out->activations;
+    }
     out->persistent = out->params + out->grads + out->optimizer;
     out->peak = out->persistent + out->fsdp_working + out->comm_scratch + out->accumulation +
                 out->activations + out->scratch;
@@ -103,4 +112,63 @@ int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_
     const double reg = Bl * (double)(rc->seq_len / d->cp), res = sp ? reg / T : reg;
     out->activations_full_ac = (double)m->n_layers * res * m->dim * F4 + block + head;
     return 0;
+}
+
+// One microbatch's activations of one block of each kind and of the head, by the difference of
+// the estimates for 2 and 1 blocks (memory_estimate.c sums per block), at pp 1 on the same
+// inner coordinates (pp is the outermost mesh axis).
+static int block_bytes(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
+                       double *dense_block, double *moe_block, double *head) {
+    hp_dims d1 = *d;
+    d1.pp = 1;
+    d1.world = d->world / d->pp;
+    const int r1 = rank % d1.world;
+    double a1, a2, a2m = 0;
+    if (acts_with(m, 1, 1, &d1, rc, r1, &a1) || acts_with(m, 2, 2, &d1, rc, r1, &a2)) return -1;
+    if (m->num_experts > 0 && acts_with(m, 2, 1, &d1, rc, r1, &a2m)) return -1;
+    *dense_block = a2 - a1;
+    *head = a1 - *dense_block;
+    *moe_block = m->num_experts > 0 ? a2m - a1 : *dense_block;
+    return 0;
+}
+
+// Under pp (pipeline_run.c) a microbatch holds an activation slot on this rank from its first
+// forward here to its last backward here, and a slot keeps the activations of every block of
+// this rank's stages (and the head's, where it lives). The slots in use at once follow from
+// this rank's action list of the schedule.
+static int pp_activations(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                          int rank, hp_plan_memory *out) {
+    hp_pp_layout lay;
+    if (hp_pp_layout_init(&lay, d, m->n_layers) != 0) return -1;
+    double dense_block, moe_block, head;
+    if (block_bytes(m, d, rc, rank, &dense_block, &moe_block, &head) != 0) return -1;
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    double slot = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        if (lay.stage_rank[hp_pp_layer_stage(&lay, l)] == co.p)
+            slot += hp_model_is_moe_layer(m, l) ? moe_block : dense_block;
+    if (lay.stage_rank[hp_pp_unit_stage(&lay, m->n_layers + 1)] == co.p) slot += head;
+    const int M = hp_run_microbatches(rc);
+    hp_pp_action *act = malloc((size_t)(3 * lay.V * M + 4) * sizeof *act);
+    int *last = malloc((size_t)M * sizeof(int)), *seen = calloc((size_t)M, sizeof(int));
+    int rc_out = -1;
+    const int n = act && last && seen ? hp_pp_schedule_build(&lay, M, co.p, act) : -1;
+    if (n >= 0) {
+        for (int i = 0; i < n; i++)
+            if (act[i].op != HP_PP_F) last[act[i].mb] = i;   // its last backward action here
+        int live = 0, peak = 0;
+        for (int i = 0; i < n; i++) {
+            const int mb = act[i].mb;
+            if (act[i].op == HP_PP_F && !seen[mb]) { seen[mb] = 1; if (++live > peak) peak = live; }
+            if (act[i].op != HP_PP_F && last[mb] == i) live--;
+        }
+        out->pp_in_flight = peak;
+        out->activations = peak * slot;
+        rc_out = 0;
+    }
+    free(act);
+    free(last);
+    free(seen);
+    return rc_out;
 }

@@ -27,6 +27,7 @@ static int      suspended = 0;
 #define S1B   "--model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 4 --etp 1"
 // not a matrix row: MoE under plain tp (ep 1: the experts' hidden dim splits over tp)
 #define MOETP2 "--model tiny-moe --dp-replicate 1 --dp-shard 1 --cp 1 --tp 2 --no-sp"
+#define P1F1B TINY(1, 1, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_TP_PARTIAL_GRAD_DROPPED] = { HP_FP_TP_PARTIAL_GRAD_DROPPED, "tp_partial_grad_dropped", "M3-tp2", M3TP2,
@@ -89,6 +90,15 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_N_GLOBAL_LOCAL] = { HP_FP_N_GLOBAL_LOCAL, "n_global_local", "M4-s2", M4S2,
       "loss of step 1",
       "loss normalisation: N_global is this rank's valid-label count (no sum over the batch mesh)" },
+    [HP_FP_PP_MICROBATCH_LOSS_SCALE] = { HP_FP_PP_MICROBATCH_LOSS_SCALE, "pp_microbatch_loss_scale", "P1-1f1b", P1F1B,
+      "gradient",
+      "microbatches: each backward starts from d(CE)/(N_global*M), the loss averaged twice (TorchTitan #1733)" },
+    [HP_FP_PP_STAGE_EXCHANGE] = { HP_FP_PP_STAGE_EXCHANGE, "pp_stage_exchange", "P1-1f1b", P1F1B,
+      "gradient",
+      "stage exchange: a stage sends the stream entering its last block instead of the one leaving it" },
+    [HP_FP_PP_SEND_DROPPED] = { HP_FP_PP_SEND_DROPPED, "pp_send_dropped", "P1-hang", P1F1B " --timeout 5",
+      "watchdog",
+      "stage exchange: the last microbatch's activation is never sent; the next stage must not hang" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

@@ -5,6 +5,7 @@
 // successful one, rest[] holds at most its 16 entries, each an argument of the command line or
 // an extra flag kept as "--flag=value"; the path flags point at arguments of the command line.
 // (hp_cli_parse prints its one line to stderr; `make fuzz` runs with -close_fd_mask=3.)
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -15,9 +16,12 @@
 // cmd_bench.c's extras (hp_cmd_bench takes --memory / --recipes out before parsing)
 static const char *const bench_extra[] = { "--threads", "--warmup", "--shards", "--memory-out", NULL };
 
+// 1 if p points into (or at the end of) one of the arguments; compared as addresses, since the
+// arguments are different objects
 static int is_arg(char *const *argv, int argc, const char *p) {
+    const uintptr_t q = (uintptr_t)p;
     for (int i = 0; i < argc; i++)
-        if (p >= argv[i] && p <= argv[i] + strlen(argv[i])) return 1;
+        if (q >= (uintptr_t)argv[i] && q <= (uintptr_t)argv[i] + strlen(argv[i])) return 1;
     return 0;
 }
 

@@ -1,7 +1,7 @@
 # regress.cmake - in every build (gcc included): per fuzz target a small executable,
 # fuzz_regress_NAME = tests/fuzz/fuzz_NAME.c + regress_main.c + the code under test, and a CTest
 # (label L0) feeding it every seed of tests/fuzz/corpus/NAME/ and every input that once crashed,
-# tests/fuzz/regress/NAME/. Under -DHP_SANITIZE=ON the replay runs with ASan + UBSan.
+# tests/fuzz/regress/NAME/; plus fuzz_write_seeds, the writer of the safetensors seeds.
 include(${CMAKE_CURRENT_LIST_DIR}/targets.cmake)
 
 # The replays run under ASan + UBSan in every build where the compiler has them, so a regression

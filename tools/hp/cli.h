@@ -76,6 +76,10 @@ int  hp_launch_under_mpi(void);
 // exit status; never returns on exec failure without printing one line.
 int  hp_launch_self(int nproc, int argc, char **argv);
 
+// `hp plan` under pp > 1: stages, their layers and ranks, the schedule grid and its ideal
+// bubble (plan_pipeline.c).
+void hp_plan_print_pipeline(FILE *out, const hp_dims *d, int n_layers, int M);
+
 // Subcommands (each its own file).
 int hp_cmd_plan(int argc, char **argv);
 int hp_cmd_run(int argc, char **argv);

@@ -634,6 +634,20 @@ static void run_fault(const char *exe, const hp_failpoint_info *fp, const matrix
     const int re_ok = regcomp(&re, fp->touches, REG_EXTENDED | REG_NOSUB) == 0;
     const int named = re_ok && regexec(&re, said, 0, NULL, 0) == 0;
     if (re_ok) regfree(&re);
+    if (!strcmp(fp->touches, "watchdog")) {   // a hang: caught when the watchdog ended the job
+        FILE *f = fopen(log, "r");
+        char line[512];
+        int said_watchdog = 0;
+        while (f && fgets(line, sizeof line, f)) said_watchdog |= strstr(line, "hp: watchdog: rank") != NULL;
+        if (f) fclose(f);
+        if (x->exit_code == 0 || !said_watchdog)
+            fmt(x->why, sizeof x->why, "exit %d without the watchdog's line", x->exit_code);
+        else {
+            fmt(x->failure, sizeof x->failure, "watchdog ended the job (exit %d)", x->exit_code);
+            x->caught = 1;
+        }
+        return;
+    }
     if (x->exit_code == -1) fmt(x->why, sizeof x->why, "still running after %.0f s (killed)", o->timeout_s);
     else if (x->exit_code != HP_EXIT_FAIL) fmt(x->why, sizeof x->why, "exit %d, want 1 (verification must fail)", x->exit_code);
     else if (!x->have_json) fmt(x->why, sizeof x->why, "no JSON result");

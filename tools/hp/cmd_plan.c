@@ -173,6 +173,7 @@ int hp_cmd_plan(int argc, char **argv) {
     printf("  dense   [pp, dp_replicate, dp_shard, cp, tp] = [%d, %d, %d, %d, %d]\n", d.pp, R, S, C, T);
     printf("  sparse  [pp, dp_replicate, efsdp, ep, etp]   = [%d, %d, %d, %d, %d]\n", d.pp, R,
            hp_dims_efsdp(&d), d.ep, d.etp);
+    hp_plan_print_pipeline(stdout, &d, m->n_layers, hp_run_microbatches(&cli.run));
 
     const int full = W <= HP_PLAN_SUMMARY_WORLD || cli.plan_ranks;
     printf("\nranks\n  %4s  %3s %3s %3s %3s %3s   %5s %5s %5s   %5s %3s %3s\n",

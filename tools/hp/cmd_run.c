@@ -109,6 +109,24 @@ static void report_nonfinite(const hp_step_stats *st, int rank) {
                 "optimiser step\n", st->step, st->loss, st->grad_norm);
 }
 
+// Under pp: each pp rank's measured idle fraction of the last step (its first inner rank's).
+static void print_pp_idle(hp_trainer *tr, int rank) {
+    const hp_dims *d = hp_comm_dims(hp_trainer_comm(tr));
+    float mine[2] = { (float)hp_trainer_pp_idle(tr), (float)hp_trainer_pp_slots(tr) };
+    float *all = rank == 0 ? malloc((size_t)d->world * 2 * sizeof(float)) : NULL;
+    hp_gather_to_root(hp_trainer_comm(tr), all, mine, 2);
+    if (rank == 0) {
+        printf("pipeline (last step): ");
+        for (int p = 0; p < d->pp; p++) {
+            const float *x = all + (size_t)p * (d->world / d->pp) * 2;
+            printf("%spp rank %d idle %.3f, %d microbatch%s in flight", p ? "; " : "", p, x[0],
+                   (int)x[1], x[1] == 1 ? "" : "es");
+        }
+        printf("\n");
+    }
+    free(all);
+}
+
 static int train(const hp_cli *cli, const float *init, int rank) {
     char err[256];
     hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &cli->model, &cli->dims, &cli->run, err, sizeof err);
@@ -151,6 +169,7 @@ static int train(const hp_cli *cli, const float *init, int rank) {
         if (!hp_step_finite(st.loss, st.grad_norm)) report_nonfinite(&st, rank);
         if (rc == HP_EXIT_OK) rc = hp_run_ckpt_after_step(tr, cli, st.step, rank);
     }
+    if (cli->dims.pp > 1 && !cli->quiet) print_pp_idle(tr, rank);
     if (rank == 0 && cli->json_out && write_json(cli->json_out, cli, NULL, losses + first, cli->run.steps - first, first + 1) != 0)
         rc = HP_EXIT_FAIL;
     free(losses);

@@ -78,6 +78,7 @@ static cJSON *memory_json(const hp_plan_memory *mem) {
     cJSON_AddNumberToObject(j, "accumulation_bytes", mem->accumulation);
     cJSON_AddNumberToObject(j, "activation_bytes", mem->activations);
     cJSON_AddNumberToObject(j, "activation_uniform_bytes", mem->activations_uniform);
+    if (mem->pp_in_flight) cJSON_AddNumberToObject(j, "pp_in_flight", mem->pp_in_flight);
     cJSON_AddNumberToObject(j, "scratch_bytes", mem->scratch);
     return j;
 }
@@ -102,7 +103,13 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
     row("communication scratch", mem.comm_scratch, "gather / reduce-scatter staging");
     if (mem.accumulation > 0)
         row("accumulation buffers", mem.accumulation, "every unit's grads over the microbatches (and params under pp)");
-    row("activations", mem.activations, "kept for the backward, 1 microbatch, no AC (upper estimate)");
+    char acts_note[160];
+    if (d->pp > 1)
+        snprintf(acts_note, sizeof acts_note, "kept for the backward, no AC: %d microbatches in flight "
+                 "x this rank's stages (upper estimate)", mem.pp_in_flight);
+    else
+        snprintf(acts_note, sizeof acts_note, "kept for the backward, 1 microbatch, no AC (upper estimate)");
+    row("activations", mem.activations, acts_note);
     if (mem.activations_uniform != mem.activations)
         row("  if routing were uniform", mem.activations_uniform,
             "expert rows sized n*K, not for the worst rank's ep*n*K (what hyperpar allocates)");

@@ -9,11 +9,13 @@ endforeach()
 
 string(REPLACE ";" " " HP_COMM_MPIEXEC_STR "${HP_MPIEXEC}")
 set(HP_COMM_ABORT_arg "root 99 out of range")
-set(HP_COMM_ABORT_mpi "comm_move.c:[0-9]*: rank 1: MPI error in send-recv on group world")
+# Open MPI returns the failed request's error to the comm layer, which names its line;
+# MPICH raises errors of completed requests on MPI_COMM_WORLD's (fatal) handler itself.
+set(HP_COMM_ABORT_mpi "(comm_move.c:[0-9]*: rank 1: MPI error in send-recv on group world|Fatal error in internal_Test: Message truncated)")
 foreach(mode arg mpi)
   add_test(NAME comm_abort_${mode} COMMAND sh -c
     "out=$(${HP_COMM_MPIEXEC_STR} -np 2 $<TARGET_FILE:test_comm> --abort-${mode} 2>&1); rc=$?; \
-echo \"$out\"; echo \"exit code $rc\"; [ $rc -ne 0 ] && echo \"$out\" | grep -q '${HP_COMM_ABORT_${mode}}'")
+echo \"$out\"; echo \"exit code $rc\"; [ $rc -ne 0 ] && echo \"$out\" | grep -Eq '${HP_COMM_ABORT_${mode}}'")
   set_tests_properties(comm_abort_${mode} PROPERTIES LABELS L0 TIMEOUT 30)
 endforeach()
 

@@ -174,6 +174,15 @@ static void test_memory_rules(void) {
     hp_memory_estimate_t e;
     hp_memory_estimate(&m, &d, &rc, 3, &e);
     CHECK(mem.persistent == e.persistent_bytes, "the planner's persistent bytes = hp_memory_estimate's");
+    // full AC: the block inputs (Nres x D each) plus one block and the head, less than no AC
+    CHECK(hp_plan_memory_full_ac(&m, &d, &rc, 3, &mem) == 0 && mem.activations_full_ac < mem.activations &&
+          mem.activations_full_ac > 2.0 * (2 * 32 / 2) * 64 * 4, "full-AC model between the inputs and no AC");
+    hp_run_config rc4 = rc;
+    rc4.microbatches = 4;
+    hp_plan_memory mem4;
+    hp_dims d4 = layout(1, 2, 1, 2, 4, 1, &m, &rc4);
+    CHECK(hp_plan_memory_predict(&m, &d4, &rc4, 3, &mem4) == 0 && mem4.activations < mem.activations &&
+          mem4.accumulation > 0 && mem.accumulation == 0, "microbatches: fewer activations, accumulation buffers");
 }
 
 static void test_traffic_and_flops(void) {

@@ -64,8 +64,8 @@ expect_refused example-seq-cp 4 "context parallel: 2[*]cp[*]tp = 2[*]2[*]1 = 4 m
   example_04_transformer_fsdp_cp --dp-shard 2 --cp 2 --seq-len 30
 expect_refused example-experts 3 "ep [(]3[)] must divide num_experts [(]8[)]" \
   example_05_moe_ep_fsdp --dp-shard 3 --ep 3 --batch 9
-expect_refused example-pp 2 "not implemented: pipeline parallel" \
-  example_03_mini_transformer_fsdp_tp --pp 2 --dp-shard 1
+expect_refused example-pp 4 "pipeline: n_layers [(]2[)] must be >= pp[*]pp_virtual = 4[*]1 = 4 stages" \
+  example_03_mini_transformer_fsdp_tp --pp 4 --dp-shard 1
 
 # 3. nothing left running (give exiting ranks up to 5 s)
 i=0

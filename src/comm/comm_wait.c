@@ -96,32 +96,34 @@ _Noreturn static void watchdog_fire(const hp_comm *comm, double waited, const ch
     abort();   // MPI_Abort does not return
 }
 
-// MPI_Testall over the requests; an error names the first failed request's error.
-static int test_all(const char *file, int line, int n, MPI_Request *reqs, MPI_Status *st,
-                    const char *op, const char *group) {
-    int done = 0;
-    const int rc = MPI_Testall(n, reqs, &done, st);
-    if (rc == MPI_SUCCESS) return done;
-    int err = rc;
-    if (rc == MPI_ERR_IN_STATUS)
-        for (int i = 0; i < n; i++)
-            if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING) {
-                err = st[i].MPI_ERROR;
-                break;
-            }
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", err);
-    hp_comm_fail(file, line, "MPI error in %s on group %s: %s", op, group, msg);
+// Tests the requests one by one (finished ones become MPI_REQUEST_NULL); 1 when all are
+// done. One MPI_Test per request rather than MPI_Testall: MPICH reports a failed request
+// of MPI_Testall on MPI_COMM_WORLD's error handler (fatal, with no location), MPI_Test on
+// the request's own communicator, which returns the code so it is reported here with the
+// caller's line, the op and the group.
+static int test_all(const char *file, int line, int n, MPI_Request *reqs, const char *op,
+                    const char *group) {
+    int all = 1;
+    for (int i = 0; i < n; i++) {
+        if (reqs[i] == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        MPI_Status st;
+        const int rc = MPI_Test(&reqs[i], &done, &st);
+        if (rc != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", rc);
+            hp_comm_fail(file, line, "MPI error in %s on group %s: %s", op, group, msg);
+        }
+        all &= done;
+    }
+    return all;
 }
 
 void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
                      MPI_Request *reqs, const char *op, const char *group) {
     if (n <= 0) return;
-    MPI_Status few[8];
-    MPI_Status *st = n <= 8 ? few : malloc((size_t)n * sizeof *st);
-    if (st == NULL) hp_comm_fail(file, line, "out of memory for %d MPI statuses", n);
-    if (test_all(file, line, n, reqs, st, op, group)) goto done;
+    if (test_all(file, line, n, reqs, op, group)) return;
     // Ranks waiting on the same dead peer would all fire at once; a deadline staggered by
     // world rank lets the first abort take the job down before the others print too.
     int wrank = 0;
@@ -140,8 +142,6 @@ void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
             if (pause_ns < WAIT_SLEEP_MAX_NS) pause_ns *= 2;
             if (pause_ns > WAIT_SLEEP_MAX_NS) pause_ns = WAIT_SLEEP_MAX_NS;
         }
-        if (test_all(file, line, n, reqs, st, op, group)) break;
+        if (test_all(file, line, n, reqs, op, group)) return;
     }
-done:
-    if (st != few) free(st);
 }

@@ -114,7 +114,12 @@ static int alloc_block(hp_trainer *tr, hp_block_acts *A, int l) {
         A->a1 = falloc(reg * (size_t)tr->Fl);
         A->a3 = falloc(reg * (size_t)tr->Fl);
         A->act = falloc(reg * (size_t)tr->Fl);
-        return A->a1 && A->a3 && A->act ? 0 : -1;
+        if (!A->a1 || !A->a3 || !A->act) return -1;
+        if (!tr->split_backward) return 0;
+        A->dy_wo = falloc(reg * D); A->dy_w2 = falloc(reg * D);
+        A->dy_w1 = falloc(reg * (size_t)tr->Fl); A->dy_w3 = falloc(reg * (size_t)tr->Fl);
+        A->dy_q = falloc(reg * qd); A->dy_k = falloc(reg * kvd); A->dy_v = falloc(reg * kvd);
+        return A->dy_wo && A->dy_w2 && A->dy_w1 && A->dy_w3 && A->dy_q && A->dy_k && A->dy_v ? 0 : -1;
     }
     const int ep = d->ep, etp = hp_dims_expert_tp(d);
     hp_moe_dims md = {
@@ -186,12 +191,17 @@ int hp_transformer_alloc(hp_trainer *tr) {
         hp_head_acts *H = &tr->heads[slot];
         H->h_final = falloc(res * D);
         if (!H->h_final) return -1;
+        if (tr->split_backward) {
+            H->dy_embed = falloc(reg * D);
+            if (!H->dy_embed) return -1;
+        }
         if (!tr->head_local) continue;
         H->nf = falloc(res * D); H->rstdf = falloc(res);
         H->gf = falloc(reg * D);
         H->logits = falloc(reg * (size_t)tr->Vl);
         H->ce_m = falloc(reg); H->ce_se = falloc(reg);
         if (!H->nf || !H->rstdf || !H->gf || !H->logits || !H->ce_m || !H->ce_se) return -1;
+        if (tr->split_backward && !(H->dy_out = falloc(reg * (size_t)tr->Vl))) return -1;
     }
     tr->dlogits = falloc(reg * (size_t)tr->Vl);
     tr->ce_tl = falloc(reg);
@@ -214,6 +224,8 @@ void hp_transformer_free(hp_trainer *tr) {
             free(A->q); free(A->k); free(A->v); free(A->att); free(A->lse);
             free(A->h_mid); free(A->n2); free(A->rstd2); free(A->g2);
             free(A->a1); free(A->a3); free(A->act);
+            free(A->dy_wo); free(A->dy_w2); free(A->dy_w1); free(A->dy_w3);
+            free(A->dy_q); free(A->dy_k); free(A->dy_v);
             if (A->moe) hp_moe_state_free(A->moe);
         }
         free(tr->blocks);
@@ -222,7 +234,7 @@ void hp_transformer_free(hp_trainer *tr) {
         for (int slot = 0; slot < tr->n_slots; slot++) {
             hp_head_acts *H = &tr->heads[slot];
             free(H->h_final); free(H->nf); free(H->rstdf); free(H->gf); free(H->logits);
-            free(H->ce_m); free(H->ce_se);
+            free(H->ce_m); free(H->ce_se); free(H->dy_out); free(H->dy_embed);
         }
         free(tr->heads);
     }
@@ -329,6 +341,16 @@ double hp_transformer_forward(hp_trainer *tr) {
 
 static void zeros(float *x, size_t n) { memset(x, 0, n * sizeof(float)); }
 
+// A linear's backward: dx now; dw now, or under zbv's I later (W) from the kept copy of dy.
+static void linear_bwd(hp_trainer *tr, float *dx, float *dw, float *keep_dy, const float *dy,
+                       const float *x, const float *w, int N, int in, int out) {
+    if (tr->input_only && keep_dy) {
+        memcpy(keep_dy, dy, (size_t)N * out * sizeof(float));
+        dw = NULL;
+    }
+    hp_linear_backward(dx, dw, dy, x, w, N, in, out);
+}
+
 static void block_backward(hp_trainer *tr, int l, float *dh) {
     const hp_model_config *m = &tr->m;
     hp_block_acts *A = acts(tr, l);
@@ -344,15 +366,15 @@ static void block_backward(hp_trainer *tr, int l, float *dh) {
         hp_moe_backward(A->moe, tr->comm, tr->reg_b, &g, tr->reg_a, &w);
     } else {
         zeros(tr->reg_f3, nf);
-        hp_linear_backward(tr->reg_f3, GRAD(l, BP_W2), tr->reg_a, A->act,
-                           PARAM(l, BP_W2), Nr, tr->Fl, D);
+        linear_bwd(tr, tr->reg_f3, GRAD(l, BP_W2), A->dy_w2, tr->reg_a, A->act,
+                   PARAM(l, BP_W2), Nr, tr->Fl, D);
         zeros(tr->reg_f1, nf);
         zeros(tr->reg_f2, nf);
         hp_swiglu_backward(tr->reg_f1, tr->reg_f2, tr->reg_f3, A->a1, A->a3, nf);
-        hp_linear_backward(tr->reg_b, GRAD(l, BP_W1), tr->reg_f1, A->g2,
-                           PARAM(l, BP_W1), Nr, D, tr->Fl);
-        hp_linear_backward(tr->reg_b, GRAD(l, BP_W3), tr->reg_f2, A->g2,
-                           PARAM(l, BP_W3), Nr, D, tr->Fl);
+        linear_bwd(tr, tr->reg_b, GRAD(l, BP_W1), A->dy_w1, tr->reg_f1, A->g2,
+                   PARAM(l, BP_W1), Nr, D, tr->Fl);
+        linear_bwd(tr, tr->reg_b, GRAD(l, BP_W3), A->dy_w3, tr->reg_f2, A->g2,
+                   PARAM(l, BP_W3), Nr, D, tr->Fl);
     }
     hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_b, D);
     hp_rmsnorm_backward(dh, GRAD(l, BP_FFN_NORM), tr->res_a, A->h_mid,
@@ -361,8 +383,8 @@ static void block_backward(hp_trainer *tr, int l, float *dh) {
     // attention branch
     hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
     zeros(tr->reg_att, (size_t)Nr * qd);
-    hp_linear_backward(tr->reg_att, GRAD(l, BP_WO), tr->reg_a, A->att,
-                       PARAM(l, BP_WO), Nr, qd, D);
+    linear_bwd(tr, tr->reg_att, GRAD(l, BP_WO), A->dy_wo, tr->reg_a, A->att,
+               PARAM(l, BP_WO), Nr, qd, D);
     zeros(tr->reg_q, (size_t)Nr * qd);
     zeros(tr->reg_k, (size_t)Nr * kvd);
     zeros(tr->reg_v, (size_t)Nr * kvd);
@@ -372,12 +394,12 @@ static void block_backward(hp_trainer *tr, int l, float *dh) {
     hp_rope_backward(tr->reg_q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
     hp_rope_backward(tr->reg_k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
     zeros(tr->reg_b, nreg);
-    hp_linear_backward(tr->reg_b, GRAD(l, BP_WQ), tr->reg_q, A->g1,
-                       PARAM(l, BP_WQ), Nr, D, qd);
-    hp_linear_backward(tr->reg_b, GRAD(l, BP_WK), tr->reg_k, A->g1,
-                       PARAM(l, BP_WK), Nr, D, kvd);
-    hp_linear_backward(tr->reg_b, GRAD(l, BP_WV), tr->reg_v, A->g1,
-                       PARAM(l, BP_WV), Nr, D, kvd);
+    linear_bwd(tr, tr->reg_b, GRAD(l, BP_WQ), A->dy_q, tr->reg_q, A->g1,
+               PARAM(l, BP_WQ), Nr, D, qd);
+    linear_bwd(tr, tr->reg_b, GRAD(l, BP_WK), A->dy_k, tr->reg_k, A->g1,
+               PARAM(l, BP_WK), Nr, D, kvd);
+    linear_bwd(tr, tr->reg_b, GRAD(l, BP_WV), A->dy_v, tr->reg_v, A->g1,
+               PARAM(l, BP_WV), Nr, D, kvd);
     hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_b, D);
     hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tr->res_a, A->h_in,
                         PARAM(l, BP_ATTN_NORM), A->rstd1, tr->Nres, D);  // dh_in
@@ -399,13 +421,13 @@ void hp_transformer_backward_layers(hp_trainer *tr, int l0, int l1, int first, i
         hp_ce_backward(tr->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tr), tr->v0,
                        (float)(1.0 / ((double)tr->n_valid_global * scale)), tr->Nreg, tr->Vl);
         zeros(tr->reg_a, (size_t)tr->Nreg * D);
-        hp_linear_backward(tr->reg_a, TOP_GRAD(pid_out), tr->dlogits, H->gf,
-                           TOP_PARAM(pid_out), tr->Nreg, D, tr->Vl);
+        linear_bwd(tr, tr->reg_a, TOP_GRAD(pid_out), H->dy_out, tr->dlogits, H->gf,
+                   TOP_PARAM(pid_out), tr->Nreg, D, tr->Vl);
         hp_tp_region_enter_backward(tr, tr->res_a, tr->reg_a, D);
         zeros(dh, nres);
         hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tr->res_a, H->h_final, TOP_PARAM(pid_norm),
                             H->rstdf, tr->Nres, D);
-        hp_fsdp_reduce_unit(tr, L + 1);
+        if (!tr->input_only) hp_fsdp_reduce_unit(tr, L + 1);   // (an I leaves it to its W)
         hp_fsdp_release_unit(tr, L + 1);
     }
 
@@ -413,7 +435,7 @@ void hp_transformer_backward_layers(hp_trainer *tr, int l0, int l1, int first, i
         hp_fsdp_gather_unit(tr, 1 + l);
         hp_fsdp_zero_unit_grads(tr, 1 + l);
         block_backward(tr, l, dh);
-        hp_fsdp_reduce_unit(tr, 1 + l);
+        if (!tr->input_only) hp_fsdp_reduce_unit(tr, 1 + l);
         hp_fsdp_release_unit(tr, 1 + l);
     }
 
@@ -421,10 +443,41 @@ void hp_transformer_backward_layers(hp_trainer *tr, int l0, int l1, int first, i
     hp_fsdp_gather_unit(tr, 0);
     hp_fsdp_zero_unit_grads(tr, 0);
     hp_tp_region_exit_backward(tr, tr->reg_a, dh, D);
-    hp_embedding_backward(TOP_GRAD(pid_tok), tr->reg_a, mb_tokens(tr), tr->v0, tr->Vl,
-                          tr->Nreg, D);
-    hp_fsdp_reduce_unit(tr, 0);
+    if (tr->input_only) {   // the embedding has weight grads only: all of it is W's
+        memcpy(tr->heads[tr->slot].dy_embed, tr->reg_a, (size_t)tr->Nreg * D * sizeof(float));
+    } else {
+        hp_embedding_backward(TOP_GRAD(pid_tok), tr->reg_a, mb_tokens(tr), tr->v0, tr->Vl,
+                              tr->Nreg, D);
+        hp_fsdp_reduce_unit(tr, 0);
+    }
     hp_fsdp_release_unit(tr, 0);
+}
+
+void hp_transformer_weight_grads_layers(hp_trainer *tr, int l0, int l1, int first, int last) {
+    const int L = tr->m.n_layers, D = tr->D, Nr = tr->Nreg;
+    const int qd = tr->Hl * tr->hd, kvd = tr->Hkvl * tr->hd;
+    hp_head_acts *H = &tr->heads[tr->slot];
+    if (last) {
+        hp_linear_backward(NULL, TOP_GRAD(pid_out), H->dy_out, H->gf, TOP_PARAM(pid_out), Nr, D, tr->Vl);
+        hp_fsdp_reduce_unit(tr, L + 1);
+    }
+    for (int l = l1 - 1; l >= l0; l--) {
+        hp_block_acts *A = acts(tr, l);
+        if (!A->moe) {   // a MoE block ran its whole backward in the I
+            hp_linear_backward(NULL, GRAD(l, BP_W2), A->dy_w2, A->act, PARAM(l, BP_W2), Nr, tr->Fl, D);
+            hp_linear_backward(NULL, GRAD(l, BP_W1), A->dy_w1, A->g2, PARAM(l, BP_W1), Nr, D, tr->Fl);
+            hp_linear_backward(NULL, GRAD(l, BP_W3), A->dy_w3, A->g2, PARAM(l, BP_W3), Nr, D, tr->Fl);
+            hp_linear_backward(NULL, GRAD(l, BP_WO), A->dy_wo, A->att, PARAM(l, BP_WO), Nr, qd, D);
+            hp_linear_backward(NULL, GRAD(l, BP_WQ), A->dy_q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
+            hp_linear_backward(NULL, GRAD(l, BP_WK), A->dy_k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
+            hp_linear_backward(NULL, GRAD(l, BP_WV), A->dy_v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
+        }
+        hp_fsdp_reduce_unit(tr, 1 + l);
+    }
+    if (first) {
+        hp_embedding_backward(TOP_GRAD(pid_tok), H->dy_embed, mb_tokens(tr), tr->v0, tr->Vl, Nr, D);
+        hp_fsdp_reduce_unit(tr, 0);
+    }
 }
 
 void hp_transformer_backward(hp_trainer *tr) {

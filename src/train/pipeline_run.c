@@ -64,6 +64,7 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
         return -1;
     }
     st->n_act = hp_pp_schedule_build(lay, M, st->p, st->act);
+    tr->split_backward = lay->schedule == HP_PP_ZBV;
     if (st->n_act < 0) {
         snprintf(err, errlen, "pipeline: schedule %s cannot run %d microbatches on pp %d",
                  hp_pp_schedule_name(lay->schedule), M, lay->P);
@@ -164,8 +165,12 @@ double hp_pp_run_step(hp_trainer *tr) {
             if (!last && lay->stage_rank[s + 1] != st->p && !dropped)
                 hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(tr, l_sent), n,
                              lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
-        } else if (x->op == HP_PP_B || x->op == HP_PP_I) {
-            // (zbv's I runs the whole backward here; its W has nothing left to do)
+        } else if (x->op == HP_PP_W) {
+            const double c0 = now_ms();
+            hp_transformer_weight_grads_layers(tr, l0, l1, first, last);
+            st->busy_ms += now_ms() - c0;
+        } else {   // B, or zbv's I: the input grads now, the linears' weight grads in its W
+            tr->input_only = x->op == HP_PP_I;
             if (!last) {
                 if (lay->stage_rank[s + 1] != st->p) {
                     hp_p2p_irecv(tr->comm, HP_G_PP, tr->res_b, n, lay->stage_rank[s + 1],
@@ -179,6 +184,7 @@ double hp_pp_run_step(hp_trainer *tr) {
             const double c0 = now_ms();
             hp_transformer_backward_layers(tr, l0, l1, first, last);
             st->busy_ms += now_ms() - c0;
+            tr->input_only = 0;
             if (!first) {
                 hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->bwd_req[b], "pipeline send (gradient)");
                 memcpy(st->dh_buf[b], tr->res_b, n * sizeof(float));

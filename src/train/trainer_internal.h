@@ -30,6 +30,10 @@ typedef struct hp_block_acts {
     float *g2;            // (reg, D)
     float *a1, *a3, *act; // (reg, Fl) dense FFN
     hp_moe_state *moe;    // MoE block state (NULL for dense blocks)
+    // zbv's split backward: the output gradients of the block's linears, kept by I for W
+    float *dy_wo, *dy_w2;          // (reg, D)
+    float *dy_w1, *dy_w3;          // (reg, Fl)
+    float *dy_q, *dy_k, *dy_v;     // (reg, Hl*hd), (reg, Hkvl*hd) x2
     int pid[BP_COUNT];    // parameter table index of each role (-1: absent in this block)
 } hp_block_acts;
 
@@ -40,6 +44,8 @@ typedef struct hp_head_acts {
     float *gf;               // (reg, D)
     float *logits;           // (reg, Vl)
     float *ce_m, *ce_se;     // (reg) per-row max and sum of exponentials (loss parallel)
+    float *dy_out;           // zbv: (reg, Vl) the logits' gradient, kept by I for W
+    float *dy_embed;         // zbv: (reg, D) the embedding output's gradient (first stage)
 } hp_head_acts;
 
 typedef struct hp_pp_state hp_pp_state;   // pipeline_run.c
@@ -86,6 +92,8 @@ struct hp_trainer {
 
     // activations: n_slots microbatches in flight (pipeline; 1 without pp), slot-major
     int n_slots, slot;       // slots, and the one the running microbatch uses
+    int split_backward;      // zbv: backwards run as I (input grads) then W (weight grads)
+    int input_only;          // the running backward is an I: weight grads of linears wait for W
     hp_pp_state *pp;         // pipeline parallel (pp > 1), else NULL
     hp_block_acts *blocks;   // [n_slots * L]; slot 0's entries also carry the role indices
     hp_head_acts *heads;     // [n_slots]
@@ -157,5 +165,9 @@ void   hp_transformer_backward(hp_trainer *tr);    // leaves reduced gradient sh
 void   hp_transformer_forward_layers(hp_trainer *tr, int l0, int l1, int first, int last);
 void   hp_transformer_backward_layers(hp_trainer *tr, int l0, int l1, int first, int last);
 float *hp_transformer_stream(hp_trainer *tr, int l);   // block l's input (l == L: the head's)
+// zbv's W of a stage: the linears' weight grads from what the stage's I kept, then (after the
+// last microbatch) the units' reduction. The I is hp_transformer_backward_layers with
+// tr->input_only set.
+void   hp_transformer_weight_grads_layers(hp_trainer *tr, int l0, int l1, int first, int last);
 
 #endif

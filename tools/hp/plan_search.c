@@ -153,14 +153,19 @@ int hp_plan_search_cmd(const hp_cli *cli) {
     }
     const hp_model_config *m = &cli->model;
     const double t0 = now_s();
-    for (int T = 1; T <= W; T++) {
-        if (W % T || m->n_heads % T || m->n_kv_heads % T) continue;
-        for (int C = 1; C <= W / T; C++) {
-            if ((W / T) % C) continue;
-            const int RS = W / (T * C);
+    // pp outermost (its default schedule), then tp, cp, dp_replicate; dp_shard takes the rest
+    for (int P = 1; P <= W && P <= m->n_layers; P++) {
+      if (W % P) continue;
+      const int Wp = W / P;
+      for (int T = 1; T <= Wp; T++) {
+        if (Wp % T || m->n_heads % T || m->n_kv_heads % T) continue;
+        for (int C = 1; C <= Wp / T; C++) {
+            if ((Wp / T) % C) continue;
+            const int RS = Wp / (T * C);
             for (int R = 1; R <= RS; R++) {
                 if (RS % R) continue;
                 hp_dims d = hp_dims_default();
+                d.pp = P;
                 d.dp_replicate = R; d.dp_shard = RS / R; d.cp = C; d.tp = T; d.world = W;
                 if (m->num_experts == 0) {
                     if (consider(&s, d) != 0) goto oom;
@@ -176,6 +181,7 @@ int hp_plan_search_cmd(const hp_cli *cli) {
                 }
             }
         }
+      }
     }
     const double dt = now_s() - t0;
     if (s.n_legal == 0) {
@@ -193,19 +199,19 @@ int hp_plan_search_cmd(const hp_cli *cli) {
     if (s.n_fit == 0) {
         const layout *c = &s.closest;
         fprintf(stderr, "hp: none of the %d legal layouts of world %d fits %.4g GiB per rank; the smallest peak "
-                "is %.1f GiB (dp_replicate %d dp_shard %d cp %d tp %d ep %d etp %d microbatches %d)\n",
-                s.n_legal, W, s.mem / GIB, c->peak / GIB, c->d.dp_replicate, c->d.dp_shard, c->d.cp, c->d.tp,
+                "is %.1f GiB (pp %d dp_replicate %d dp_shard %d cp %d tp %d ep %d etp %d microbatches %d)\n",
+                s.n_legal, W, s.mem / GIB, c->peak / GIB, c->d.pp, c->d.dp_replicate, c->d.dp_shard, c->d.cp, c->d.tp,
                 c->d.ep, c->d.etp, c->microbatches);
         free(s.fit);
         return HP_EXIT_FAIL;
     }
-    printf("  %3s %6s %6s %5s %3s %3s %3s %4s   %9s %9s %14s", "#", "dp_rep", "dp_shd", "cp", "tp", "ep", "etp",
+    printf("  %3s %4s %6s %6s %5s %3s %3s %3s %4s   %9s %9s %14s", "#", "pp", "dp_rep", "dp_shd", "cp", "tp", "ep", "etp",
            "mb", "peak GiB", "pers GiB", "inter-node GB");
     if (s.hw) printf(" %10s %6s", "step s", "MFU");
     printf("\n");
     for (int i = 0; i < s.n_fit && i < TOP; i++) {
         const layout *l = &s.fit[i];
-        printf("  %3d %6d %6d %5d %3d %3d %3d %4d   %9.2f %9.2f %14.3f", i + 1, l->d.dp_replicate, l->d.dp_shard,
+        printf("  %3d %4d %6d %6d %5d %3d %3d %3d %4d   %9.2f %9.2f %14.3f", i + 1, l->d.pp, l->d.dp_replicate, l->d.dp_shard,
                l->d.cp, l->d.tp, l->d.ep, l->d.etp, l->microbatches, l->peak / GIB, l->persistent / GIB, l->inter_bytes / 1e9);
         if (s.hw) printf(" %10.4g %5.1f%%", l->step_s, 100 * l->mfu);
         printf("\n");

@@ -4,7 +4,6 @@
 # a rank killed mid-save, load(export) bit for bit, and the layout on disk. Bad checkpoints
 # (truncated, corrupted, mismatched) are cases of tests/bad_inputs/cases.txt.
 #   ctest -R ckpt_          all of them          ctest -R ckpt_K2    one
-# K5 (PP2 x FSDP2 -> FSDP4) waits for pipeline parallel.
 find_package(Python3 COMPONENTS Interpreter)
 set(HP_CKPT_PY ${Python3_EXECUTABLE})
 if(NOT HP_CKPT_PY)
@@ -26,6 +25,8 @@ hp_ckpt_resume_test(K2_fsdp4_to_tp2    L1 4 "--dp-shard 4"                  "--t
 hp_ckpt_resume_test(K2b_fsdp4_to_fsdp3 L1 4 "--dp-shard 4"                  "--dp-shard 3"                  "--model tiny --batch 12")
 hp_ckpt_resume_test(K3_grid_to_hsdp    L1 8 "--dp-shard 2 --cp 2 --tp 2"    "--dp-replicate 2 --dp-shard 2" "--model tiny")
 hp_ckpt_resume_test(K4_ep4_to_ep2_etp2 L1 4 "--dp-shard 4 --ep 4 --etp 1"   "--dp-shard 2 --tp 2 --ep 2 --etp 2" "--model tiny-moe")
+# pipeline stages: each pp rank saves only its stage's parameters (the others' boxes are empty)
+hp_ckpt_resume_test(K5_pp2_to_fsdp4    L1 4 "--pp 2 --dp-shard 2 --pp-microbatches 2" "--dp-shard 4" "--model tiny")
 # experts saved Shard(1) (efsdp*ep > E: TorchTitan #1561) and loaded Shard(0) under ETP
 hp_ckpt_resume_test(K4b_shard1_experts L2 8 "--dp-shard 8 --ep 2"           "--dp-shard 2 --tp 2 --ep 2 --etp 2" "--model tiny-moe-alt")
 if(EXISTS /usr/share/common-licenses/GPL-3)

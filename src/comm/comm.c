@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
 
 // ----------------------------------------------------------------------------
@@ -24,8 +25,13 @@ _Noreturn void hp_comm_fail(const char *file, int line, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    msg[strcspn(msg, "\n")] = '\0';   // one line (MPICH's error strings carry a stack)
     fprintf(stderr, "%s:%d: rank %d: %s\n", file, line, rank, msg);
     fflush(stderr);
+    // A moment for the launcher to forward the line: MPICH's kills the job's other
+    // processes, and drops their pending output, as soon as one aborts.
+    struct timespec pause = { 0, 100000000L };
+    nanosleep(&pause, NULL);
     if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
     abort();   // MPI_Abort does not return; this is only for the no-MPI case
 }
@@ -56,6 +62,7 @@ hp_comm *hp_comm_init(MPI_Comm world, const hp_dims *dims, int deterministic) {
                      hp_dims_product(dims), dims->world);
 
     hp_comm_check_timeout_env(world);
+    hp_comm_install_world_errhandler();
     hp_comm *comm = calloc(1, sizeof *comm);
     int *members = malloc((size_t)wsize * sizeof *members);
     if (comm == NULL || members == NULL) HP_COMM_FAIL("hp_comm_init: out of memory");

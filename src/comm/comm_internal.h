@@ -76,6 +76,9 @@ void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
 // hp_comm_init's check of HP_TIMEOUT (when no setter ran): a bad value ends the job with
 // exit 2 and one line from rank 0 of world.
 void hp_comm_check_timeout_env(MPI_Comm world);
+// hp_comm_init's: MPI_COMM_WORLD's default fatal error handler becomes one that reports
+// like hp_comm_fail (MPICH raises failed requests there), still fatal. Once per process.
+void hp_comm_install_world_errhandler(void);
 // The step most recently given to any hp_comm (for waits that have none).
 int hp_comm_last_step(void);
 

@@ -4,7 +4,8 @@
 //   hp: watchdog: rank 3 waited 5.0 s in all-gather on group tp (step 2); aborting the job
 // The timeout is process-wide (hp_comm_set_timeout, else HP_TIMEOUT, else 600 s).
 // defines: hp_comm_wait_at, hp_comm_set_timeout, hp_comm_timeout, hp_comm_parse_timeout,
-//          hp_comm_set_step, hp_comm_last_step, hp_comm_check_timeout_env
+//          hp_comm_set_step, hp_comm_last_step, hp_comm_check_timeout_env,
+//          hp_comm_install_world_errhandler
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -24,6 +25,11 @@
 
 static double g_timeout = 0.0;   // 0: not decided yet (setter, else HP_TIMEOUT on first use)
 static int    g_last_step = 0;
+
+// The wait in progress, for the world error handler below (the comm layer is used from
+// one thread per rank).
+static const char *g_wait_file, *g_wait_op, *g_wait_group;
+static int         g_wait_line;
 
 static double now_s(void) {
     struct timespec ts;
@@ -77,6 +83,37 @@ void hp_comm_check_timeout_env(MPI_Comm world) {
     exit(2);   // MPI_Abort does not return
 }
 
+// MPICH raises the error of a failed request (e.g. a truncated receive) on
+// MPI_COMM_WORLD's handler rather than on the request's communicator. This handler keeps
+// that fatal, but reports it like every other comm error: the caller's line, the op and
+// the group of the wait in progress, printed and flushed before the job is taken down.
+static void world_error(MPI_Comm *comm, int *code, ...) {
+    (void)comm;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(*code, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", *code);
+    if (g_wait_op != NULL)
+        hp_comm_fail(g_wait_file, g_wait_line, "MPI error in %s on group %s: %s", g_wait_op,
+                     g_wait_group, msg);
+    hp_comm_fail(__FILE__, __LINE__, "MPI error on MPI_COMM_WORLD: %s", msg);
+}
+
+void hp_comm_install_world_errhandler(void) {
+    static int installed = 0;
+    if (installed) return;
+    installed = 1;
+    // Only in place of the default: a handler the program chose stays.
+    MPI_Errhandler current;
+    HP_MPI_CHECK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &current));
+    const int is_default = current == MPI_ERRORS_ARE_FATAL;
+    if (current != MPI_ERRORS_ARE_FATAL) MPI_Errhandler_free(&current);
+    if (!is_default) return;
+    MPI_Errhandler eh;
+    HP_MPI_CHECK(MPI_Comm_create_errhandler(world_error, &eh));
+    HP_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh));
+    MPI_Errhandler_free(&eh);   // MPI_COMM_WORLD keeps its own reference
+}
+
 void hp_comm_set_step(hp_comm *comm, int step) {
     if (comm != NULL) comm->step = step;
     g_last_step = step;
@@ -92,6 +129,8 @@ _Noreturn static void watchdog_fire(const hp_comm *comm, double waited, const ch
             "aborting the job\n", rank, waited, op, group,
             comm != NULL ? comm->step : g_last_step);
     fflush(stderr);
+    struct timespec pause = { 0, 100000000L };   // for the launcher to forward the line
+    nanosleep(&pause, NULL);
     MPI_Abort(MPI_COMM_WORLD, 1);
     abort();   // MPI_Abort does not return
 }
@@ -123,7 +162,8 @@ static int test_all(const char *file, int line, int n, MPI_Request *reqs, const 
 void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
                      MPI_Request *reqs, const char *op, const char *group) {
     if (n <= 0) return;
-    if (test_all(file, line, n, reqs, op, group)) return;
+    g_wait_file = file; g_wait_line = line; g_wait_op = op; g_wait_group = group;
+    if (test_all(file, line, n, reqs, op, group)) { g_wait_op = NULL; return; }
     // Ranks waiting on the same dead peer would all fire at once; a deadline staggered by
     // world rank lets the first abort take the job down before the others print too.
     int wrank = 0;
@@ -142,6 +182,6 @@ void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
             if (pause_ns < WAIT_SLEEP_MAX_NS) pause_ns *= 2;
             if (pause_ns > WAIT_SLEEP_MAX_NS) pause_ns = WAIT_SLEEP_MAX_NS;
         }
-        if (test_all(file, line, n, reqs, op, group)) return;
+        if (test_all(file, line, n, reqs, op, group)) { g_wait_op = NULL; return; }
     }
 }

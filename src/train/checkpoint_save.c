@@ -262,6 +262,8 @@ static cJSON *index_json(const hp_trainer *tr, cJSON *files) {
     cJSON_AddNumberToObject(d, "cp", tr->d.cp);
     cJSON_AddNumberToObject(d, "tp", tr->d.tp);
     cJSON_AddNumberToObject(d, "pp", tr->d.pp);
+    cJSON_AddNumberToObject(d, "pp_schedule", tr->d.pp_schedule);   // informative: any loads
+    cJSON_AddNumberToObject(d, "pp_virtual", tr->d.pp_virtual);
     cJSON_AddNumberToObject(d, "ep", tr->d.ep);
     cJSON_AddNumberToObject(d, "etp", tr->d.etp);
     cJSON_AddNumberToObject(d, "sp", tr->d.sp);

@@ -59,6 +59,10 @@ hp_failpoint_test(grad_norm_double_count  M2-tp2     "global gradient norm"     
 hp_failpoint_test(n_global_local          M4-s2      "loss of step 1"                ${FP_M4S2})
 hp_failpoint_test(pp_microbatch_loss_scale P1-1f1b   "gradient"                      ${FP_P1F1B})
 hp_failpoint_test(pp_stage_exchange       P1-1f1b    "gradient"                      ${FP_P1F1B})
+set(FP_U1 --model tiny --dp-replicate 1 --dp-shard 1 --ulysses 2 --cp 1 --tp 1)
+set(FP_U3 --model tiny --dp-replicate 1 --dp-shard 1 --ulysses 8 --cp 1 --tp 1)
+hp_failpoint_test(ulysses_a2a_layout      U1         "loss of step 1"                ${FP_U1})
+hp_failpoint_test(ulysses_kv_grad_sum     U3         "attention[.]w[kv]"             ${FP_U3})
 # a dropped send must not hang: the watchdog ends the job (run_failpoint.sh: TOUCHES "watchdog")
 hp_failpoint_test(pp_send_dropped         P1-hang    "watchdog"                      ${FP_P1F1B} --timeout 5)
 

@@ -27,15 +27,15 @@ hp_cli_test(plan_run_405b_refused 2 "largest buffer \\(a gathered FSDP unit\\) w
 
 add_test(NAME plan_json COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_plan_json.sh $<TARGET_FILE:hp>)
 add_test(NAME plan_search_16k COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_plan_search.sh $<TARGET_FILE:hp>
-         16384 llama3-70b 80GiB 4096 2048)
+         16384 llama3-405b 80GiB 8192 2048 h100)
 add_test(NAME plan_search_moe COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_plan_search.sh $<TARGET_FILE:hp>
          512 mixtral-8x7b 80GiB 4096 512 h100)
 set_tests_properties(plan_json plan_search_16k plan_search_moe PROPERTIES LABELS L0 TIMEOUT 120)
-# 405B at 8192 x 2048 fits no layout without pp and activation checkpointing: the answer says
-# so in one line, with the closest layout
-hp_cli_test(plan_search_405b_none_fit 1
-  "none of the [0-9]+ legal layouts of world 16384 fits 80 GiB per rank; the smallest peak is [0-9.]+ GiB \\(dp_replicate"
-  -- plan --search --world 16384 --model llama3-405b --mem-per-rank 80GiB --seq-len 8192 --batch 2048)
+# 70B on 64 ranks cannot fit 16 GiB a rank (16 bytes a parameter / 64 = 16.4 GiB persistent):
+# the answer says so in one line, with the closest layout
+hp_cli_test(plan_search_none_fit 1
+  "none of the [0-9]+ legal layouts of world 64 fits 16 GiB per rank; the smallest peak is [0-9.]+ GiB \\(pp"
+  -- plan --search --world 64 --model llama3-70b --mem-per-rank 16GiB --seq-len 8192 --batch 64)
 # every rank and every group of a 16384-rank world (--ranks): a few MB of text
 hp_cli_test(plan_world_16k_ranks 0 - "^  16383 " "F:,16383}" -- plan --nproc 16384 --batch 16384 --ranks)
 set_tests_properties(plan_world_16k_ranks PROPERTIES LABELS L1)

@@ -18,14 +18,15 @@ echo "search of world $world took $ms ms (not asserted)"
 [ "$rc" -eq 0 ] || { echo "FAIL: exit $rc"; exit 1; }
 fit=$(sed -n 's/.* legal, \([0-9]*\) fit;.*/\1/p' "$tmp/out")
 [ -n "$fit" ] && [ "$fit" -gt 0 ] || { echo "FAIL: no layout fits"; exit 1; }
-rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' "$tmp/out")
+rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' "$tmp/out")
 want=$fit; [ "$want" -gt 10 ] && want=10
 [ "$rows" -eq "$want" ] || { echo "FAIL: $rows rows, want $want (top 10 of $fit)"; exit 1; }
-# the first row: # dp_rep dp_shd cp tp ep etp mb peak
+# the first row: # pp dp_rep dp_shd cp tp ep etp mb peak
 set -- $(grep -E '^ +1 ' "$tmp/out" | head -1)
-R=$2; S=$3; C=$4; T=$5; EP=$6; ET=$7; MB=$8; peak=$9
-"$hp" plan --model "$model" --seq-len "$seq" --batch "$batch" --nproc "$world" --dp-replicate "$R" \
-  --dp-shard "$S" --cp "$C" --tp "$T" --ep "$EP" --etp "$ET" --microbatches "$MB" --memory >"$tmp/plan" 2>&1 ||
+P=$2; R=$3; S=$4; C=$5; T=$6; EP=$7; ET=$8; MB=$9; peak=${10}
+mb_flag=--microbatches; [ "$P" -gt 1 ] && mb_flag=--pp-microbatches
+"$hp" plan --model "$model" --seq-len "$seq" --batch "$batch" --nproc "$world" --pp "$P" --dp-replicate "$R" \
+  --dp-shard "$S" --cp "$C" --tp "$T" --ep "$EP" --etp "$ET" $mb_flag "$MB" --memory >"$tmp/plan" 2>&1 ||
   { cat "$tmp/plan" | tail -3; echo "FAIL: the first layout does not plan (exit $?)"; exit 1; }
 bytes=$(sed -n 's/^  peak  *\([0-9]*\) B.*/\1/p' "$tmp/plan")
 python3 -c "

@@ -16,6 +16,9 @@
 
 // pos (S/C): the global positions of cp rank `cp_rank`'s tokens, in local order.
 void hp_cp_positions(int *pos, int S, int C, int cp_rank, int load_balance);
+// pos (S/(C*U)): the positions ulysses rank u of cp rank cp_rank holds: part u of the cp
+// positions cut into U contiguous parts (U = 1: hp_cp_positions).
+void hp_seq_positions(int *pos, int S, int C, int cp_rank, int U, int u, int load_balance);
 
 // Causal attention of this rank's queries over the keys of the whole cp group (HP_G_CP of
 // comm; size 1 -> plain causal attention). q (B,Sl,H,hd), k/v (B,Sl,Hkv,hd), pos (Sl) are

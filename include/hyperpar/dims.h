@@ -21,6 +21,8 @@
 typedef struct hp_dims {
     int dp_replicate;  // R  (HSDP outer replication / DDP)
     int dp_shard;      // S  (-1 = infer from world)
+    int ulysses;       // U  (Ulysses sequence parallel: heads <-> tokens around attention;
+                       //     mesh axis between dp_shard and cp, ulysses.md)
     int cp;            // C  (context parallel)
     int tp;            // T  (tensor parallel)
     int pp;            // P  (pipeline parallel, outermost; pipeline.h)
@@ -42,18 +44,19 @@ int hp_dims_validate(hp_dims *d, const hp_model_config *model, const hp_run_conf
                      char *err, size_t errlen);
 
 // Derived sizes (valid after hp_dims_validate).
-static inline int hp_dims_fsdp(const hp_dims *d)  { return d->dp_shard * d->cp; }          // S*C
-static inline int hp_dims_batch(const hp_dims *d) { return d->dp_replicate * d->dp_shard; } // R*S
-static inline int hp_dims_loss(const hp_dims *d)  { return d->dp_replicate * d->dp_shard * d->cp; }
-static inline int hp_dims_dense_region(const hp_dims *d) { return d->dp_shard * d->cp * d->tp; }
-static inline int hp_dims_efsdp(const hp_dims *d) { return d->dp_shard * d->cp * d->tp / (d->ep * d->etp); }
+// The sequence ranks of one data shard: ulysses x cp (every one holds other tokens).
+static inline int hp_dims_seq(const hp_dims *d)   { return d->ulysses * d->cp; }               // U*C
+static inline int hp_dims_fsdp(const hp_dims *d)  { return d->dp_shard * hp_dims_seq(d); }     // S*U*C
+static inline int hp_dims_batch(const hp_dims *d) { return d->dp_replicate * d->dp_shard; }    // R*S
+static inline int hp_dims_loss(const hp_dims *d)  { return hp_dims_batch(d) * hp_dims_seq(d); } // R*S*U*C
+static inline int hp_dims_efsdp(const hp_dims *d) { return hp_dims_fsdp(d) * d->tp / (d->ep * d->etp); }
 static inline int hp_dims_seq_len_divisor(const hp_dims *d) {
-    return d->tp * (d->cp > 1 ? 2 * d->cp : 1);
+    return d->tp * d->ulysses * (d->cp > 1 ? 2 * d->cp : 1);
 }
-static inline int hp_dims_fsdp_enabled(const hp_dims *d) { return d->dp_shard > 1 || d->cp > 1; }
+static inline int hp_dims_fsdp_enabled(const hp_dims *d) { return hp_dims_fsdp(d) > 1; }
 static inline int hp_dims_dp_enabled(const hp_dims *d)   { return d->dp_replicate > 1 || d->dp_shard > 1; }
 static inline int hp_dims_product(const hp_dims *d) {
-    return d->dp_replicate * d->dp_shard * d->cp * d->tp * d->pp;
+    return d->dp_replicate * d->dp_shard * d->ulysses * d->cp * d->tp * d->pp;
 }
 // How many ways each expert's hidden dim is split (etp when ep > 1, tp when ep == 1).
 static inline int hp_dims_expert_tp(const hp_dims *d) { return d->ep > 1 ? d->etp : d->tp; }

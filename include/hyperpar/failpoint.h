@@ -58,6 +58,8 @@ typedef enum hp_failpoint_id {
     HP_FP_N_GLOBAL_LOCAL,              // trainer.c: N_global not summed over the batch mesh
     HP_FP_PP_MICROBATCH_LOSS_SCALE,    // transformer.c: each microbatch's loss divided by M again (#1733)
     HP_FP_PP_STAGE_EXCHANGE,           // pipeline_run.c: a stage sends its input, not its output
+    HP_FP_ULYSSES_A2A_LAYOUT,          // ulysses.c: rank v is sent the heads of rank U-1-v
+    HP_FP_ULYSSES_KV_GRAD_SUM,         // ulysses.c: a repeated kv head keeps its first copy's grad
     HP_FP_PP_SEND_DROPPED,             // pipeline_run.c: the last microbatch's activation never sent:
                                        //   the next stage waits, and the watchdog must end the job
     HP_FP_COUNT

@@ -1,9 +1,9 @@
 // mesh.h - the device mesh: a pure function from (dims, rank) to coordinates and groups.
 // spec: shared/spec/torchtitan-semantics.md §2. No MPI here: tests run it for every config.
 //
-// Dense layout: [pp, dp_replicate, dp_shard, cp, tp], row-major, tp innermost:
-//   t = rank % T, c = (rank / T) % C, s = (rank / (T*C)) % S, r = ..., p = ...
-// Sparse layout (ETP era): the inner S*C*T block re-split as [efsdp, ep, etp], etp innermost.
+// Dense layout: [pp, dp_replicate, dp_shard, ulysses, cp, tp], row-major, tp innermost:
+//   t = rank % T, c = (rank / T) % C, u = (rank / (T*C)) % U, s = ..., r = ..., p = ...
+// Sparse layout (ETP era): the inner S*U*C*T block re-split as [efsdp, ep, etp], etp innermost.
 //
 //   hp_coords c;  hp_mesh_coords(&dims, 5, &c);                   // rank 5's coordinates
 //   int members[64], me;
@@ -19,20 +19,22 @@ typedef enum hp_group_kind {
     HP_G_DP_SHARD,
     HP_G_CP,
     HP_G_TP,
-    HP_G_FSDP,       // dp_shard x cp      (FSDP shard group, dense parameters)
+    HP_G_FSDP,       // dp_shard x ulysses x cp (FSDP shard group, dense parameters)
     HP_G_BATCH,      // dp_replicate x dp_shard (data loading; valid-token count)
-    HP_G_LOSS,       // dp_replicate x dp_shard x cp (legacy name dp_cp)
+    HP_G_LOSS,       // dp_replicate x dp_shard x ulysses x cp (legacy name dp_cp)
     HP_G_EP,         // expert parallel
     HP_G_ETP,        // expert tensor parallel (= tp group when etp == tp)
     HP_G_EFSDP,      // expert FSDP
     HP_G_EP_ETP,     // ep x etp
+    HP_G_ULYSSES,    // Ulysses: the heads <-> tokens all-to-alls around attention
     HP_G_COUNT
 } hp_group_kind;
 
 typedef struct hp_coords {
-    int p, r, s, c, t;        // dense coordinates
+    int p, r, s, u, c, t;     // dense coordinates
     int efsdp, ep, etp;       // sparse coordinates
-    int fsdp, batch, loss;    // flattened indices: s*C+c, r*S+s, batch*C+c
+    int seq;                  // u*C+c: which part of the data shard's sequences this rank holds
+    int fsdp, batch, loss;    // flattened indices: s*U*C+seq, r*S+s, batch*U*C+seq
 } hp_coords;
 
 const char *hp_group_name(hp_group_kind g);

@@ -31,6 +31,7 @@ typedef struct hp_plan_memory {
     double comm_scratch;    // the gather / reduce-scatter staging buffer (comm_buf)
     double accumulation;    // microbatches > 1 or pp > 1: every unit's unsharded grads kept
                             // over the step (acc_g), and under pp its parameters too (kept_p)
+    double accumulation_if_microbatched;   // what accumulation is with microbatches > 1
     double activations;     // what the forward keeps for the backward, no AC: one microbatch
                             // at pp 1; under pp the microbatches in flight on this rank times
                             // one microbatch of its stages' blocks

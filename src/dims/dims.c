@@ -11,7 +11,7 @@
 #include "hyperpar/pipeline.h"
 
 hp_dims hp_dims_default(void) {
-    hp_dims d = { .dp_replicate = 1, .dp_shard = -1, .cp = 1, .tp = 1, .pp = 1,
+    hp_dims d = { .dp_replicate = 1, .dp_shard = -1, .ulysses = 1, .cp = 1, .tp = 1, .pp = 1,
                   .pp_schedule = 1 /* 1f1b */, .pp_virtual = 0,
                   .ep = 1, .etp = 1, .sp = -1, .world = 0 };
     return d;
@@ -33,7 +33,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 
 static int check_mesh(hp_dims *d, char *err, size_t n) {
     const struct { const char *name; int v; } deg[] = {
-        { "dp_replicate", d->dp_replicate }, { "cp", d->cp }, { "tp", d->tp },
+        { "dp_replicate", d->dp_replicate }, { "ulysses", d->ulysses }, { "cp", d->cp }, { "tp", d->tp },
         { "pp", d->pp }, { "ep", d->ep }, { "etp", d->etp },
     };
     for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++)
@@ -69,9 +69,13 @@ static int check_mesh(hp_dims *d, char *err, size_t n) {
             return fail(err, n, "pipeline stages pp*pp_virtual = %d*%d exceed %d", d->pp, V, HP_PP_MAX_STAGES);
     }
 
-    const int R = d->dp_replicate, C = d->cp, T = d->tp, P = d->pp;
-    // Guard the products against int overflow on absurd input (every degree is >= 1 here).
-    long long rctp = (long long)R * C * T * P;
+    const int R = d->dp_replicate, C = d->cp, T = d->tp, P = d->pp, U = d->ulysses;
+    // Guard the products against int overflow on absurd input (every degree is >= 1 here;
+    // each is at most 2^24, so two of them fit a long long, and each step is checked).
+    long long rctp = (long long)R * C;
+    rctp = rctp > (1 << 24) ? rctp : rctp * T;
+    rctp = rctp > (1 << 24) ? rctp : rctp * P;
+    rctp = rctp > (1 << 24) ? rctp : rctp * U;
     if (rctp > (1 << 24) || (d->dp_shard > 0 && rctp * d->dp_shard > (1 << 24)))
         return fail(err, n, "world size: product of the degrees is too large (dp_replicate*dp_shard*cp*tp*pp > %d)",
                     1 << 24);
@@ -82,15 +86,21 @@ static int check_mesh(hp_dims *d, char *err, size_t n) {
         } else {
             long long s = d->world / rctp;
             if (s < 1 || d->world % rctp != 0)
-                return fail(err, n, "dp_shard inference: world size %d is not a multiple of "
-                            "dp_replicate*cp*tp*pp = %d*%d*%d*%d = %lld",
-                            d->world, R, C, T, P, rctp);
+                return U > 1 ? fail(err, n, "dp_shard inference: world size %d is not a multiple of "
+                                    "dp_replicate*ulysses*cp*tp*pp = %d*%d*%d*%d*%d = %lld",
+                                    d->world, R, U, C, T, P, rctp)
+                             : fail(err, n, "dp_shard inference: world size %d is not a multiple of "
+                                    "dp_replicate*cp*tp*pp = %d*%d*%d*%d = %lld",
+                                    d->world, R, C, T, P, rctp);
             d->dp_shard = (int)s;
         }
     }
     const int S = d->dp_shard;
     int prod = hp_dims_product(d);
     if (d->world == 0) d->world = prod;
+    if (prod != d->world && U > 1)
+        return fail(err, n, "world size: dp_replicate(%d)*dp_shard(%d)*ulysses(%d)*cp(%d)*tp(%d)*pp(%d) = %d != %d ranks launched",
+                    R, S, U, C, T, P, prod, d->world);
     if (prod != d->world)
         return fail(err, n, "world size: dp_replicate(%d)*dp_shard(%d)*cp(%d)*tp(%d)*pp(%d) = %d != %d ranks launched",
                     R, S, C, T, P, prod, d->world);
@@ -100,12 +110,16 @@ static int check_mesh(hp_dims *d, char *err, size_t n) {
         return fail(err, n, "etp (%d) > 1 needs ep > 1: ep = %d", ET, EP);
     if (EP > 1 && ET != 1 && ET != T)
         return fail(err, n, "etp must be 1 or tp when ep > 1: etp = %d, tp = %d", ET, T);
-    if ((S * C * T) % EP != 0)
+    // EP borrows ranks of the dp_shard*ulysses*cp*tp block (ulysses.md)
+    const int SC = S * U * C;
+    if ((SC * T) % EP != 0 && U > 1)
+        return fail(err, n, "ep (%d) must divide dp_shard*ulysses*cp*tp = %d*%d*%d*%d = %d", EP, S, U, C, T, SC * T);
+    if ((SC * T) % EP != 0)
         return fail(err, n, "ep (%d) must divide dp_shard*cp*tp = %d*%d*%d = %d", EP, S, C, T, S * C * T);
     // etp == tp: the tp coordinate is the etp coordinate, so ep must fit in the dp_shard*cp part.
-    if (EP > 1 && ET == T && T > 1 && (S * C) % EP != 0)
-        return fail(err, n, "ep (%d) must divide dp_shard*cp = %d*%d = %d when etp = tp (%d)",
-                    EP, S, C, S * C, T);
+    if (EP > 1 && ET == T && T > 1 && SC % EP != 0)
+        return fail(err, n, "ep (%d) must divide dp_shard*%scp = %d*%d = %d when etp = tp (%d)",
+                    EP, U > 1 ? "ulysses*" : "", S, SC / S, SC, T);
 
     // sequence parallel: default on iff tp > 1; asking for it at tp == 1 is a no-op.
     if (d->sp == -1) d->sp = T > 1;
@@ -134,6 +148,14 @@ static int check_model(const hp_dims *d, const hp_model_config *m, char *err, si
     for (size_t i = 0; i < sizeof tp_sizes / sizeof tp_sizes[0]; i++)
         if (tp_sizes[i].v % T != 0)
             return fail(err, n, "tp (%d) must divide %s (%d)", T, tp_sizes[i].name, tp_sizes[i].v);
+    // Ulysses scatters the tp-local heads over its ranks (ulysses.md, step 2)
+    const int U = d->ulysses;
+    if (U > 1 && m->n_heads % (T * U) != 0)
+        return fail(err, n, "ulysses: tp*ulysses = %d*%d = %d must divide n_heads (%d)", T, U, T * U, m->n_heads);
+    const int kv_t = m->n_kv_heads / T;
+    if (U > 1 && !(kv_t >= U ? kv_t % U == 0 : U % kv_t == 0))
+        return fail(err, n, "ulysses: the kv heads per tp rank n_kv_heads/tp = %d/%d = %d and ulysses (%d) "
+                    "must divide one another", m->n_kv_heads, T, kv_t, U);
     if (moe) {
         int etp = hp_dims_expert_tp(d);
         if (etp > 1 && m->moe_hidden % etp != 0)
@@ -160,6 +182,11 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (C > 1 && rc->seq_len % (2 * C * T) != 0)
         return fail(err, n, "context parallel: 2*cp*tp = 2*%d*%d = %d must divide seq_len (%d)",
                     C, T, 2 * C * T, rc->seq_len);
+    // Ulysses cuts the cp-local tokens into U contiguous parts, then SP each part over tp
+    const int U = d->ulysses, div = (C > 1 ? 2 * C : 1) * U * T;
+    if (U > 1 && rc->seq_len % div != 0)
+        return fail(err, n, "ulysses: %sulysses*tp = %d must divide seq_len (%d)",
+                    C > 1 ? "2*cp*" : "", div, rc->seq_len);
     if (d->sp == 1 && rc->seq_len % T != 0)
         return fail(err, n, "sequence parallel: tp (%d) must divide seq_len (%d)", T, rc->seq_len);
     if (rc->batch % (R * S) != 0)
@@ -184,7 +211,7 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     }
     int split = hp_dims_token_split(d);
     if (split > 1) {
-        int local_b = rc->batch / (R * S) / M, local_s = rc->seq_len / C;
+        int local_b = rc->batch / (R * S) / M, local_s = rc->seq_len / (C * U);
         if (((long long)local_b * local_s) % split != 0)
             return fail(err, n, "expert dispatch over tp: tp (%d) must divide the tokens of one rank's "
                         "microbatch (batch/(dp_replicate*dp_shard*microbatches))*(seq_len/cp) = %d*%d = %d",

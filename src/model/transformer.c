@@ -110,6 +110,9 @@ static int alloc_block(hp_trainer *tr, hp_block_acts *A, int l) {
     if (!A->n1 || !A->rstd1 || !A->g1 || !A->q || !A->k || !A->v || !A->att || !A->lse ||
         !A->h_mid || !A->n2 || !A->rstd2 || !A->g2)
         return -1;
+    if (d->ulysses > 1 &&
+        !(A->uly = hp_ulysses_attn_init(tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd, d->ulysses, d->cp)))
+        return -1;
     if (!hp_model_is_moe_layer(m, l)) {
         A->a1 = falloc(reg * (size_t)tr->Fl);
         A->a3 = falloc(reg * (size_t)tr->Fl);
@@ -145,7 +148,8 @@ int hp_transformer_alloc(hp_trainer *tr) {
     const int T = d->tp, sp = d->sp > 0 && T > 1, L = m->n_layers;
     tr->Bl_step = tr->rc.batch / hp_dims_batch(d);
     tr->Bl = tr->Bl_step / tr->M;
-    tr->Sc = tr->rc.seq_len / d->cp;
+    tr->Sc_cp = tr->rc.seq_len / d->cp;
+    tr->Sc = tr->Sc_cp / d->ulysses;
     tr->Ss = sp ? tr->Sc / T : tr->Sc;
     tr->Nres = tr->Bl * tr->Ss;
     tr->Nreg = tr->Bl * tr->Sc;
@@ -161,12 +165,15 @@ int hp_transformer_alloc(hp_trainer *tr) {
     const size_t D = (size_t)tr->D, res = (size_t)tr->Nres, reg = (size_t)tr->Nreg;
     const size_t qd = (size_t)tr->Hl * tr->hd, kvd = (size_t)tr->Hkvl * tr->hd;
     tr->pos = calloc((size_t)tr->Sc, sizeof(int));
+    tr->pos_cp = calloc((size_t)tr->Sc_cp, sizeof(int));
     const size_t reg_step = reg * (size_t)tr->M;
     tr->tokens = calloc(reg_step ? reg_step : 1, sizeof(int));
     tr->labels = calloc(reg_step ? reg_step : 1, sizeof(int));
     tr->layer_local = calloc((size_t)L + 1, sizeof(int));
-    if (!tr->pos || !tr->tokens || !tr->labels || !tr->layer_local) return -1;
-    hp_cp_positions(tr->pos, tr->rc.seq_len, d->cp, tr->co.c, tr->rc.cp_load_balance);
+    if (!tr->pos || !tr->pos_cp || !tr->tokens || !tr->labels || !tr->layer_local) return -1;
+    hp_cp_positions(tr->pos_cp, tr->rc.seq_len, d->cp, tr->co.c, tr->rc.cp_load_balance);
+    hp_seq_positions(tr->pos, tr->rc.seq_len, d->cp, tr->co.c, d->ulysses, tr->co.u,
+                     tr->rc.cp_load_balance);
     for (int l = 0; l < L; l++) {
         char name[96];
         snprintf(name, sizeof name, "layers.%d.attention_norm.weight", l);
@@ -227,6 +234,7 @@ void hp_transformer_free(hp_trainer *tr) {
             free(A->dy_wo); free(A->dy_w2); free(A->dy_w1); free(A->dy_w3);
             free(A->dy_q); free(A->dy_k); free(A->dy_v);
             if (A->moe) hp_moe_state_free(A->moe);
+            hp_ulysses_attn_free(A->uly);
         }
         free(tr->blocks);
     }
@@ -238,7 +246,7 @@ void hp_transformer_free(hp_trainer *tr) {
         }
         free(tr->heads);
     }
-    free(tr->pos); free(tr->tokens); free(tr->labels); free(tr->routing_step);
+    free(tr->pos); free(tr->pos_cp); free(tr->tokens); free(tr->labels); free(tr->routing_step);
     free(tr->layer_local);
     free(tr->dlogits); free(tr->ce_tl);
     free(tr->tp_buf); free(tr->res_a); free(tr->res_b); free(tr->reg_a); free(tr->reg_b);
@@ -272,8 +280,12 @@ static void block_forward(hp_trainer *tr, int l, float *h_out) {
     hp_linear_forward(A->v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
     hp_rope_forward(A->q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
     hp_rope_forward(A->k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
-    hp_cp_attention_forward(tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance, A->att, A->lse,
-                            A->q, A->k, A->v, tr->pos, tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd);
+    if (A->uly)   // Ulysses: heads <-> tokens around the core (ring attention inside when cp > 1)
+        hp_ulysses_attention_forward(A->uly, tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance,
+                                     A->att, A->q, A->k, A->v, tr->pos_cp);
+    else
+        hp_cp_attention_forward(tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance, A->att, A->lse,
+                                A->q, A->k, A->v, tr->pos, tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd);
     hp_linear_forward(tr->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
     hp_tp_region_exit(tr, tr->res_a, tr->reg_a, D);
     add_into(A->h_mid, A->h_in, tr->res_a, nres);
@@ -388,9 +400,13 @@ static void block_backward(hp_trainer *tr, int l, float *dh) {
     zeros(tr->reg_q, (size_t)Nr * qd);
     zeros(tr->reg_k, (size_t)Nr * kvd);
     zeros(tr->reg_v, (size_t)Nr * kvd);
-    hp_cp_attention_backward(tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance, tr->reg_q,
-                             tr->reg_k, tr->reg_v, tr->reg_att, A->att, A->lse, A->q, A->k, A->v,
-                             tr->pos, tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd);
+    if (A->uly)
+        hp_ulysses_attention_backward(A->uly, tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance,
+                                      tr->reg_q, tr->reg_k, tr->reg_v, tr->reg_att, tr->pos_cp);
+    else
+        hp_cp_attention_backward(tr->comm, tr->rc.cp_rotate, tr->rc.cp_load_balance, tr->reg_q,
+                                 tr->reg_k, tr->reg_v, tr->reg_att, A->att, A->lse, A->q, A->k, A->v,
+                                 tr->pos, tr->Bl, tr->Sc, tr->Hl, tr->Hkvl, tr->hd);
     hp_rope_backward(tr->reg_q, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hl, tr->hd);
     hp_rope_backward(tr->reg_k, tr->pos, m->rope_theta, tr->Bl, tr->Sc, tr->Hkvl, tr->hd);
     zeros(tr->reg_b, nreg);

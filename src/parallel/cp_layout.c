@@ -2,10 +2,11 @@
 // Head-tail layout: S is cut into 2C chunks of k = S/(2C); rank i holds chunk i then
 // chunk 2C-1-i, so every rank has one early (cheap) and one late (expensive) chunk and the
 // causal work is balanced. Contiguous layout: rank i holds [i*S/C, (i+1)*S/C).
-// defines: hp_cp_positions, hp_cp_fail
+// defines: hp_cp_positions, hp_seq_positions, hp_cp_fail
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <mpi.h>
 #include "hyperpar/cp.h"
 #include "cp_internal.h"
@@ -49,4 +50,20 @@ void hp_cp_positions(int *pos, int S, int C, int cp_rank, int load_balance) {
         const int Sl = S / C;
         for (int j = 0; j < Sl; j++) pos[j] = cp_rank * Sl + j;
     }
+}
+
+// Ulysses on top: the cp-local tokens, in their order, cut into U contiguous parts
+// (ulysses.md "How a sequence is cut"); with U = 1 these are the cp positions.
+void hp_seq_positions(int *pos, int S, int C, int cp_rank, int U, int u, int load_balance) {
+    if (U < 1 || u < 0 || u >= U)
+        hp_cp_fail("hp_seq_positions: need 0 <= ulysses rank < U, got u=%d U=%d", u, U);
+    const int Sc = C > 0 ? S / C : 0;
+    if (U > 1 && Sc % U != 0)
+        hp_cp_fail("hp_seq_positions: ulysses needs the cp-local length S/C=%d divisible by U=%d", Sc, U);
+    int *all = malloc((size_t)(Sc > 0 ? Sc : 1) * sizeof *all);
+    if (!all) hp_cp_fail("hp_seq_positions: out of memory (S=%d)", S);
+    hp_cp_positions(all, S, C, cp_rank, load_balance);
+    const int Su = Sc / U;
+    memcpy(pos, all + (size_t)u * Su, (size_t)Su * sizeof *pos);
+    free(all);
 }

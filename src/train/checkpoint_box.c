@@ -1,10 +1,9 @@
 // checkpoint_box.c - boxes of a full tensor: a rank's shard as a box (from the parameter
-// table alone), intersections, names, and the copy between two box-shaped arrays that both
-// save (padded shard -> contiguous piece) and load (piece -> padded shard) use.
-#include <errno.h>
-#include <fcntl.h>
+// table alone), intersections, names, the copy between two box-shaped arrays that both
+// save (padded shard -> contiguous piece) and load (piece -> padded shard) use, and zlib's
+// CRC32 of a buffer.
 #include <string.h>
-#include <unistd.h>
+#include <zlib.h>
 #include "train/checkpoint_internal.h"
 
 const char *const hp_ck_kind_name[HP_CK_KINDS] = { "param", "exp_avg", "exp_avg_sq" };
@@ -90,16 +89,14 @@ void hp_box_copy(const hp_box *region, const float *src, const int64_t *src_orig
         }
 }
 
-int hp_ck_pread(const char *path, int64_t offset, void *buf, size_t len, const char **why) {
-    const int fd = open(path, O_RDONLY);
-    if (fd < 0) { *why = strerror(errno); return -1; }
-    size_t got = 0;
-    while (got < len) {
-        const ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(offset + (int64_t)got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) { *why = r < 0 ? strerror(errno) : "file ends early (truncated)"; close(fd); return -1; }
-        got += (size_t)r;
+uint32_t hp_ck_crc32(const void *p, size_t n) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    const unsigned char *b = p;
+    while (n > 0) {   // zlib takes uInt lengths
+        const uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        c = crc32(c, b, k);
+        b += k;
+        n -= k;
     }
-    close(fd);
-    return 0;
+    return (uint32_t)c;
 }

@@ -4,23 +4,10 @@
 // One process reads every file whole, so every file's CRC32 is checked here as well.
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 #include "hyperpar/dims.h"
 #include "hyperpar/safetensors.h"
 #include "train/checkpoint_internal.h"
 #include "util/file_io.h"
-
-static uint32_t crc_of(const void *p, size_t n) {
-    uLong c = crc32(0L, Z_NULL, 0);
-    const unsigned char *b = p;
-    while (n > 0) {
-        const uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        c = crc32(c, b, k);
-        b += k;
-        n -= k;
-    }
-    return (uint32_t)c;
-}
 
 int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, char *err,
                    size_t errlen) {
@@ -70,7 +57,7 @@ int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, ch
             const hp_ck_tensor *t = &ix.tensors[p->tensor];
             char bs[96];
             hp_box_str(&p->box, bs, sizeof bs);
-            if (crc_of(buf + p->offset, (size_t)p->nbytes) != p->crc) {
+            if (hp_ck_crc32(buf + p->offset, (size_t)p->nbytes) != p->crc) {
                 snprintf(err, errlen, "checkpoint %s: tensor %s (%s, box %s): CRC32 mismatch (corrupted)", path,
                          t->name, hp_ck_kind_name[p->kind], bs);
                 e = HP_EXIT_CONFIG;
@@ -85,7 +72,7 @@ int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, ch
             hp_box_copy(&p->box, src, p->box.lo, ext, full[p->kind * ix.n_tensors + p->tensor], zero, t->shape);
             free(src);
         }
-        if (!e && crc_of(buf, len) != ix.files[f].crc) {
+        if (!e && hp_ck_crc32(buf, len) != ix.files[f].crc) {
             snprintf(err, errlen, "checkpoint %s: header: CRC32 mismatch (corrupted)", path);
             e = HP_EXIT_CONFIG;
         }

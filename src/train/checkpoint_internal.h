@@ -103,7 +103,7 @@ int64_t hp_ck_next_window(int step, int batch, int64_t windows);
 // two pieces of one tensor and kind overlap). 0, or -1 with one line in err.
 int  hp_ck_index_check_coverage(const hp_ck_index *ix, int kinds, char *err, size_t errlen);
 
-// Reads len bytes at offset of path into buf. 0, or -1 with a reason in why.
-int  hp_ck_pread(const char *path, int64_t offset, void *buf, size_t len, const char **why);
+// zlib's CRC32 of n bytes (any n: fed to zlib in chunks of at most 1 GiB).
+uint32_t hp_ck_crc32(const void *p, size_t n);
 
 #endif

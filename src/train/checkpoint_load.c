@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 #include "hyperpar/data.h"
 #include "train/checkpoint_internal.h"
 #include "train/trainer_internal.h"
@@ -23,18 +22,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint32_t crc_of(const void *p, size_t n) {
-    uLong c = crc32(0L, Z_NULL, 0);
-    const unsigned char *b = p;
-    while (n > 0) {
-        const uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        c = crc32(c, b, k);
-        b += k;
-        n -= k;
-    }
-    return (uint32_t)c;
 }
 
 static int is_file(const char *path) {
@@ -208,13 +195,13 @@ int hp_ckpt_check(const char *step_dir, const hp_model_config *m, const hp_run_c
             e = HP_EXIT_CONFIG;
             break;
         }
-        const uint32_t crc = crc_of(buf, len);
+        const uint32_t crc = hp_ck_crc32(buf, len);
         if (crc != ix.files[f].crc) {
             // which piece: its own CRC tells; else the header was hit
             char what[200] = "header";
             for (int i = 0; i < ix.n_pieces; i++) {
                 const hp_ck_piece *p = &ix.pieces[i];
-                if (p->file == f && crc_of(buf + p->offset, (size_t)p->nbytes) != p->crc) {
+                if (p->file == f && hp_ck_crc32(buf + p->offset, (size_t)p->nbytes) != p->crc) {
                     piece_desc(what, sizeof what, &ix, p);
                     break;
                 }
@@ -279,7 +266,7 @@ static int64_t read_overlap(int fd, const hp_ck_piece *p, const hp_box *region, 
         int64_t run_dims[HP_CKPT_MAXDIM];
         for (int k = 0; k < nd; k++) run_dims[k] = run.hi[k] - run.lo[k];
         hp_box_copy(&run, tmp, run.lo, run_dims, dst, dst_origin, dst_dims);
-        if (hp_box_equal(&run, &p->box)) *crc = crc_of(tmp, len);
+        if (hp_box_equal(&run, &p->box)) *crc = hp_ck_crc32(tmp, len);
         total += (int64_t)len;
         int k = j - 1;   // next combination of the outer dims
         while (k >= 0 && ++idx[k] == region->hi[k]) { idx[k] = region->lo[k]; k--; }
@@ -379,7 +366,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
             failed = 1;
         } else {
             st->bytes += (int64_t)got;
-            const uint32_t crc = crc_of(buf, got);
+            const uint32_t crc = hp_ck_crc32(buf, got);
             if (crc != pc->crc) {
                 snprintf(err, errlen, "checkpoint %s/%s: %s: CRC32 0x%08x, the index says 0x%08x (corrupted)", step_dir,
                          ix.files[pc->file].name, d, (unsigned)crc, (unsigned)pc->crc);

@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 #include "hyperpar/safetensors.h"
 #include "train/checkpoint_internal.h"
 #include "train/trainer_internal.h"
@@ -33,18 +32,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint32_t crc_of(const void *p, size_t n) {
-    uLong c = crc32(0L, Z_NULL, 0);
-    const unsigned char *b = p;
-    while (n > 0) {   // zlib takes uInt lengths
-        const uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        c = crc32(c, b, k);
-        b += k;
-        n -= k;
-    }
-    return (uint32_t)c;
 }
 
 static int fsync_path(const char *path) {
@@ -181,7 +168,7 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
             cJSON_AddItemToObject(pj, "box", box_json(&b));
             cJSON_AddNumberToObject(pj, "offset", (double)data_off);   // made absolute below
             cJSON_AddNumberToObject(pj, "bytes", (double)(n * 4));
-            cJSON_AddNumberToObject(pj, "crc32", (double)crc_of(buf, (size_t)n * 4));
+            cJSON_AddNumberToObject(pj, "crc32", (double)hp_ck_crc32(buf, (size_t)n * 4));
             cJSON_AddItemToArray(pieces, pj);
             data_off += n * 4;
             ++*n_pieces;
@@ -237,7 +224,7 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
         cJSON_AddStringToObject(e, "file", fname);
         cJSON_AddNumberToObject(e, "rank", tr->rank);
         cJSON_AddNumberToObject(e, "bytes", (double)len);
-        cJSON_AddNumberToObject(e, "crc32", (double)crc_of(all, len));
+        cJSON_AddNumberToObject(e, "crc32", (double)hp_ck_crc32(all, len));
         cJSON_AddItemToObject(e, "pieces", pieces);
         pieces = NULL;
         *entry = e;

@@ -49,11 +49,10 @@ int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_
     out->optimizer = 2 * out->params;
     out->fsdp_working = 2 * (double)t.max_unit_work * F4;
     out->comm_scratch = staging_floats(&t) * F4;
-    if (hp_run_microbatches(rc) > 1 || d->pp > 1) {   // fsdp.c: acc_g (and kept_p under pp)
-        double total = 0;
-        for (int u = 0; u < t.n_units; u++) total += (double)t.unit_work_numel[u];
-        out->accumulation = (total + 1) * F4 * (d->pp > 1 ? 2 : 1);
-    }
+    double total = 0;   // fsdp.c: acc_g (and kept_p under pp)
+    for (int u = 0; u < t.n_units; u++) total += (double)t.unit_work_numel[u];
+    out->accumulation_if_microbatched = (total + 1) * F4 * (d->pp > 1 ? 2 : 1);
+    if (hp_run_microbatches(rc) > 1 || d->pp > 1) out->accumulation = out->accumulation_if_microbatched;
     hp_params_free(&t);
     hp_memory_estimate_t e;
     if (hp_memory_estimate(m, d, rc, rank, &e) != 0) return -1;

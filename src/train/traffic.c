@@ -6,6 +6,7 @@
 #include "hyperpar/cp.h"
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
+#include "hyperpar/ulysses.h"
 #include "hyperpar/verify.h"
 
 #define F4 ((uint64_t)sizeof(float))
@@ -43,7 +44,9 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     const int sp = d->sp > 0 && T > 1, M = hp_run_microbatches(rc);
     const pp_share sh = share_of(m, d, rank);
     const int L = sh.layers;   // the blocks this rank runs (all of them without pp)
-    const uint64_t Bl = (uint64_t)(rc->batch / hp_dims_batch(d)), Sc = (uint64_t)(rc->seq_len / C);
+    const int U = d->ulysses;
+    // Sc: this rank's tokens of a sequence (cp, then ulysses); the attention core sees U*Sc
+    const uint64_t Bl = (uint64_t)(rc->batch / hp_dims_batch(d)), Sc = (uint64_t)(rc->seq_len / (C * U));
     const uint64_t D = (uint64_t)m->dim, Nreg = Bl * Sc, Nres = sp ? Nreg / (uint64_t)T : Nreg;
 
     // FSDP / HSDP / DDP: per unit and stack, all-gather in forward and in backward, one
@@ -81,9 +84,22 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         if (sh.head) bytes[HP_G_TP][HP_OP_ALLREDUCE] += 3 * Nreg * F4;
     }
 
-    // ring attention per layer: n = Bl*Sc*(Hkv/T)*hd floats of K (and as many of V)
+    // Ulysses per layer (ulysses.md): four all-to-alls forward (q, k, v in; the output back)
+    // and four backward (dout in; dq, dk, dv back), each sending (U-1)/U of its buffer:
+    // q-sized ones Bl*Sc*(H/T)*hd floats, kv-sized ones Bl*Sc*max(Hkv/T, U)*hd (after repetition)
+    const uint64_t hd = (uint64_t)hp_model_head_dim(m), kv_t = (uint64_t)(m->n_kv_heads / T);
+    if (U > 1) {
+        const uint64_t q_n = Bl * Sc * (uint64_t)(m->n_heads / T) * hd;
+        const uint64_t kv_n = Bl * Sc * (kv_t > (uint64_t)U ? kv_t : (uint64_t)U) * hd;
+        bytes[HP_G_ULYSSES][HP_OP_ALLTOALL] +=
+            (uint64_t)L * (4 * q_n + 4 * kv_n) / (uint64_t)U * (uint64_t)(U - 1) * F4;
+    }
+
+    // ring attention per layer: n = Bl*(S/C)*Hkv_core*hd floats of K (and as many of V), with
+    // Hkv_core the kv heads the core attends with (Hkv/T, or per ulysses rank after the exchange)
     if (C > 1) {
-        const uint64_t n = Bl * Sc * (uint64_t)(m->n_kv_heads / T) * (uint64_t)hp_model_head_dim(m);
+        const uint64_t kv_core = U > 1 ? (uint64_t)hp_ulysses_kv_heads((int)kv_t, U) : kv_t;
+        const uint64_t n = Bl * Sc * (uint64_t)U * kv_core * hd;
         if (rc->cp_rotate == HP_ROTATE_ALLGATHER) {
             bytes[HP_G_CP][HP_OP_ALLGATHER] += (uint64_t)L * 2 * (2 * n * F4);
             bytes[HP_G_CP][HP_OP_REDUCE_SCATTER] += (uint64_t)L * (uint64_t)C * 2 * n * F4;
@@ -128,11 +144,11 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
 static int routed_tokens(const hp_dims *d, const hp_run_config *rc, int rank, int *tok) {
     hp_coords co;
     hp_mesh_coords(d, rank, &co);
-    const int S = rc->seq_len, Sc = S / d->cp, Bl_step = rc->batch / hp_dims_batch(d);
+    const int S = rc->seq_len, Sc = S / hp_dims_seq(d), Bl_step = rc->batch / hp_dims_batch(d);
     const int M = hp_run_microbatches(rc), mb_rows = Bl_step / M * Sc;
     int *pos = malloc((size_t)Sc * sizeof(int));
     if (!pos) return 0;
-    hp_cp_positions(pos, S, d->cp, co.c, rc->cp_load_balance);
+    hp_seq_positions(pos, S, d->cp, co.c, d->ulysses, co.u, rc->cp_load_balance);
     const int split = hp_dims_token_split(d), n = mb_rows / split, r0 = (split > 1 ? co.t : 0) * n;
     int k = 0;
     for (int mb = 0; mb < M; mb++)

@@ -240,7 +240,7 @@ int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
         for (int r = 0; r < world_size; r++) {
             hp_coords co;
             hp_mesh_coords(&tr->d, r, &co);
-            hp_cp_positions(pos, S, tr->d.cp, co.c, tr->rc.cp_load_balance);
+            hp_seq_positions(pos, S, tr->d.cp, co.c, tr->d.ulysses, co.u, tr->rc.cp_load_balance);
             const int *src = all + (size_t)r * per;
             // under pp only the ranks holding a layer routed its tokens
             for (int l = 0, li = -1; l < m->n_layers; l++) {

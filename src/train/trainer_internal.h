@@ -8,6 +8,7 @@
 #include "hyperpar/moe.h"
 #include "hyperpar/params.h"
 #include "hyperpar/train.h"
+#include "hyperpar/ulysses.h"
 
 // A block's parameters, by role (their table indices are looked up once, in hp_transformer_alloc).
 typedef enum {
@@ -30,6 +31,7 @@ typedef struct hp_block_acts {
     float *g2;            // (reg, D)
     float *a1, *a3, *act; // (reg, Fl) dense FFN
     hp_moe_state *moe;    // MoE block state (NULL for dense blocks)
+    hp_ulysses_attn *uly; // Ulysses: the attention core's exchanged q, k, v, out (NULL: U = 1)
     // zbv's split backward: the output gradients of the block's linears, kept by I for W
     float *dy_wo, *dy_w2;          // (reg, D)
     float *dy_w1, *dy_w3;          // (reg, Fl)
@@ -82,10 +84,13 @@ struct hp_trainer {
     int *routing_step;       // (n_moe, Bl_step*Sc, K) every microbatch's routing, for the verifier
 
     // local sizes (per microbatch)
-    int Bl, Sc, Ss;          // local batch, cp-local seq, residual seq (Sc / T with SP)
+    int Bl, Sc, Ss;          // local batch, this rank's tokens of a sequence (S/(C*U): cp, then
+                             // ulysses), residual seq (Sc / T with SP)
+    int Sc_cp;               // the cp-local tokens S/C the attention core sees (Ulysses gathers them)
     int Nres, Nreg;          // rows of the residual stream, rows inside a tp region
     int D, Hl, Hkvl, hd, Fl, Vl, v0;
-    int *pos;                // (Sc) global positions of the cp-local tokens
+    int *pos;                // (Sc) global positions of this rank's tokens
+    int *pos_cp;             // (Sc_cp) global positions of the cp-local tokens
     int *tokens, *labels;    // (Bl_step, Sc) cp-local, the whole step's; microbatch mb's rows
                              // are [mb*Nreg, (mb+1)*Nreg)
     int64_t n_valid_global;  // valid labels of the global batch

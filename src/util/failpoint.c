@@ -27,6 +27,8 @@ static int      suspended = 0;
 #define S1B   "--model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 4 --etp 1"
 // not a matrix row: MoE under plain tp (ep 1: the experts' hidden dim splits over tp)
 #define MOETP2 "--model tiny-moe --dp-replicate 1 --dp-shard 1 --cp 1 --tp 2 --no-sp"
+#define U1    "--model tiny --dp-replicate 1 --dp-shard 1 --ulysses 2 --cp 1 --tp 1"
+#define U3    "--model tiny --dp-replicate 1 --dp-shard 1 --ulysses 8 --cp 1 --tp 1"
 #define P1F1B TINY(1, 1, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
@@ -96,6 +98,12 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_PP_STAGE_EXCHANGE] = { HP_FP_PP_STAGE_EXCHANGE, "pp_stage_exchange", "P1-1f1b", P1F1B,
       "gradient",
       "stage exchange: a stage sends the stream entering its last block instead of the one leaving it" },
+    [HP_FP_ULYSSES_A2A_LAYOUT] = { HP_FP_ULYSSES_A2A_LAYOUT, "ulysses_a2a_layout", "U1", U1,
+      "loss of step 1",
+      "Ulysses all-to-all: the heads for rank v are taken from rank U-1-v's slot (a layout bug)" },
+    [HP_FP_ULYSSES_KV_GRAD_SUM] = { HP_FP_ULYSSES_KV_GRAD_SUM, "ulysses_kv_grad_sum", "U3", U3,
+      "attention[.]w[kv]",
+      "Ulysses kv repetition: a repeated kv head's gradient is its first copy's, not the sum" },
     [HP_FP_PP_SEND_DROPPED] = { HP_FP_PP_SEND_DROPPED, "pp_send_dropped", "P1-hang", P1F1B " --timeout 5",
       "watchdog",
       "stage exchange: the last microbatch's activation is never sent; the next stage must not hang" },

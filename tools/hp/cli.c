@@ -20,7 +20,7 @@ typedef enum {
     F_NPROC, F_RANK, F_VERIFY, F_VERIFY_STEPS, F_DUMP, F_LOAD, F_JSON, F_QUIET, F_HELP,
     F_TIMEOUT, F_LIST_FAILPOINTS,
     F_MODEL_CONFIG, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
-    F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS,
+    F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS, F_ULYSSES,
     F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME,
 } flag_id;
 
@@ -41,7 +41,7 @@ static const flag_def flags[] = {
     { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 }, { "--timeout", F_TIMEOUT, 1 },
     { "--microbatches", F_MICROBATCHES, 1 }, { "--pp-schedule", F_PP_SCHEDULE, 1 },
     { "--pp-microbatches", F_PP_MICROBATCHES, 1 }, { "--pp-virtual", F_PP_VIRTUAL, 1 },
-    { "--layers", F_LAYERS, 1 },
+    { "--layers", F_LAYERS, 1 }, { "--ulysses", F_ULYSSES, 1 },
     { "--list-failpoints", F_LIST_FAILPOINTS, 0 },
     { "--checkpoint-dir", F_CKPT_DIR, 1 }, { "--checkpoint-every", F_CKPT_EVERY, 1 },
     { "--checkpoint-keep", F_CKPT_KEEP, 1 }, { "--resume", F_RESUME, 1 },
@@ -56,6 +56,8 @@ void hp_cli_print_common_help(FILE *out) {
         "parallel degrees (world = dp_replicate*dp_shard*cp*tp*pp; ep and etp re-use those ranks):\n"
         "  --dp-replicate N   HSDP replication / DDP degree (default 1)\n"
         "  --dp-shard N       FSDP shard degree; -1 = world / (dp_replicate*cp*tp*pp) (default -1)\n"
+        "  --ulysses N        Ulysses sequence parallel degree: heads <-> tokens all-to-all\n"
+        "                     around attention; between dp_shard and cp in the mesh (default 1)\n"
         "  --cp N             context parallel degree (default 1)\n"
         "  --tp N             tensor parallel degree (default 1)\n"
         "  --pp N             pipeline parallel degree, outermost (default 1)\n"
@@ -242,6 +244,7 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->pp_microbatches);
     case F_PP_VIRTUAL:   return parse_int_in(flag, v, 1, 64, &cli->dims.pp_virtual);
     case F_LAYERS:       return parse_int_in(flag, v, 1, 4096, &cli->layers);
+    case F_ULYSSES:      return parse_int(flag, v, &cli->dims.ulysses);
     case F_PP_SCHEDULE:
         if ((cli->dims.pp_schedule = hp_pp_schedule_parse(v)) < 0) {
             fprintf(stderr, "hp: --pp-schedule expects gpipe, 1f1b, interleaved-1f1b or zbv, got '%s'\n", v);

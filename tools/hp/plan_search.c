@@ -85,9 +85,25 @@ static int consider(search *s, hp_dims d0) {
         if (pk <= s->mem) fit_M = Ms[lo];
         break;
     }
-    // binary search over the rest: the smallest legal M that fits (illegal ones skipped upward)
+    // binary search over the rest: the smallest legal M that fits (illegal ones skipped upward).
+    // It starts at a lower bound: the activations and scratch scale as 1/M or slower (their
+    // terms are per row of a microbatch, plus constants; under pp more microbatches may be in
+    // flight), so A + (act + scratch)/M with A the rest at M > 1 never exceeds the real peak,
+    // and no M whose bound is over the budget can fit.
     int hi = n - 1;
     lo++;
+    if (legal && !fit_M) {
+        const double rest = mem.peak - mem.activations - mem.scratch - mem.accumulation +
+                            mem.accumulation_if_microbatched, var = mem.activations + mem.scratch;
+        const int M1 = Ms[lo - 1];
+        while (lo <= hi && rest + var * M1 / Ms[lo] > s->mem) lo++;
+        // the bound's first candidate is often the answer: try it before bisecting
+        double pk = -1;
+        while (lo <= hi && (pk = peak_with(s, &d0, Ms[lo], &dm, &mm)) == -1) lo++;
+        if (pk == -2) return -1;
+        if (lo <= hi && pk <= s->mem) { fit_M = Ms[lo]; d = dm; mem = mm; }
+        lo++;
+    }
     const int fit_at_first = fit_M != 0;
     while (legal && !fit_at_first && lo <= hi) {
         const int mid = lo + (hi - lo) / 2;

@@ -1,0 +1,174 @@
+// ulysses.c - Ulysses sequence parallel: the head <-> token all-to-alls around the attention
+// core, kv-head repetition when there are fewer kv heads than ulysses ranks, and the core
+// itself through cp.h (plain causal attention, or ring attention over the cp group).
+// spec: shared/spec/ulysses.md. defines: the functions of ulysses.h
+//
+// Layouts (row-major): "local" (B, Su, heads, hd) = this rank's tokens, all heads;
+// "gathered" (B, Sc, heads/U, hd) = every ulysses rank's tokens (rank w's at [w*Su, (w+1)*Su)),
+// this rank's share of the heads (rank v holds heads [v*heads/U, (v+1)*heads/U)).
+// Every loop runs in a fixed order, so results are bit-identical run to run.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/cp.h"
+#include "hyperpar/failpoint.h"
+#include "hyperpar/ulysses.h"
+
+struct hp_ulysses_attn {
+    int B, Su, H, Hkv, hd, U, C, Sc;
+    int Hu, Hke, Hkvu, rep;     // query heads per rank; kv heads after repetition, per rank; copies
+    float *q, *k, *v, *out, *lse;   // gathered layout, kept for the backward
+    float *send, *recv;             // exchange buffers (the largest local tensor)
+    float *ke, *ve;                 // (B, Su, Hke, hd) repeated kv heads / their grads
+    int *counts;                    // (U) equal element counts of one exchange
+};
+
+int hp_ulysses_kv_repeat(int Hkv, int U) { return Hkv >= U ? 1 : U / Hkv; }
+int hp_ulysses_kv_heads(int Hkv, int U) { return (Hkv >= U ? Hkv : U) / U; }
+
+static float *fbuf(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+
+hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C) {
+    if (U < 1 || H % U != 0 || Hkv < 1 || !(Hkv >= U ? Hkv % U == 0 : U % Hkv == 0)) {
+        fprintf(stderr, "hp_ulysses_attn_init: heads %d and kv heads %d do not split over ulysses %d\n",
+                H, Hkv, U);
+        return NULL;
+    }
+    hp_ulysses_attn *ua = calloc(1, sizeof *ua);
+    if (!ua) return NULL;
+    *ua = (hp_ulysses_attn){ .B = B, .Su = Su, .H = H, .Hkv = Hkv, .hd = hd, .U = U, .C = C,
+                             .Sc = Su * U, .Hu = H / U, .rep = hp_ulysses_kv_repeat(Hkv, U) };
+    ua->Hke = Hkv * ua->rep;
+    ua->Hkvu = ua->Hke / U;
+    const size_t nq = (size_t)B * Su * H * hd, nk = (size_t)B * Su * ua->Hke * hd;
+    ua->q = fbuf(nq); ua->out = fbuf(nq); ua->lse = fbuf((size_t)B * Su * H);
+    ua->k = fbuf(nk); ua->v = fbuf(nk); ua->ke = fbuf(nk); ua->ve = fbuf(nk);
+    ua->send = fbuf(nq > nk ? nq : nk); ua->recv = fbuf(nq > nk ? nq : nk);
+    ua->counts = calloc((size_t)U, sizeof(int));
+    if (!ua->q || !ua->out || !ua->lse || !ua->k || !ua->v || !ua->ke || !ua->ve || !ua->send ||
+        !ua->recv || !ua->counts) {
+        hp_ulysses_attn_free(ua);
+        return NULL;
+    }
+    return ua;
+}
+
+void hp_ulysses_attn_free(hp_ulysses_attn *ua) {
+    if (!ua) return;
+    free(ua->q); free(ua->k); free(ua->v); free(ua->out); free(ua->lse);
+    free(ua->send); free(ua->recv); free(ua->ke); free(ua->ve); free(ua->counts);
+    free(ua);
+}
+
+static void exchange(hp_ulysses_attn *ua, hp_comm *comm, size_t per_member) {
+    for (int w = 0; w < ua->U; w++) ua->counts[w] = (int)per_member;
+    hp_alltoallv(comm, HP_G_ULYSSES, ua->recv, ua->counts, ua->send, ua->counts);
+}
+
+// local (B, Su, nh, hd) -> gathered (B, Sc, nh/U, hd): scatter heads, gather tokens.
+static void heads_to_tokens(hp_ulysses_attn *ua, hp_comm *comm, float *gathered, const float *local, int nh) {
+    const int U = ua->U, B = ua->B, Su = ua->Su, hd = ua->hd, nu = nh / U;
+    const size_t run = (size_t)nu * hd, per = (size_t)B * Su * run;
+    // (ulysses_all_to_all_layout: the bug sends rank v the heads of rank U-1-v)
+    const int mirror = hp_failpoint(HP_FP_ULYSSES_A2A_LAYOUT);
+    for (int v = 0; v < U; v++) {
+        const int hv = mirror ? U - 1 - v : v;
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < Su; s++)
+                memcpy(ua->send + (size_t)v * per + ((size_t)b * Su + s) * run,
+                       local + (((size_t)b * Su + s) * nh + (size_t)hv * nu) * hd, run * sizeof(float));
+    }
+    exchange(ua, comm, per);
+    for (int w = 0; w < U; w++)
+        for (int b = 0; b < B; b++)
+            memcpy(gathered + ((size_t)b * ua->Sc + (size_t)w * Su) * run,
+                   ua->recv + (size_t)w * per + (size_t)b * Su * run, (size_t)Su * run * sizeof(float));
+}
+
+// gathered (B, Sc, nh/U, hd) -> local (B, Su, nh, hd), overwritten or (add) accumulated.
+static void tokens_to_heads(hp_ulysses_attn *ua, hp_comm *comm, float *local, const float *gathered,
+                            int nh, int add) {
+    const int U = ua->U, B = ua->B, Su = ua->Su, hd = ua->hd, nu = nh / U;
+    const size_t run = (size_t)nu * hd, per = (size_t)B * Su * run;
+    for (int v = 0; v < U; v++)
+        for (int b = 0; b < B; b++)
+            memcpy(ua->send + (size_t)v * per + (size_t)b * Su * run,
+                   gathered + ((size_t)b * ua->Sc + (size_t)v * Su) * run, (size_t)Su * run * sizeof(float));
+    exchange(ua, comm, per);
+    for (int w = 0; w < U; w++)
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < Su; s++) {
+                const float *src = ua->recv + (size_t)w * per + ((size_t)b * Su + s) * run;
+                float *dst = local + (((size_t)b * Su + s) * nh + (size_t)w * nu) * hd;
+                if (add) for (size_t i = 0; i < run; i++) dst[i] += src[i];
+                else memcpy(dst, src, run * sizeof(float));
+            }
+}
+
+// kv (B, Su, Hkv, hd) -> (B, Su, Hkv*rep, hd): head h' reads kv head h'/rep.
+static void repeat_kv(const hp_ulysses_attn *ua, float *out, const float *in) {
+    const size_t hd = (size_t)ua->hd;
+    for (size_t t = 0; t < (size_t)ua->B * ua->Su; t++)
+        for (int h = 0; h < ua->Hke; h++)
+            memcpy(out + (t * ua->Hke + h) * hd, in + (t * ua->Hkv + h / ua->rep) * hd, hd * sizeof(float));
+}
+
+// dkv (B, Su, Hkv, hd) += the sum over each head's copies, in copy order.
+static void sum_repeats(const hp_ulysses_attn *ua, float *dkv, const float *dexp) {
+    const size_t hd = (size_t)ua->hd;
+    // (ulysses_kv_grad_sum: the bug keeps the first copy's gradient only)
+    const int copies = hp_failpoint(HP_FP_ULYSSES_KV_GRAD_SUM) ? 1 : ua->rep;
+    for (size_t t = 0; t < (size_t)ua->B * ua->Su; t++)
+        for (int h = 0; h < ua->Hkv; h++) {
+            float *d = dkv + (t * ua->Hkv + h) * hd;
+            for (int c = 0; c < copies; c++) {
+                const float *s = dexp + (t * ua->Hke + (size_t)h * ua->rep + c) * hd;
+                for (size_t i = 0; i < hd; i++) d[i] += s[i];
+            }
+        }
+}
+
+void hp_ulysses_attention_forward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rotate rotate,
+                                  int load_balance, float *out, const float *q, const float *k,
+                                  const float *v, const int *pos_cp) {
+    const float *kx = k, *vx = v;
+    if (ua->rep > 1) {
+        repeat_kv(ua, ua->ke, k);
+        repeat_kv(ua, ua->ve, v);
+        kx = ua->ke;
+        vx = ua->ve;
+    }
+    heads_to_tokens(ua, comm, ua->q, q, ua->H);
+    heads_to_tokens(ua, comm, ua->k, kx, ua->Hke);
+    heads_to_tokens(ua, comm, ua->v, vx, ua->Hke);
+    hp_cp_attention_forward(comm, rotate, load_balance, ua->out, ua->lse, ua->q, ua->k, ua->v,
+                            pos_cp, ua->B, ua->Sc, ua->Hu, ua->Hkvu, ua->hd);
+    tokens_to_heads(ua, comm, out, ua->out, ua->H, 0);
+}
+
+void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rotate rotate,
+                                   int load_balance, float *dq, float *dk, float *dv,
+                                   const float *dout, const int *pos_cp) {
+    const size_t nq = (size_t)ua->B * ua->Sc * ua->Hu * ua->hd;
+    const size_t nk = (size_t)ua->B * ua->Sc * ua->Hkvu * ua->hd;
+    float *dout_g = malloc(nq * sizeof(float)), *dq_g = calloc(nq, sizeof(float));
+    float *dk_g = calloc(nk, sizeof(float)), *dv_g = calloc(nk, sizeof(float));
+    if (!dout_g || !dq_g || !dk_g || !dv_g) {
+        fprintf(stderr, "hp_ulysses_attention_backward: out of memory\n");
+        abort();
+    }
+    heads_to_tokens(ua, comm, dout_g, dout, ua->H);
+    hp_cp_attention_backward(comm, rotate, load_balance, dq_g, dk_g, dv_g, dout_g, ua->out, ua->lse,
+                             ua->q, ua->k, ua->v, pos_cp, ua->B, ua->Sc, ua->Hu, ua->Hkvu, ua->hd);
+    tokens_to_heads(ua, comm, dq, dq_g, ua->H, 1);
+    if (ua->rep > 1) {
+        tokens_to_heads(ua, comm, ua->ke, dk_g, ua->Hke, 0);
+        tokens_to_heads(ua, comm, ua->ve, dv_g, ua->Hke, 0);
+        sum_repeats(ua, dk, ua->ke);
+        sum_repeats(ua, dv, ua->ve);
+    } else {
+        tokens_to_heads(ua, comm, dk, dk_g, ua->Hke, 1);
+        tokens_to_heads(ua, comm, dv, dv_g, ua->Hke, 1);
+    }
+    free(dout_g); free(dq_g); free(dk_g); free(dv_g);
+}

@@ -44,6 +44,9 @@ add_test(NAME comm_watchdog_bad_env COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_wat
 set_tests_properties(comm_watchdog_bad_env PROPERTIES LABELS L0 TIMEOUT 30 ENVIRONMENT HP_TIMEOUT=abc)
 
 # A rank killed with SIGKILL in the middle of `hp run` (4 ranks) must end the whole job,
-# non-zero, in under 10 s; the script prints the measured time.
-add_test(NAME comm_killed_rank COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_killed_rank.sh $<TARGET_FILE:hp>)
+# non-zero, in under 10 s; the script prints the measured time. A rank frozen with SIGSTOP
+# is noticed by the watchdog alone (HP_TIMEOUT=2): its line must name the op and group.
+add_test(NAME comm_killed_rank COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_killed_rank.sh $<TARGET_FILE:hp> KILL)
 set_tests_properties(comm_killed_rank PROPERTIES LABELS L1 TIMEOUT 60)
+add_test(NAME comm_stopped_rank COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_killed_rank.sh $<TARGET_FILE:hp> STOP)
+set_tests_properties(comm_stopped_rank PROPERTIES LABELS L1 TIMEOUT 60 ENVIRONMENT HP_TIMEOUT=2)

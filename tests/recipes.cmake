@@ -102,6 +102,16 @@ hp_recipe(P10              L2 8 --model tiny-moe --dp-replicate 1 --dp-shard 2 -
 hp_recipe(C4               L2 16 --model tiny --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --pp 2 --sp --cp-rotate allgather --layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4)
 hp_recipe(C5               L2 16 --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --pp 2 --sp --ep 4 --etp 1 --cp-rotate allgather --layers 4 --pp-schedule 1f1b --pp-microbatches 2)
 
+# Ulysses (ulysses.md)
+hp_recipe(U1               L1 2 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --ulysses 2)
+hp_recipe(U2               L2 4 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --ulysses 4)
+hp_recipe(U3               L2 8 --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --ulysses 8)
+hp_recipe(U4-ag            L1 4 --model tiny --dp-replicate 1 --dp-shard 1 --cp 2 --tp 1 --ulysses 2 --cp-rotate allgather)
+hp_recipe(U4-ring          L2 4 --model tiny --dp-replicate 1 --dp-shard 1 --cp 2 --tp 1 --ulysses 2 --cp-rotate ring)
+hp_recipe(U5               L2 8 --model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --ulysses 2 --sp)
+hp_recipe(U6               L2 8 --model tiny --dp-replicate 1 --dp-shard 1 --cp 2 --tp 2 --ulysses 2 --sp --cp-rotate allgather)
+hp_recipe(U7               L2 4 --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 --ulysses 2 --ep 4 --etp 1)
+
 # Negative cases: POSIX ERE with [(] [*] [.] instead of backslashes (same text as recipes.c).
 hp_recipe_negative(neg-world 2 "world size: dp_replicate[(]1[)][*]dp_shard[(]2[)][*]cp[(]2[)][*]tp[(]2[)][*]pp[(]1[)] = 8 != 6 ranks launched"
   run --nproc 6 --tp 2 --cp 2 --dp-shard 2)

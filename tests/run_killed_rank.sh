@@ -1,13 +1,19 @@
 #!/bin/sh
-# run_killed_rank.sh - a rank killed with SIGKILL must end the whole job, fast.
-#   run_killed_rank.sh path/to/hp
+# run_killed_rank.sh - a rank killed with SIGKILL, or frozen with SIGSTOP, must end the
+# whole job, fast.
+#   run_killed_rank.sh path/to/hp [KILL|STOP]
 # Starts `hp run --model small --dp-shard 4` for far more steps than it will live, finds
 # its 4 rank processes (the descendants of hp running the same binary: hp -> mpirun ->
-# [launcher proxy] -> ranks), lets them train ~1.5 s, kills one with -9 and times how long
-# the whole job (the hp that started it) takes to end. Passes when it ends non-zero in
-# under 10 s. Prints the measured time. Cleans up whatever is left on failure.
+# [launcher proxy] -> ranks), lets them train ~1.5 s, sends one the signal and times how
+# long the whole job (the hp that started it) takes to end. Passes when it ends non-zero
+# in under 10 s. Prints the measured time. Cleans up whatever is left on failure.
+# KILL: the launcher sees the rank die. STOP: the rank lives but never answers, which
+# only the watchdog can notice: run with HP_TIMEOUT=2, and its line (naming the rank, op,
+# group and step) must be in stderr.
 hp=$1
-[ -x "$hp" ] || { echo "usage: run_killed_rank.sh path/to/hp" >&2; exit 2; }
+sig=${2:-KILL}
+[ -x "$hp" ] && { [ "$sig" = KILL ] || [ "$sig" = STOP ]; } ||
+  { echo "usage: run_killed_rank.sh path/to/hp [KILL|STOP]" >&2; exit 2; }
 real=$(readlink -f "$hp")
 tmp=$(mktemp -d) || exit 2
 "$hp" run --model small --dp-shard 4 --steps 1000000 >"$tmp/out" 2>"$tmp/err" &
@@ -40,9 +46,9 @@ done
 sleep 1.5
 all_ranks=$(ranks)
 victim=$(echo "$all_ranks" | tail -n 1)
-echo "ranks: $(echo "$all_ranks" | tr '\n' ' ')-> killing $victim with SIGKILL"
+echo "ranks: $(echo "$all_ranks" | tr '\n' ' ')-> sending SIG$sig to $victim"
 t0=$(date +%s.%N)
-kill -9 "$victim"
+kill -s "$sig" "$victim"
 i=0
 while kill -0 "$parent" 2>/dev/null && [ "$(ps -o stat= -p "$parent" | cut -c1)" != Z ]; do
   i=$((i + 1))
@@ -57,15 +63,21 @@ fi
 wait "$parent"
 rc=$?
 echo "--- last lines of stdout"; tail -n 3 "$tmp/out"; echo "--- stderr"; head -n 20 "$tmp/err"
-echo "killed rank: the job ended $secs s after the kill, exit code $rc"
+echo "SIG$sig to a rank: the job ended $secs s after the signal, exit code $rc"
 # alive = exists and is not a zombie
 alive() { kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1" | cut -c1)" != Z ]; }
 left=0
 for p in $all_ranks; do alive "$p" && left=$((left + 1)); done
+tmp_err=$(mktemp) && cp "$tmp/err" "$tmp_err"
 cleanup
 ok=1
 [ "$rc" -ne 0 ] || { echo "FAIL: exit code 0 after a killed rank"; ok=0; }
 awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || { echo "FAIL: took $secs s, limit 10 s"; ok=0; }
 [ "$left" -eq 0 ] || { echo "FAIL: $left rank processes outlived the job"; ok=0; }
+if [ "$sig" = STOP ]; then
+  grep -Eq 'hp: watchdog: rank [0-9]+ waited [0-9.]+ s in [a-z-]+ on group [a-z_]+ \(step [0-9]+\); aborting the job' "$tmp_err" ||
+    { echo "FAIL: no watchdog line in stderr"; ok=0; }
+fi
+rm -f "$tmp_err"
 [ $ok -eq 1 ] && echo PASS
 [ $ok -eq 1 ]

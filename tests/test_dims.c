@@ -178,6 +178,17 @@ static void test_negative(void) {
 
     // the order is fixed: the first violated rule is reported
     expect_fail("degree before world", mk(1, 2, 1, 0, 1, 1, 6), NULL, NULL, "degree must be >= 1");
+    // Ulysses: heads over tp*ulysses, and the kv-head rule (ulysses.md step 2)
+    {
+        hp_model_config kv6 = tiny;
+        kv6.n_heads = 12; kv6.n_kv_heads = 6;
+        hp_dims u = mk(1, 1, 1, 1, 1, 1, 0);
+        u.ulysses = 4;
+        expect_fail("ulysses 4, 6 kv heads", u, &kv6, NULL,
+                    "ulysses: the kv heads per tp rank n_kv_heads/tp = 6/1 = 6 and ulysses (4) must divide one another");
+        u.ulysses = 3;
+        expect_fail("ulysses 3, 8 heads", u, &tiny, NULL, "ulysses: tp*ulysses = 1*3 = 3 must divide n_heads (8)");
+    }
     d = mk(1, 2, 1, 2, 1, 2, 6);
     d.pp = 2;
     d.pp_schedule = HP_PP_ZBV;

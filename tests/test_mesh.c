@@ -31,18 +31,22 @@ static int n_pass = 0, n_fail = 0;
         }                                                                  \
     } while (0)
 
-static hp_dims mk(int P, int R, int S, int C, int T, int EP, int ET) {
+static hp_dims mk_u(int P, int R, int S, int U, int C, int T, int EP, int ET) {
     hp_dims d = hp_dims_default();
-    d.pp = P; d.dp_replicate = R; d.dp_shard = S; d.cp = C; d.tp = T; d.ep = EP; d.etp = ET;
+    d.pp = P; d.dp_replicate = R; d.dp_shard = S; d.ulysses = U; d.cp = C; d.tp = T; d.ep = EP; d.etp = ET;
     d.sp = T > 1;
-    d.world = P * R * S * C * T;
+    d.world = P * R * S * U * C * T;
     return d;
+}
+
+static hp_dims mk(int P, int R, int S, int C, int T, int EP, int ET) {
+    return mk_u(P, R, S, 1, C, T, EP, ET);
 }
 
 static const char *dims_str(const hp_dims *d) {
     static char buf[128];
-    snprintf(buf, sizeof buf, "P%d R%d S%d C%d T%d EP%d ET%d", d->pp, d->dp_replicate,
-             d->dp_shard, d->cp, d->tp, d->ep, d->etp);
+    snprintf(buf, sizeof buf, "P%d R%d S%d U%d C%d T%d EP%d ET%d", d->pp, d->dp_replicate,
+             d->dp_shard, d->ulysses, d->cp, d->tp, d->ep, d->etp);
     return buf;
 }
 
@@ -177,16 +181,17 @@ static int legal(int S, int C, int T, int EP, int ET) {
 
 // §3 sizes of each group kind.
 static int formula_size(const hp_dims *d, hp_group_kind g) {
-    const int P = d->pp, R = d->dp_replicate, S = d->dp_shard, C = d->cp, T = d->tp;
+    const int P = d->pp, R = d->dp_replicate, S = d->dp_shard * d->ulysses, C = d->cp, T = d->tp;
     switch (g) {
     case HP_G_WORLD: return P * R * S * C * T;
+    case HP_G_ULYSSES: return d->ulysses;
     case HP_G_PP: return P;
     case HP_G_DP_REPLICATE: return R;
-    case HP_G_DP_SHARD: return S;
+    case HP_G_DP_SHARD: return d->dp_shard;
     case HP_G_CP: return C;
     case HP_G_TP: return T;
     case HP_G_FSDP: return S * C;
-    case HP_G_BATCH: return R * S;
+    case HP_G_BATCH: return R * d->dp_shard;
     case HP_G_LOSS: return R * S * C;
     case HP_G_EP: return d->ep;
     case HP_G_ETP: return d->etp;
@@ -203,6 +208,7 @@ static int expected_index(const hp_dims *d, hp_group_kind g, int rank, const hp_
     case HP_G_PP: return c->p;
     case HP_G_DP_REPLICATE: return c->r;
     case HP_G_DP_SHARD: return c->s;
+    case HP_G_ULYSSES: return c->u;
     case HP_G_CP: return c->c;
     case HP_G_TP: return c->t;
     case HP_G_FSDP: return c->fsdp;
@@ -222,8 +228,8 @@ static int contains(const int *a, int n, int x) {
 }
 
 static void check_config(const hp_dims *d) {
-    const int W = d->world, S = d->dp_shard, C = d->cp, T = d->tp, EP = d->ep, ET = d->etp;
-    const int SCT = S * C * T;
+    const int W = d->world, S = d->dp_shard, U = d->ulysses, C = d->cp, T = d->tp, EP = d->ep, ET = d->etp;
+    const int SCT = S * U * C * T;
     const char *name = dims_str(d);
     int fails_before = n_fail;
 
@@ -234,21 +240,22 @@ static void check_config(const hp_dims *d) {
         hp_coords c;
         hp_mesh_coords(d, rank, &c);
         int inner = rank % SCT;
-        int dense = (((c.p * d->dp_replicate + c.r) * S + c.s) * C + c.c) * T + c.t;
+        int dense = ((((c.p * d->dp_replicate + c.r) * S + c.s) * U + c.u) * C + c.c) * T + c.t;
         int sparse = ((c.p * d->dp_replicate + c.r) * hp_dims_efsdp(d) + c.efsdp) * EP * ET + c.ep * ET + c.etp;
         CHECK(dense == rank && sparse == rank, "[%s] rank %d: coords do not rebuild the rank", name, rank);
-        CHECK(c.t == rank % T && c.c == (rank / T) % C && c.s == (rank / (T * C)) % S &&
-              c.r == (rank / (T * C * S)) % d->dp_replicate && c.p == rank / (T * C * S * d->dp_replicate),
+        CHECK(c.t == rank % T && c.c == (rank / T) % C && c.u == (rank / (T * C)) % U &&
+              c.s == (rank / (T * C * U)) % S && c.r == (rank / (T * C * U * S)) % d->dp_replicate &&
+              c.p == rank / (T * C * U * S * d->dp_replicate),
               "[%s] rank %d: dense coords", name, rank);
-        CHECK(inner == (c.s * C + c.c) * T + c.t, "[%s] rank %d: inner", name, rank);
+        CHECK(inner == ((c.s * U + c.u) * C + c.c) * T + c.t, "[%s] rank %d: inner", name, rank);
         if (ET == 1)
             CHECK(c.etp == 0 && c.ep == inner % EP && c.efsdp == inner / EP,
                   "[%s] rank %d: sparse coords (etp 1)", name, rank);
         else
             CHECK(c.etp == c.t && c.ep == (inner / T) % EP && c.efsdp == inner / (EP * T),
                   "[%s] rank %d: sparse coords (etp = tp)", name, rank);
-        CHECK(c.fsdp == c.s * C + c.c && c.batch == c.r * S + c.s && c.loss == c.batch * C + c.c,
-              "[%s] rank %d: flattened indices", name, rank);
+        CHECK(c.seq == c.u * C + c.c && c.fsdp == c.s * U * C + c.seq && c.batch == c.r * S + c.s &&
+              c.loss == c.batch * U * C + c.seq, "[%s] rank %d: flattened indices", name, rank);
         int in_range = dense >= 0 && dense < W && sparse >= 0 && sparse < W;
         CHECK(in_range && !seen_dense[dense] && !seen_sparse[sparse], "[%s] rank %d: coords not a bijection", name, rank);
         if (in_range) seen_dense[dense] = seen_sparse[sparse] = 1;
@@ -316,7 +323,7 @@ static void check_config(const hp_dims *d) {
         for (int i = 0; i < n_etp; i++) ok &= contains(both, n_both, etp[i]);
         CHECK(ok, "[%s] ep_etp group of %d is not the union of its ep and etp groups", name, rank);
         // the whole sparse group structure lives inside the rank's dense region (same p, r)
-        int fsdp_region = rank / (S * C * T);
+        int fsdp_region = rank / SCT;
         for (int i = 0; i < n_both; i++)
             CHECK(both[i] / SCT == fsdp_region, "[%s] ep_etp of %d leaves the S*C*T block", name, rank);
     }
@@ -329,16 +336,17 @@ static void test_exhaustive(void) {
     for (int P = 1; P <= 2; P++)
     for (int R = 1; R <= 16; R++)
     for (int S = 1; S <= 16; S++)
+    for (int U = 1; U <= 4; U++)
     for (int C = 1; C <= 16; C++)
     for (int T = 1; T <= 16; T++) {
-        int W = P * R * S * C * T;
+        int W = P * R * S * U * C * T;
         if (W > 16) continue;
         for (int EP = 1; EP <= 16; EP++)
         for (int ET = 1; ET <= 16; ET++) {
-            int is_legal = legal(S, C, T, EP, ET);
+            int is_legal = legal(S * U, C, T, EP, ET);   // EP borrows ulysses ranks like dp_shard's
             if (P == 1) {
                 // hp_dims_validate (mesh rules only) must agree with the legality rules
-                hp_dims v = mk(1, R, S, C, T, EP, ET);
+                hp_dims v = mk_u(1, R, S, U, C, T, EP, ET);
                 char err[256];
                 int rc = hp_dims_validate(&v, NULL, NULL, err, sizeof err);
                 CHECK((rc == 0) == is_legal, "validate(%s) = %d (%s), legal = %d",
@@ -348,7 +356,7 @@ static void test_exhaustive(void) {
                 n_validated++;
             }
             if (!is_legal) continue;
-            hp_dims d = mk(P, R, S, C, T, EP, ET);
+            hp_dims d = mk_u(P, R, S, U, C, T, EP, ET);
             check_config(&d);
             n_configs++;
         }

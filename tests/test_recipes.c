@@ -111,7 +111,8 @@ static void test_json_roundtrip(void) {
 static int is_row(const char *row) {
     static const char *const rows[] = { "M1", "M2", "M3", "M4", "M5", "B1", "B2", "B4", "M6", "M7",
                                         "A-EP", "S1", "S2", "S3", "C2", "C3", "GA", "P1", "P2", "P3",
-                                        "P4", "P5", "P6", "P7", "P8", "P9", "P10", "C4", "C5", NULL };
+                                        "P4", "P5", "P6", "P7", "P8", "P9", "P10", "C4", "C5", "U1", "U2",
+                                        "U3", "U4", "U5", "U6", "U7", NULL };
     for (int i = 0; rows[i]; i++)
         if (!strcmp(rows[i], row)) return 1;
     return 0;

@@ -21,7 +21,7 @@
 #define WAIT_SPIN_S         2e-3
 #define WAIT_SLEEP_MIN_NS   20000L
 #define WAIT_SLEEP_MAX_NS   1000000L
-#define WAIT_STAGGER_S      0.1
+#define WAIT_STAGGER_S      0.25
 
 static double g_timeout = 0.0;   // 0: not decided yet (setter, else HP_TIMEOUT on first use)
 static int    g_last_step = 0;

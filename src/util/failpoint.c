@@ -27,8 +27,8 @@ static int      suspended = 0;
 #define S1B   "--model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 4 --etp 1"
 // not a matrix row: MoE under plain tp (ep 1: the experts' hidden dim splits over tp)
 #define MOETP2 "--model tiny-moe --dp-replicate 1 --dp-shard 1 --cp 1 --tp 2 --no-sp"
-#define U1    "--model tiny --dp-replicate 1 --dp-shard 1 --ulysses 2 --cp 1 --tp 1"
-#define U3    "--model tiny --dp-replicate 1 --dp-shard 1 --ulysses 8 --cp 1 --tp 1"
+#define U1    TINY(1, 1, 1, 1) " --ulysses 2"
+#define U3    TINY(1, 1, 1, 1) " --ulysses 8"
 #define P1F1B TINY(1, 1, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {

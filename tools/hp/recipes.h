@@ -29,11 +29,12 @@ typedef struct hp_recipe {
     const char *extra;       // further `hp run` flags (optimiser, clipping, CP layout, pipeline
                              // schedule and microbatches, --layers), or NULL
     int P;                   // pp degree (0 or 1: no pipeline)
+    int U;                   // ulysses degree (0 or 1: none)
 } hp_recipe;
 
-// The world a recipe runs with: P*R*S*C*T (EP and ETP re-use those ranks).
+// The world a recipe runs with: P*R*S*U*C*T (EP and ETP re-use those ranks).
 static inline int hp_recipe_world(const hp_recipe *r) {
-    return (r->P > 1 ? r->P : 1) * r->R * r->S * r->C * r->T;
+    return (r->P > 1 ? r->P : 1) * r->R * r->S * (r->U > 1 ? r->U : 1) * r->C * r->T;
 }
 
 // Bad input files a negative case may need, generated at run time by hp_negative_write_files.

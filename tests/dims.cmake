@@ -41,7 +41,7 @@ hp_cli_test(cli_plan_worked_dense 0 -
   "^ +fsdp +2 x 4 +[{]0,2,4,6[}] [{]1,3,5,7[}]$"
   "^ +loss +2 x 4 +[{]0,2,4,6[}] [{]1,3,5,7[}]$"
   "^ +pp +8 x 1 +[(]size 1[)]"
-  "^ +6 +0 +0 +1 +1 +0 +3 +1 +3 "
+  "^ +6 +0 +0 +1 +0 +1 +0 +3 +1 +3 "
   "tok_embeddings[.]weight"
   -- plan --tp 2 --cp 2 --dp-shard 2)
 # §2.2 rows 1 and 2 (MoE on the same 8 ranks)

@@ -21,7 +21,9 @@
 //   hp_comm_set_timeout(30.0);       // process-wide; e.g. from `hp run --timeout 30`
 //   hp_comm_set_step(comm, step);    // the trainer, at the start of each step
 // Without the setter the timeout comes from the environment, HP_TIMEOUT=seconds, else
-// HP_COMM_DEFAULT_TIMEOUT. A killed rank is normally noticed sooner by the MPI launcher.
+// HP_COMM_DEFAULT_TIMEOUT. World rank r's deadline is the timeout + 0.25 s * (r mod 8),
+// so the first rank to fire takes the job down before the others print too. A killed rank
+// is normally noticed sooner by the MPI launcher; a frozen one only by the watchdog.
 //
 // Traffic counting (bytes, per group kind and op, on this rank; groups of size 1 count 0;
 // element size 4 for float/int, 8 for f64/i64; calls are counted even when bytes are 0):

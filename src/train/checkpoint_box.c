@@ -100,3 +100,7 @@ uint32_t hp_ck_crc32(const void *p, size_t n) {
     }
     return (uint32_t)c;
 }
+
+uint32_t hp_ck_crc32_combine(uint32_t crc_a, uint32_t crc_b, int64_t len_b) {
+    return (uint32_t)crc32_combine((uLong)crc_a, (uLong)crc_b, (z_off_t)len_b);
+}

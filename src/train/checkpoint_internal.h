@@ -105,5 +105,7 @@ int  hp_ck_index_check_coverage(const hp_ck_index *ix, int kinds, char *err, siz
 
 // zlib's CRC32 of n bytes (any n: fed to zlib in chunks of at most 1 GiB).
 uint32_t hp_ck_crc32(const void *p, size_t n);
+// The CRC32 of A followed by B, from their CRC32s (B has len_b bytes): zlib's crc32_combine.
+uint32_t hp_ck_crc32_combine(uint32_t crc_a, uint32_t crc_b, int64_t len_b);
 
 #endif

@@ -146,6 +146,9 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
     snprintf(path, sizeof path, "%s/%s", tmp, fname);
     hp_st_writer *w = hp_st_writer_init();
     cJSON *pieces = cJSON_CreateArray();
+    // each piece's CRC32 and size, in file order: the file's CRC32 is combined from them
+    uint32_t *pcrc = malloc((size_t)t->n * 3 * sizeof(uint32_t) + 1);
+    int64_t *plen = malloc((size_t)t->n * 3 * sizeof(int64_t) + 1);
     int64_t data_off = 0;   // relative to the data section, in the order added
     for (int i = 0; i < t->n; i++) {
         if (!owned[i]) continue;
@@ -168,7 +171,9 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
             cJSON_AddItemToObject(pj, "box", box_json(&b));
             cJSON_AddNumberToObject(pj, "offset", (double)data_off);   // made absolute below
             cJSON_AddNumberToObject(pj, "bytes", (double)(n * 4));
-            cJSON_AddNumberToObject(pj, "crc32", (double)hp_ck_crc32(buf, (size_t)n * 4));
+            pcrc[*n_pieces] = hp_ck_crc32(buf, (size_t)n * 4);
+            plen[*n_pieces] = n * 4;
+            cJSON_AddNumberToObject(pj, "crc32", (double)pcrc[*n_pieces]);
             cJSON_AddItemToArray(pieces, pj);
             data_off += n * 4;
             ++*n_pieces;
@@ -184,13 +189,39 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
     hp_st_writer_metadata(w, "rank", meta);
     int rc = hp_st_writer_save(w, path, err, errlen);
     hp_st_writer_free(w);
-    unsigned char *all = NULL;
+    // read back the header only: where the data starts, and the file's CRC32 = CRC32 of the
+    // header combined with the pieces' (the data was checksummed in memory, not re-read)
+    unsigned char *hdr = NULL;
     size_t len = 0;
-    const char *why = "";
-    if (rc == 0 && hp_file_read(path, &all, &len, &why) != 0) {
-        snprintf(err, errlen, "checkpoint %s: cannot read back: %s", path, why);
-        rc = -1;
+    int64_t start = 0;
+    uint32_t file_crc = 0;
+    if (rc == 0) {
+        struct stat sb;
+        unsigned char len8[8];
+        const int fd = open(path, O_RDONLY);
+        uint64_t hlen = 0;
+        int ok = fd >= 0 && fstat(fd, &sb) == 0 && pread(fd, len8, 8, 0) == 8;
+        for (int i = 0; ok && i < 8; i++) hlen |= (uint64_t)len8[i] << (8 * i);
+        ok = ok && hlen < (uint64_t)sb.st_size && (hdr = malloc((size_t)hlen + 8)) != NULL;
+        if (ok) {
+            memcpy(hdr, len8, 8);
+            ok = pread(fd, hdr + 8, (size_t)hlen, 8) == (ssize_t)hlen;
+        }
+        if (fd >= 0) close(fd);
+        len = ok ? (size_t)sb.st_size : 0;
+        start = 8 + (int64_t)hlen;
+        if (!ok || start + data_off != (int64_t)len) {
+            snprintf(err, errlen, "checkpoint %s: written %zu bytes, expected %lld", path, len,
+                     (long long)(start + data_off));
+            rc = -1;
+        } else {
+            file_crc = hp_ck_crc32(hdr, (size_t)start);
+            for (int i = 0; i < *n_pieces; i++) file_crc = hp_ck_crc32_combine(file_crc, pcrc[i], plen[i]);
+        }
     }
+    free(hdr);
+    free(pcrc);
+    free(plen);
     if (rc == 0 && kill_requested(tr->rank, tr->step)) {
         // the failpoint: this rank dies with its file half written, before the index exists
         if (truncate(path, (off_t)(len / 2)) == 0) fsync_path(path);
@@ -200,17 +231,8 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
         raise(SIGKILL);
     }
     if (rc == 0) {
-        // the data section starts after the 8-byte length and the (padded) header
-        uint64_t hlen = 0;
-        for (int i = 0; i < 8 && len >= 8; i++) hlen |= (uint64_t)all[i] << (8 * i);
-        const int64_t start = 8 + (int64_t)hlen;
-        if (len < 8 || start + data_off != (int64_t)len) {
-            snprintf(err, errlen, "checkpoint %s: written %zu bytes, expected %lld", path, len,
-                     (long long)(start + data_off));
-            rc = -1;
-        }
         cJSON *pj;
-        cJSON_ArrayForEach(pj, pieces) {
+        cJSON_ArrayForEach(pj, pieces) {   // offsets made absolute: after the header
             cJSON *o = cJSON_GetObjectItemCaseSensitive(pj, "offset");
             cJSON_SetNumberValue(o, o->valuedouble + (double)start);
         }
@@ -224,14 +246,13 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
         cJSON_AddStringToObject(e, "file", fname);
         cJSON_AddNumberToObject(e, "rank", tr->rank);
         cJSON_AddNumberToObject(e, "bytes", (double)len);
-        cJSON_AddNumberToObject(e, "crc32", (double)hp_ck_crc32(all, len));
+        cJSON_AddNumberToObject(e, "crc32", (double)file_crc);
         cJSON_AddItemToObject(e, "pieces", pieces);
         pieces = NULL;
         *entry = e;
         *bytes = (int64_t)len;
     }
     cJSON_Delete(pieces);
-    free(all);
     return rc;
 }
 

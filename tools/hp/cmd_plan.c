@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "hyperpar/ulysses.h"
 #include "hyperpar/mesh.h"
 #include "hyperpar/params.h"
 #include "plan_tool.h"
@@ -151,14 +152,23 @@ int hp_cmd_plan(int argc, char **argv) {
     printf("\n");
 
     printf("\ndegrees\n");
+    if (d.ulysses > 1) printf("  ulysses %d (mesh axis between dp_shard and cp)\n", d.ulysses);
     printf("  dp_replicate %d   dp_shard %d   cp %d   tp %d   pp %d   ep %d   etp %d   sp %s\n",
            R, S, C, T, d.pp, d.ep, d.etp, d.sp ? "on" : "off");
     printf("derived\n");
-    printf("  %-46s %d\n", "fsdp   = dp_shard*cp", hp_dims_fsdp(&d));
-    printf("  %-46s %d\n", "efsdp  = dp_shard*cp*tp/(ep*etp)", hp_dims_efsdp(&d));
+    printf("  %-46s %d\n", "fsdp   = dp_shard*ulysses*cp", hp_dims_fsdp(&d));
+    printf("  %-46s %d\n", "efsdp  = dp_shard*ulysses*cp*tp/(ep*etp)", hp_dims_efsdp(&d));
     printf("  %-46s %d   (%d sequences per data shard)\n", "batch  = dp_replicate*dp_shard",
            hp_dims_batch(&d), run->batch / hp_dims_batch(&d));
-    printf("  %-46s %d\n", "loss   = dp_replicate*dp_shard*cp", hp_dims_loss(&d));
+    printf("  %-46s %d\n", "loss   = dp_replicate*dp_shard*ulysses*cp", hp_dims_loss(&d));
+    if (d.ulysses > 1) {
+        const int kv_t = m->n_kv_heads / d.tp, U = d.ulysses;
+        printf("  %-46s %d of %d (tp-local), %d tokens each around it\n",
+               "ulysses: query heads per rank in attention", m->n_heads / (d.tp * U),
+               m->n_heads / d.tp, run->seq_len / C);
+        printf("  %-46s %d per tp rank; kv replication factor %d -> %d per ulysses rank\n",
+               "ulysses: kv heads", kv_t, hp_ulysses_kv_repeat(kv_t, U), hp_ulysses_kv_heads(kv_t, U));
+    }
     printf("  %-46s %d   (%d tokens per cp rank)\n", "seq_len divisor = tp*(2*cp when cp > 1)",
            hp_dims_seq_len_divisor(&d), run->seq_len / C);
     printf("  %-46s %d\n", "expert tp (ways each expert's hidden splits)", hp_dims_expert_tp(&d));
@@ -170,19 +180,20 @@ int hp_cmd_plan(int argc, char **argv) {
            yes(C > 1), yes(T > 1), yes(d.sp), yes(d.pp > 1), yes(d.ep > 1), yes(d.etp > 1));
 
     printf("\nmesh (row-major, last axis innermost)\n");
-    printf("  dense   [pp, dp_replicate, dp_shard, cp, tp] = [%d, %d, %d, %d, %d]\n", d.pp, R, S, C, T);
+    printf("  dense   [pp, dp_replicate, dp_shard, ulysses, cp, tp] = [%d, %d, %d, %d, %d, %d]\n",
+           d.pp, R, S, d.ulysses, C, T);
     printf("  sparse  [pp, dp_replicate, efsdp, ep, etp]   = [%d, %d, %d, %d, %d]\n", d.pp, R,
            hp_dims_efsdp(&d), d.ep, d.etp);
     hp_plan_print_pipeline(stdout, &d, m->n_layers, hp_run_microbatches(&cli.run));
 
     const int full = W <= HP_PLAN_SUMMARY_WORLD || cli.plan_ranks;
-    printf("\nranks\n  %4s  %3s %3s %3s %3s %3s   %5s %5s %5s   %5s %3s %3s\n",
-           "rank", "p", "r", "s", "c", "t", "fsdp", "batch", "loss", "efsdp", "ep", "etp");
+    printf("\nranks\n  %4s  %3s %3s %3s %3s %3s %3s   %5s %5s %5s   %5s %3s %3s\n",
+           "rank", "p", "r", "s", "u", "c", "t", "fsdp", "batch", "loss", "efsdp", "ep", "etp");
     for (int rank = 0; rank < W && (cli.plan_ranks || rank < (full ? MAX_RANK_ROWS : 8)); rank++) {
         hp_coords co;
         hp_mesh_coords(&d, rank, &co);
-        printf("  %4d  %3d %3d %3d %3d %3d   %5d %5d %5d   %5d %3d %3d\n", rank, co.p, co.r, co.s,
-               co.c, co.t, co.fsdp, co.batch, co.loss, co.efsdp, co.ep, co.etp);
+        printf("  %4d  %3d %3d %3d %3d %3d %3d   %5d %5d %5d   %5d %3d %3d\n", rank, co.p, co.r, co.s,
+               co.u, co.c, co.t, co.fsdp, co.batch, co.loss, co.efsdp, co.ep, co.etp);
     }
     if (!cli.plan_ranks && W > (full ? MAX_RANK_ROWS : 8))
         printf("  ... (%d ranks in all; --ranks prints every one, --rank K one rank's shapes)\n", W);

@@ -1,0 +1,139 @@
+// test_ulysses.c - the Ulysses attention core alone (ulysses.h) against plain causal attention
+// over the whole sequence, under mpirun. Every rank builds the same full q/k/v/dout (S = 64,
+// H = 8, Hkv = 2 and 4), computes the reference with one kernel call, takes its own tokens
+// (cp head-tail first, then its ulysses part) and runs the Ulysses version: out, dq, dk, dv
+// must be within 1e-5 relative (Frobenius, over all ranks). Also: the bytes on the ulysses
+// group equal docs/traffic.md's formula, and kv repetition (Hkv < U) sums the copies' grads.
+//   mpirun -np U test_ulysses            ulysses = U = world (2, 4, 8)
+//   mpirun -np 4 test_ulysses 2x2        ulysses 2 x cp 2 (both rotate methods)
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/comm.h"
+#include "hyperpar/cp.h"
+#include "hyperpar/kernels.h"
+#include "hyperpar/rng.h"
+#include "hyperpar/ulysses.h"
+
+enum { S = 64, B = 2, H = 8, HD = 8 };
+#define TOL 1e-5
+#define DINIT 0.25f   // grads start here: the backward must add, not overwrite
+
+static int passed, failed, world_rank;
+#define CHECK(cond, ...) do { if (cond) passed++; else { failed++; \
+    printf("FAIL rank %d %s:%d: ", world_rank, __FILE__, __LINE__); printf(__VA_ARGS__); \
+    printf("\n"); fflush(stdout); } } while (0)
+
+static float *alloc(size_t n) {
+    float *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) { fprintf(stderr, "test_ulysses: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    return p;
+}
+
+static void fill(float *x, size_t n, uint64_t stream) {
+    for (size_t i = 0; i < n; i++) x[i] = hp_rng_normal(4321, stream, i);
+}
+
+// dst (B, n, w) = rows pos of src (B, S, w)
+static void take_rows(float *dst, const float *src, const int *pos, int n, int w) {
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < n; j++)
+            memcpy(dst + ((size_t)b * n + j) * w, src + ((size_t)b * S + pos[j]) * w, (size_t)w * sizeof *dst);
+}
+
+static double rel_err(const float *got, const float *want, float add, size_t n) {
+    double e[2] = { 0, 0 };
+    for (size_t i = 0; i < n; i++) {
+        const double w = (double)want[i] + add, d = (double)got[i] - w;
+        e[0] += d * d; e[1] += w * w;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, e, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return e[1] > 0 ? sqrt(e[0] / e[1]) : sqrt(e[0]);
+}
+
+static void run_case(int U, int C, int Hkv, hp_cp_rotate rotate) {
+    hp_dims d = hp_dims_default();
+    d.ulysses = U; d.cp = C; d.dp_shard = 1; d.world = U * C;
+    char err[256];
+    if (hp_dims_validate(&d, NULL, NULL, err, sizeof err) != 0) { CHECK(0, "dims: %s", err); return; }
+    hp_comm *comm = hp_comm_init(MPI_COMM_WORLD, &d, 1);
+    const hp_coords *co = hp_comm_coords(comm);
+    const size_t nq = (size_t)B * S * H * HD, nk = (size_t)B * S * Hkv * HD;
+    float *q = alloc(nq), *k = alloc(nk), *v = alloc(nk), *dout = alloc(nq);
+    fill(q, nq, 1); fill(k, nk, 2); fill(v, nk, 3); fill(dout, nq, 4);
+    // the reference: causal attention over all S positions in one call
+    int pos_all[S];
+    for (int i = 0; i < S; i++) pos_all[i] = i;
+    float *out = alloc(nq), *lse = alloc((size_t)B * S * H), *dq = alloc(nq), *dk = alloc(nk), *dv = alloc(nk);
+    for (size_t i = 0; i < (size_t)B * S * H; i++) lse[i] = -INFINITY;
+    hp_attention_forward(out, lse, q, k, v, pos_all, pos_all, B, S, S, H, Hkv, HD, 0, S, 0, S);
+    hp_attention_backward(dq, dk, dv, dout, out, lse, q, k, v, pos_all, pos_all, B, S, S, H, Hkv, HD, 0, S, 0, S);
+    // this rank's tokens
+    const int Sc = S / C, Su = Sc / U;
+    int pos_cp[S], pos[S];
+    hp_cp_positions(pos_cp, S, C, co->c, 1);
+    hp_seq_positions(pos, S, C, co->c, U, co->u, 1);
+    float *ql = alloc((size_t)B * Su * H * HD), *kl = alloc((size_t)B * Su * Hkv * HD), *vl = alloc((size_t)B * Su * Hkv * HD);
+    float *dl = alloc((size_t)B * Su * H * HD), *ol = alloc((size_t)B * Su * H * HD);
+    float *dql = alloc((size_t)B * Su * H * HD), *dkl = alloc((size_t)B * Su * Hkv * HD), *dvl = alloc((size_t)B * Su * Hkv * HD);
+    take_rows(ql, q, pos, Su, H * HD); take_rows(kl, k, pos, Su, Hkv * HD);
+    take_rows(vl, v, pos, Su, Hkv * HD); take_rows(dl, dout, pos, Su, H * HD);
+    for (size_t i = 0; i < (size_t)B * Su * H * HD; i++) dql[i] = DINIT;
+    for (size_t i = 0; i < (size_t)B * Su * Hkv * HD; i++) dkl[i] = dvl[i] = DINIT;
+    hp_ulysses_attn *ua = hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C);
+    CHECK(ua != NULL, "init U %d Hkv %d", U, Hkv);
+    if (!ua) return;
+    hp_comm_reset_stats(comm);
+    hp_ulysses_attention_forward(ua, comm, rotate, 1, ol, ql, kl, vl, pos_cp);
+    const uint64_t fwd_bytes = hp_comm_bytes(comm, HP_G_ULYSSES, HP_OP_ALLTOALL);
+    hp_ulysses_attention_backward(ua, comm, rotate, 1, dql, dkl, dvl, dl, pos_cp);
+    const uint64_t all_bytes = hp_comm_bytes(comm, HP_G_ULYSSES, HP_OP_ALLTOALL);
+    // the expected rows
+    float *ow = alloc((size_t)B * Su * H * HD), *dqw = alloc((size_t)B * Su * H * HD);
+    float *dkw = alloc((size_t)B * Su * Hkv * HD), *dvw = alloc((size_t)B * Su * Hkv * HD);
+    take_rows(ow, out, pos, Su, H * HD); take_rows(dqw, dq, pos, Su, H * HD);
+    take_rows(dkw, dk, pos, Su, Hkv * HD); take_rows(dvw, dv, pos, Su, Hkv * HD);
+    const double e_out = rel_err(ol, ow, 0, (size_t)B * Su * H * HD);
+    const double e_dq = rel_err(dql, dqw, DINIT, (size_t)B * Su * H * HD);
+    const double e_dk = rel_err(dkl, dkw, DINIT, (size_t)B * Su * Hkv * HD);
+    const double e_dv = rel_err(dvl, dvw, DINIT, (size_t)B * Su * Hkv * HD);
+    const char *rot = rotate == HP_ROTATE_RING ? "ring" : "allgather";
+    CHECK(e_out <= TOL && e_dq <= TOL && e_dk <= TOL && e_dv <= TOL,
+          "U %d C %d Hkv %d %s: out %.2e dq %.2e dk %.2e dv %.2e", U, C, Hkv, rot, e_out, e_dq, e_dk, e_dv);
+    // traffic: each exchange sends (U-1)/U of its buffer; q-sized and kv-sized (after repetition)
+    const uint64_t q_n = (uint64_t)B * Su * H * HD, kv_n = (uint64_t)B * Su * (Hkv > U ? Hkv : U) * HD;
+    const uint64_t want_fwd = (2 * q_n + 2 * kv_n) / U * (U - 1) * 4;
+    CHECK(fwd_bytes == want_fwd && all_bytes == 2 * want_fwd, "U %d Hkv %d: ulysses bytes %llu / %llu, want %llu / %llu",
+          U, Hkv, (unsigned long long)fwd_bytes, (unsigned long long)all_bytes,
+          (unsigned long long)want_fwd, (unsigned long long)(2 * want_fwd));
+    if (world_rank == 0)
+        printf("U %d x C %d, Hkv %d (kv repeated x%d), %-9s: out %.2e dq %.2e dk %.2e dv %.2e\n", U, C, Hkv,
+               hp_ulysses_kv_repeat(Hkv, U), rot, e_out, e_dq, e_dk, e_dv);
+    hp_ulysses_attn_free(ua);
+    free(q); free(k); free(v); free(dout); free(out); free(lse); free(dq); free(dk); free(dv);
+    free(ql); free(kl); free(vl); free(dl); free(ol); free(dql); free(dkl); free(dvl);
+    free(ow); free(dqw); free(dkw); free(dvw);
+    hp_comm_free(comm);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int world;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    const int two_d = argc > 1 && !strcmp(argv[1], "2x2");
+    for (int Hkv = 2; Hkv <= 4; Hkv += 2) {
+        if (two_d) {
+            run_case(2, 2, Hkv, HP_ROTATE_ALLGATHER);
+            run_case(2, 2, Hkv, HP_ROTATE_RING);
+        } else {
+            run_case(world, 1, Hkv, HP_ROTATE_ALLGATHER);
+        }
+    }
+    int f = failed;
+    MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (world_rank == 0) printf("test_ulysses: %d passed, %d failed\n", passed, f);
+    MPI_Finalize();
+    return f ? 1 : 0;
+}

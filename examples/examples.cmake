@@ -1,6 +1,6 @@
 # examples.cmake - builds every example program (example_<folder>) on the public API and runs
 # each folder's run.sh as a CTest, labelled with the level of the recipes it covers (seed §8):
-# 01 L0, 02 L1, 03 L1, 04 L1, 05 L2, 06 L2, negative_tests L0. run.sh finds the binaries
+# 01 L0, 02 L1, 03 L1, 04 L1, 05 L2, 06 L2, 07 L1, 08 L1, negative_tests L0. run.sh finds the binaries
 # through BUILD_DIR, which the test passes in.
 set(HP_EXAMPLES_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_library(hp_example_common STATIC ${HP_EXAMPLES_DIR}/_common/example_common.c)
@@ -13,7 +13,9 @@ set(HP_EXAMPLE_LEVELS
   03_mini_transformer_fsdp_tp L1
   04_transformer_fsdp_cp L1
   05_moe_ep_fsdp L2
-  06_moe_ep_tp_etp L2)
+  06_moe_ep_tp_etp L2
+  07_ulysses_cp L1
+  08_pipeline L1)
 list(LENGTH HP_EXAMPLE_LEVELS n)
 math(EXPR last "${n} - 1")
 foreach(i RANGE 0 ${last} 2)

@@ -4,7 +4,7 @@ add_executable(test_comm ${CMAKE_CURRENT_LIST_DIR}/test_comm.c)
 target_link_libraries(test_comm PRIVATE hyperpar)
 foreach(np 1 2 4 8)
   add_test(NAME comm_np${np} COMMAND ${HP_MPIEXEC} -np ${np} $<TARGET_FILE:test_comm>)
-  set_tests_properties(comm_np${np} PROPERTIES LABELS L0 TIMEOUT 60)
+  set_tests_properties(comm_np${np} PROPERTIES LABELS L0 TIMEOUT 120)
 endforeach()
 
 string(REPLACE ";" " " HP_COMM_MPIEXEC_STR "${HP_MPIEXEC}")

@@ -104,3 +104,26 @@ uint32_t hp_ck_crc32(const void *p, size_t n) {
 uint32_t hp_ck_crc32_combine(uint32_t crc_a, uint32_t crc_b, int64_t len_b) {
     return (uint32_t)crc32_combine((uLong)crc_a, (uLong)crc_b, (z_off_t)len_b);
 }
+
+void hp_ck_owned(const hp_model_config *m, const hp_dims *d, int rank, const hp_param_table *t,
+                 int *owned) {
+    for (int i = 0; i < t->n; i++) {
+        hp_box b;
+        int64_t o[3], dm[3];
+        hp_ck_shard_box(&t->p[i], &b, o, dm);
+        owned[i] = hp_box_numel(&b) > 0;
+    }
+    for (int r = 0; r < rank; r++) {
+        hp_param_table lower;
+        if (hp_params_build(&lower, m, d, r) != 0) continue;
+        for (int i = 0; i < t->n; i++) {
+            if (!owned[i]) continue;
+            hp_box mine, theirs;
+            int64_t o[3], dm[3];
+            hp_ck_shard_box(&t->p[i], &mine, o, dm);
+            hp_ck_shard_box(&lower.p[i], &theirs, o, dm);
+            if (hp_box_equal(&mine, &theirs)) owned[i] = 0;
+        }
+        hp_params_free(&lower);
+    }
+}

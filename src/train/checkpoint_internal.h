@@ -40,6 +40,12 @@ void    hp_ck_piece_key(char *buf, size_t n, hp_ck_kind kind, const char *tensor
 void hp_ck_shard_box(const hp_param *p, hp_box *box, int64_t origin[HP_CKPT_MAXDIM],
                      int64_t dims[HP_CKPT_MAXDIM]);
 
+// owned[i] = 1 when `rank` writes its piece of parameter i (t: rank's table): its box is not
+// empty and no lower rank of the layout holds the same box (replicas over dp_replicate, norms
+// replicated over tp). Pure: it builds the lower ranks' tables.
+void hp_ck_owned(const hp_model_config *m, const hp_dims *d, int rank, const hp_param_table *t,
+                 int *owned);
+
 // Copies the region (inside both arrays) from src to dst. An array is row-major with dims
 // dims, its element 0 at full-tensor coordinates origin.
 void hp_box_copy(const hp_box *region, const float *src, const int64_t *src_origin,

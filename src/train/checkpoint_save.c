@@ -81,30 +81,6 @@ static int agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen)
     return -1;
 }
 
-// 1 when this rank writes piece i: no lower rank holds the same (non-empty) box.
-static void owned_pieces(const hp_trainer *tr, int *owned) {
-    const hp_param_table *t = &tr->pt;
-    for (int i = 0; i < t->n; i++) {
-        hp_box b;
-        int64_t o[3], d[3];
-        hp_ck_shard_box(&t->p[i], &b, o, d);
-        owned[i] = hp_box_numel(&b) > 0;
-    }
-    for (int r = 0; r < tr->rank; r++) {
-        hp_param_table lower;
-        if (hp_params_build(&lower, &tr->m, &tr->d, r) != 0) continue;
-        for (int i = 0; i < t->n; i++) {
-            if (!owned[i]) continue;
-            hp_box mine, theirs;
-            int64_t o[3], d[3];
-            hp_ck_shard_box(&t->p[i], &mine, o, d);
-            hp_ck_shard_box(&lower.p[i], &theirs, o, d);
-            if (hp_box_equal(&mine, &theirs)) owned[i] = 0;
-        }
-        hp_params_free(&lower);
-    }
-}
-
 // HP_CKPT_KILL_RANK=R [HP_CKPT_KILL_STEP=K]: rank R dies in the save of step K (default: in
 // this process's second save, so that a first complete checkpoint exists).
 static int kill_requested(int rank, int step) {
@@ -136,7 +112,7 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
     const int kinds = tr->rc.optimizer == HP_OPT_ADAMW ? 3 : 1;
     float *const state[3] = { tr->p_shard, tr->m_shard, tr->v_shard };
     int *owned = calloc((size_t)t->n + 1, sizeof(int));
-    owned_pieces(tr, owned);
+    hp_ck_owned(&tr->m, &tr->d, tr->rank, t, owned);
     int any = 0;
     for (int i = 0; i < t->n; i++) any |= owned[i];
     if (!any) { free(owned); return 0; }

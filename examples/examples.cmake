@@ -26,11 +26,11 @@ foreach(i RANGE 0 ${last} 2)
   target_link_libraries(example_${ex} PRIVATE hp_example_common)
   add_test(NAME example_${ex} COMMAND sh ${HP_EXAMPLES_DIR}/${ex}/run.sh)
   set_tests_properties(example_${ex} PROPERTIES LABELS ${level} TIMEOUT 120 PROCESSORS 2
-                       ENVIRONMENT "BUILD_DIR=$<TARGET_FILE_DIR:example_${ex}>"
+                       ENVIRONMENT "BUILD_DIR=$<TARGET_FILE_DIR:example_${ex}>;MPIRUN=${MPIEXEC_EXECUTABLE}"
                        FAIL_REGULAR_EXPRESSION "FAIL")
 endforeach()
 
 # every negative case refused, nothing left running: alone, so its process count is its own
 add_test(NAME example_negative_tests COMMAND sh ${HP_EXAMPLES_DIR}/negative_tests/run.sh)
 set_tests_properties(example_negative_tests PROPERTIES LABELS L0 TIMEOUT 180 RUN_SERIAL ON
-                     ENVIRONMENT "BUILD_DIR=$<TARGET_FILE_DIR:hp>")
+                     ENVIRONMENT "BUILD_DIR=$<TARGET_FILE_DIR:hp>;MPIRUN=${MPIEXEC_EXECUTABLE}")

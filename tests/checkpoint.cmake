@@ -50,3 +50,10 @@ add_test(NAME ckpt_corrupt_under_mpirun
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_corrupt.sh $<TARGET_FILE:hp> ${HP_CKPT_DIR}/corrupt
                  ${HP_MPIEXEC})
 set_tests_properties(ckpt_corrupt_under_mpirun PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 4)
+# the box arithmetic alone (no MPI, no files): owned pieces tile every tensor for 15 layouts,
+# and every (save, load) pair of layouts of a model rebuilds every rank's shard exactly
+add_executable(test_checkpoint_boxes tests/checkpoint/test_checkpoint_boxes.c)
+target_include_directories(test_checkpoint_boxes PRIVATE src ${CJSON_INCLUDE_DIR})
+target_link_libraries(test_checkpoint_boxes PRIVATE hyperpar)
+add_test(NAME ckpt_boxes COMMAND test_checkpoint_boxes)
+set_tests_properties(ckpt_boxes PROPERTIES LABELS L0 TIMEOUT 120)

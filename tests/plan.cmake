@@ -39,3 +39,7 @@ hp_cli_test(plan_search_none_fit 1
 # every rank and every group of a 16384-rank world (--ranks): a few MB of text
 hp_cli_test(plan_world_16k_ranks 0 - "^  16383 " "F:,16383}" -- plan --nproc 16384 --batch 16384 --ranks)
 set_tests_properties(plan_world_16k_ranks PROPERTIES LABELS L1)
+# measured against predicted: hp bench --memory's allocated persistent and working bytes per rank
+# at dp_shard 1, 2, 4 (under mpirun) equal hp plan's, rank by rank
+add_test(NAME plan_vs_bench_memory COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_plan_vs_bench.sh $<TARGET_FILE:hp> small)
+set_tests_properties(plan_vs_bench_memory PROPERTIES LABELS L1 TIMEOUT 300)

@@ -189,3 +189,8 @@ foreach(case
   add_test(NAME recipes_${name} COMMAND sh ${HP_RECIPES_EXPECT} 2 "${regex}" -- $<TARGET_FILE:hp> matrix ${args})
   set_tests_properties(recipes_${name} PROPERTIES LABELS L0 TIMEOUT 30 ENVIRONMENT "HP_EXPECT_ONE_LINE=1")
 endforeach()
+
+# README.md's recipe table is generated from the library's list and must not drift
+add_test(NAME readme_recipes_table
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_readme_table.sh $<TARGET_FILE:hp> ${CMAKE_SOURCE_DIR}/README.md)
+set_tests_properties(readme_recipes_table PROPERTIES LABELS L0 TIMEOUT 30)

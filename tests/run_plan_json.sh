@@ -21,6 +21,7 @@ for k in ("persistent_bytes", "peak_bytes", "params_bytes", "grads_bytes", "opti
 m = j["memory"]
 assert m["persistent_bytes"] == m["params_bytes"] + m["grads_bytes"] + m["optimizer_bytes"]
 assert m["peak_bytes"] > m["persistent_bytes"]
+assert j["worst_rank"]["peak_bytes"] >= m["peak_bytes"] and 0 <= j["worst_rank"]["rank"] < j["world"]
 # the text report prints the same numbers
 assert re.search(r"params_total [0-9,]+ \(%d\)" % j["params_total"], text), "params_total in the text"
 assert re.search(r"persistent +%d B" % m["persistent_bytes"], text), "persistent in the text"
@@ -45,6 +46,13 @@ assert j["traffic"]["ep"]["all_to_all"] > 0 and "efsdp" in j["traffic"]
 assert j["memory"]["activation_uniform_bytes"] < j["memory"]["activation_bytes"]
 t = j["time_model"]
 assert t["hw"] == "h100" and 0 < t["mfu_serial"] < t["mfu_overlap"] <= 1'
+# pp: the activations are the schedule's microbatches in flight; pp rank 0 is the worst under 1f1b
+"$hp" plan --model tiny --layers 8 --pp 4 --pp-microbatches 8 --rank 3 --memory --json "$tmp/pp.json" >"$tmp/pp.txt" ||
+  { echo "FAIL: hp plan pp exit $?"; exit 1; }
+check pp "$tmp/pp.json" "$tmp/pp.txt" '
+assert j["memory"]["pp_in_flight"] == 1 and j["rank"] == 3
+assert j["worst_rank"]["rank"] == 0 and j["worst_rank"]["peak_bytes"] > j["memory"]["peak_bytes"]
+assert "pp" in j["traffic"]'
 # '-' = stdout: the JSON follows the text report
 "$hp" plan --model tiny --json - >"$tmp/stdout.txt" || { echo "FAIL: --json - exit $?"; exit 1; }
 sed -n '/^{/,$p' "$tmp/stdout.txt" >"$tmp/stdout.json"

@@ -218,9 +218,21 @@ static void test_traffic_and_flops(void) {
     hp_plan_flops f;
     hp_plan_flops_predict(&m, &d, &rc, &f);
     const int64_t active = 256 * 64 + 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128);
-    const double fwd = 2.0 * active + 2 * 2.0 * 32 * 64;
+    const double fwd = 2.0 * active + 2 * 2.0 * 33 * 64;
     CHECK(f.params_active == active && f.per_token_fwd == fwd && f.step_total == 3 * fwd * 8 * 32 &&
           f.per_rank == f.step_total / 16, "FLOPs of tiny by hand");
+    // bench/README.md counts model bench at B 4 x S 512 by hand: P = 27.39 M active,
+    // 336.6 GFLOP of matmuls + 25.8 GFLOP of attention = 362.4 GFLOP a step
+    hp_model_config mb;
+    hp_model_config_by_name("bench", &mb);
+    hp_run_config rb = rc;
+    rb.seq_len = 512;
+    rb.batch = 4;
+    hp_dims d1 = layout(1, 1, 1, 1, 1, 1, &mb, &rb);
+    hp_plan_flops fb;
+    hp_plan_flops_predict(&mb, &d1, &rb, &fb);
+    CHECK(fb.params_active == 27394048 && fb.step_total > 362.35e9 && fb.step_total < 362.45e9,
+          "bench B4 x S512: %.4g FLOP a step, bench/README.md says 362.4 G", fb.step_total);
     hp_plan_hw hw;
     CHECK(hp_plan_hw_by_name("h100", &hw) == 0 && hw.ranks_per_node == 8 && hp_plan_hw_by_name("tpu", &hw) == -1,
           "hardware names");

@@ -6,6 +6,4 @@ R=1 S=1 C=1 P=1
 T=${T:-2}
 NPROC=$((R * S * C * T * P))          # N = R*S*C*T*P = 1*1*1*2*1 = 2
 ex_need example_02_mlp_seq_parallel
-set -x
-exec "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 \
-  -np "$NPROC" "$BUILD_DIR/example_02_mlp_seq_parallel" --tp "$T"
+ex_launch "$NPROC" "$BUILD_DIR/example_02_mlp_seq_parallel" --tp "$T"

@@ -17,6 +17,4 @@ esac
 [ "$T" -gt 1 ] || SP=
 NPROC=$((R * S * C * T * P))          # B2: N = R*S*C*T*P = 1*2*1*2*1 = 4
 ex_need example_03_mini_transformer_fsdp_tp
-set -x
-exec "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 \
-  -np "$NPROC" "$BUILD_DIR/example_03_mini_transformer_fsdp_tp" --dp-replicate "$R" --dp-shard "$S" --cp "$C" --tp "$T" $SP
+ex_launch "$NPROC" "$BUILD_DIR/example_03_mini_transformer_fsdp_tp" --dp-replicate "$R" --dp-shard "$S" --cp "$C" --tp "$T" $SP

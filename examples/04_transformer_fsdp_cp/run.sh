@@ -8,6 +8,4 @@ S=${S:-2}
 ROTATE=${ROTATE:-allgather}
 NPROC=$((R * S * C * T * P))          # N = R*S*C*T*P = 1*2*2*1*1 = 4
 ex_need example_04_transformer_fsdp_cp
-set -x
-exec "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 \
-  -np "$NPROC" "$BUILD_DIR/example_04_transformer_fsdp_cp" --dp-replicate "$R" --dp-shard "$S" --cp "$C" --tp "$T" --cp-rotate "$ROTATE"
+ex_launch "$NPROC" "$BUILD_DIR/example_04_transformer_fsdp_cp" --dp-replicate "$R" --dp-shard "$S" --cp "$C" --tp "$T" --cp-rotate "$ROTATE"

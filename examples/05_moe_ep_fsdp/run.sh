@@ -14,6 +14,4 @@ NPROC=$((R * S * C * T * P))          # S1: N = 1*4*1*1*1 = 4; EP re-uses those 
 EFSDP=$((S * C * T / (EP * ET)))      # experts are sharded over efsdp = S*C*T/(EP*ET)
 echo "NPROC=$NPROC efsdp=$EFSDP"
 ex_need example_05_moe_ep_fsdp
-set -x
-exec "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 \
-  -np "$NPROC" "$BUILD_DIR/example_05_moe_ep_fsdp" --dp-replicate "$R" --dp-shard "$S" --cp "$C" --tp "$T" --ep "$EP" --etp "$ET" --dispatcher "$DISPATCH"
+ex_launch "$NPROC" "$BUILD_DIR/example_05_moe_ep_fsdp" --dp-replicate "$R" --dp-shard "$S" --cp "$C" --tp "$T" --ep "$EP" --etp "$ET" --dispatcher "$DISPATCH"

@@ -15,6 +15,4 @@ NPROC=$((R * S * C * T * P))          # S2: N = 1*2*1*2*1 = 4
 EFSDP=$((S * C * T / (EP * ET)))      # S2: efsdp = 2*1*2/(2*2) = 1
 echo "NPROC=$NPROC efsdp=$EFSDP"
 ex_need example_06_moe_ep_tp_etp
-set -x
-exec "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 \
-  -np "$NPROC" "$BUILD_DIR/example_06_moe_ep_tp_etp" --dp-replicate "$R" --dp-shard "$S" --cp "$C" --tp "$T" --sp --ep "$EP" --etp "$ET"
+ex_launch "$NPROC" "$BUILD_DIR/example_06_moe_ep_tp_etp" --dp-replicate "$R" --dp-shard "$S" --cp "$C" --tp "$T" --sp --ep "$EP" --etp "$ET"

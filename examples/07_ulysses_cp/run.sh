@@ -5,6 +5,4 @@
 U=${U:-2} C=${C:-2}
 NPROC=$((U * C))                       # N = U*C (dp_shard = 1) = 2*2 = 4
 ex_need example_07_ulysses_cp
-set -x
-exec "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 \
-  -np "$NPROC" "$BUILD_DIR/example_07_ulysses_cp" "$U" "$C"
+ex_launch "$NPROC" "$BUILD_DIR/example_07_ulysses_cp" "$U" "$C"

@@ -5,6 +5,4 @@
 P=${P:-2} SCHEDULE=${SCHEDULE:-1f1b} M=${M:-4}
 NPROC=$P                               # N = P (every other degree 1) = 2
 ex_need example_08_pipeline
-set -x
-exec "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 \
-  -np "$NPROC" "$BUILD_DIR/example_08_pipeline" "$SCHEDULE" "$M"
+ex_launch "$NPROC" "$BUILD_DIR/example_08_pipeline" "$SCHEDULE" "$M"

@@ -42,8 +42,12 @@ done <"$tmp/list"
 expect_refused() {  # NAME NPROC REGEX BINARY ARGS...
   name=$1 np=$2 regex=$3 bin=$4; shift 4
   ex_need "$bin"
-  timeout 60 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
-    "$BUILD_DIR/$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  if "$MPIRUN" --version 2>&1 | grep -qi -e hydra -e mpich; then   # MPICH's Hydra
+    timeout 60 "$MPIRUN" -n "$np" -bind-to none "$BUILD_DIR/$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  else
+    timeout 60 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
+      "$BUILD_DIR/$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  fi
   rc=$?
   n=$(grep -Ec -- "$regex" "$tmp/err")
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$n" -eq 1 ]; then

@@ -66,8 +66,8 @@ void hp_plan_traffic_predict(const hp_model_config *m, const hp_dims *d, const h
 double hp_plan_wire_bytes(hp_op_kind op, uint64_t logical, int group_size);
 
 // FLOPs of one training step (forward + backward = 3x forward), the whole job and per rank:
-// 2 per multiply-add of every matmul (the top-k experts only) and causal attention
-// 2*S*(H*hd) per token per layer for QK^T and for PV each, halved by the causal mask.
+// 2 per multiply-add of every matmul (the top-k experts only) and causal attention: QK^T and
+// PV over (S+1)/2 keys on average, 2*(S+1)*(H*hd) per token per layer (bench/README.md).
 typedef struct hp_plan_flops {
     double per_token_fwd;   // forward FLOPs of one token
     double step_total;      // 3 * per_token_fwd * batch * seq_len

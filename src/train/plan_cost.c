@@ -63,7 +63,8 @@ void hp_plan_flops_predict(const hp_model_config *m, const hp_dims *d, const hp_
     memset(out, 0, sizeof *out);
     out->params_active = active;
     // causal attention: a token meets (S+1)/2 keys on average: QK^T and PV, 2 FLOPs a MAC
-    out->per_token_fwd = 2.0 * (double)active + (double)m->n_layers * 2.0 * (double)S * (double)qd;
+    // (bench/README.md's count, the one `hp bench` reports GFLOP/s with)
+    out->per_token_fwd = 2.0 * (double)active + (double)m->n_layers * 2.0 * (double)(S + 1) * (double)qd;
     out->step_total = 3.0 * out->per_token_fwd * (double)rc->batch * (double)S;
     out->per_rank = out->step_total / (d->world > 0 ? d->world : hp_dims_product(d));
 }

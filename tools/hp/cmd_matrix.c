@@ -148,6 +148,7 @@ static int parse_opts(int argc, char **argv, matrix_opts *o) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(matrix_usage, stdout); return -1; }
         if (!strcmp(a, "--list")) { o->list = 1; continue; }
+        if (!strcmp(a, "--markdown")) { o->list = 2; continue; }
         if (!strcmp(a, "--no-negative")) { o->no_negative = 1; continue; }
         if (!strcmp(a, "--faults")) { o->faults = 1; continue; }
         if (!strcmp(a, "--no-faults")) { o->no_faults = 1; continue; }
@@ -672,7 +673,8 @@ int hp_cmd_matrix(int argc, char **argv) {
     if (e) return e;
     if (o.only && check_only(o.only)) return HP_EXIT_CONFIG;
     if (o.list) {
-        hp_recipes_list(stdout);
+        if (o.list == 2) hp_recipes_markdown(stdout);
+        else hp_recipes_list(stdout);
         return HP_EXIT_OK;
     }
     if (o.bad_files_dir) {

@@ -4,6 +4,8 @@
 // Prints, in order: what to launch, the degrees and derived sizes, the dense and sparse mesh
 // shapes, every rank's coordinates, every group of every kind, and the parameter table of one
 // rank (--rank K). A violated rule prints one line and exits 2 before anything else.
+// Beyond 64 ranks the rank table and the groups are summarised (by stride) unless --ranks;
+// --memory / --json add the prediction of plan_report.c, --search is plan_search.c.
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"

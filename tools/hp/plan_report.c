@@ -120,6 +120,21 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
         row("activations with full AC", mem.activations_full_ac,
             "a model: each block keeps its input, one block recomputed at a time (not in the peak)");
 
+    // under pp the stages differ: the peak of every pp rank with this rank's inner coordinates
+    int worst_rank = rank;
+    double worst_peak = mem.peak;
+    for (int p = 0; d->pp > 1 && p < d->pp; p++) {
+        const int inner = d->world / d->pp, r = p * inner + rank % inner;
+        hp_plan_memory mp;
+        if (r != rank && hp_plan_memory_predict(m, d, rc, r, &mp) == 0 && mp.peak > worst_peak) {
+            worst_peak = mp.peak;
+            worst_rank = r;
+        }
+    }
+    if (d->pp > 1)
+        printf("  %-26s %14.0f B  %10.3f GiB  rank %d, of the %d pp ranks with rank %d's inner coordinates\n",
+               "worst pp rank's peak", worst_peak, worst_peak / GIB, worst_rank, d->pp, rank);
+
     uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], ep_worst = 0;
     hp_plan_traffic_predict(m, d, rc, rank, bytes, &ep_worst);
     printf("\ntraffic per step on rank %d (bytes as comm.h counts them; docs/traffic.md)\n", rank);
@@ -153,6 +168,9 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
     cJSON_AddNumberToObject(root, "rank", rank);
     cJSON_AddNumberToObject(root, "params_total", (double)mem.params_total);
     cJSON_AddItemToObject(root, "memory", memory_json(&mem));
+    cJSON *jw = cJSON_AddObjectToObject(root, "worst_rank");
+    cJSON_AddNumberToObject(jw, "rank", worst_rank);
+    cJSON_AddNumberToObject(jw, "peak_bytes", worst_peak);
     cJSON_AddItemToObject(root, "traffic", traffic);
     cJSON_AddNumberToObject(root, "flops_per_rank", f.per_rank);
 

@@ -1,8 +1,9 @@
 // plan_search.c - `hp plan --search --world N --model M --mem-per-rank SIZE [--hw NAME]`:
-// every layout (dp_replicate, dp_shard, cp, tp; ep, etp for MoE; pp 1) whose degrees multiply
-// to N and pass hp_dims_validate, kept when its predicted peak fits, ranked by the step-time
-// model with --hw, else by the wire bytes a rank sends between nodes of 8 (the slowest link),
-// then by all its wire bytes. Prints the top 10 and how many were legal and fit.
+// every layout (pp with its default schedule, dp_replicate, dp_shard, cp, tp; ep, etp for MoE)
+// whose degrees multiply to N and pass hp_dims_validate, with the fewest microbatches that
+// make its predicted peak fit, ranked by the step-time model with --hw, else by the wire bytes
+// a rank sends between nodes of 8 (the slowest link), then by all its wire time; ties keep
+// the order of enumeration. Prints the top 10 and how many were tried, legal and fit.
 // defines: hp_plan_search_cmd
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +16,14 @@
 
 typedef struct layout {
     hp_dims d;
-    int microbatches;
+    int microbatches, order;   // order: its place in the enumeration (the tie-break)
     double peak, persistent, key, inter_bytes, step_s, mfu;
 } layout;
 
 static int by_key(const void *a, const void *b) {
     const layout *x = a, *y = b;
-    return x->key < y->key ? -1 : x->key > y->key ? 1 : 0;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->order - y->order;
 }
 
 static double now_s(void) {
@@ -70,9 +72,10 @@ static int consider(search *s, hp_dims d0) {
     hp_run_config rc = s->cli->run;
     const int fixed = rc.microbatches > 1;
     const int local = rc.batch / (d0.dp_replicate * d0.dp_shard);
-    int Ms[64], n = 0;
+    int Ms[64], n = 0;   // the 64 smallest divisors (enough for any batch below 2^40)
     for (int M = fixed ? rc.microbatches : 1; M <= (fixed ? rc.microbatches : local) && n < 64; M++)
         if (fixed || local % M == 0) Ms[n++] = M;
+    if (n == 0) Ms[n++] = 1;   // the batch does not split: validation says why
     hp_dims d = d0, dm;
     hp_plan_memory mem, mm;
     int legal = 0, fit_M = 0, lo = 0;
@@ -129,6 +132,7 @@ static int consider(search *s, hp_dims d0) {
     layout *l = &s->fit[s->n_fit++];
     l->d = d;
     l->microbatches = fit_M;
+    l->order = s->n_fit - 1;
     l->peak = mem.peak;
     l->persistent = mem.persistent;
     l->inter_bytes = t.inter_bytes;
@@ -145,6 +149,19 @@ int hp_plan_search_cmd(const hp_cli *cli) {
         fprintf(stderr, "hp: --search needs --world N (the number of ranks to lay out)\n");
         return HP_EXIT_CONFIG;
     }
+    // the search chooses every degree; one given by hand would be silently overridden
+    const hp_dims def = hp_dims_default(), *u = &cli->dims;
+    const struct { const char *flag; int given, dflt; } degree[] = {
+        { "--dp-replicate", u->dp_replicate, def.dp_replicate }, { "--dp-shard", u->dp_shard, def.dp_shard },
+        { "--cp", u->cp, def.cp }, { "--tp", u->tp, def.tp }, { "--pp", u->pp, def.pp },
+        { "--ep", u->ep, def.ep }, { "--etp", u->etp, def.etp },
+    };
+    for (size_t i = 0; i < sizeof degree / sizeof degree[0]; i++)
+        if (degree[i].given != degree[i].dflt) {
+            fprintf(stderr, "hp: --search chooses the degrees itself: drop %s %d (hp plan without "
+                    "--search plans one layout)\n", degree[i].flag, degree[i].given);
+            return HP_EXIT_CONFIG;
+        }
     search s;
     memset(&s, 0, sizeof s);
     s.cli = cli;
@@ -180,7 +197,7 @@ int hp_plan_search_cmd(const hp_cli *cli) {
             const int RS = Wp / (T * C);
             for (int R = 1; R <= RS; R++) {
                 if (RS % R) continue;
-                hp_dims d = hp_dims_default();
+                hp_dims d = cli->dims;   // keeps --no-sp, --pp-schedule and the like
                 d.pp = P;
                 d.dp_replicate = R; d.dp_shard = RS / R; d.cp = C; d.tp = T; d.world = W;
                 if (m->num_experts == 0) {

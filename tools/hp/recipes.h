@@ -81,5 +81,8 @@ int hp_negative_write_files(const char *dir, char *err, int errlen);
 //   recipe<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS
 //   negative<TAB>ID<TAB>CODE<TAB>REGEX<TAB>ARGS      (ARGS keep the {DIR} placeholder)
 void hp_recipes_list(FILE *out);
+// The recipe table as Markdown: README.md holds it between "<!-- recipes:begin -->" and
+// "<!-- recipes:end -->" (`hp matrix --markdown`; a CTest fails on drift).
+void hp_recipes_markdown(FILE *out);
 
 #endif

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""check_layers.py - dependencies point down: dims/util -> comm -> kernels -> model -> parallel
+styles -> train -> tool. Reads every #include "..." of src/, include/hyperpar/ and tools/hp/,
+gives each file the layer of its folder (a public header the layer of what it declares), and
+fails on an include of a higher layer and on a cycle of includes, unless the edge is one of
+KNOWN_BACK_EDGES (today's debts, each with its reason; removing one from the code makes this
+script ask for its removal here too). Exit 0 clean, 1 with one line per problem.
+"""
+import os, re, sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAYERS = ["base", "comm", "kernels", "model", "parallel", "train", "tool"]
+FOLDER = {"src/dims": "base", "src/util": "base", "src/comm": "comm", "src/kernels": "kernels",
+          "src/model": "model", "src/parallel": "parallel", "src/train": "train", "tools/hp": "tool"}
+PUBLIC = {  # include/hyperpar/<name>: the layer that implements it
+    "dims.h": "base", "mesh.h": "base", "pipeline.h": "base", "config.h": "base", "rng.h": "base",
+    "data.h": "base", "safetensors.h": "base", "failpoint.h": "base",
+    "comm.h": "comm", "kernels.h": "kernels", "blas.h": "kernels",
+    "params.h": "model", "moe.h": "model",
+    "cp.h": "parallel", "cp_stats.h": "parallel", "ulysses.h": "parallel",
+    "train.h": "train", "verify.h": "train", "dump.h": "train", "checkpoint.h": "train",
+    "plan.h": "train",
+}
+# Edges that point up today (issue 11 tracks their removal): the model's forward/backward and
+# the FSDP / TP styles share the trainer's state through train/trainer_internal.h, and the MoE
+# block calls the EP dispatcher, the attention calls the CP / Ulysses cores directly.
+KNOWN_BACK_EDGES = {
+    ("src/model/transformer.c", "train/trainer_internal.h"),
+    ("src/model/transformer.c", "hyperpar/cp.h"),
+    ("src/model/moe.c", "parallel/ep_dispatch.h"),
+    ("src/parallel/fsdp.c", "train/trainer_internal.h"),
+    ("src/parallel/tp.c", "train/trainer_internal.h"),
+}
+
+def layer_of_path(rel):
+    if rel.startswith("include/hyperpar/"):
+        return PUBLIC.get(os.path.basename(rel))
+    for folder, layer in FOLDER.items():
+        if rel.startswith(folder + "/"):
+            return layer
+    return None
+
+def resolve(inc, src_rel):
+    """The repository path an include names."""
+    if inc.startswith("hyperpar/"):
+        return "include/" + inc
+    for base in (os.path.dirname(src_rel), "src", "tools/hp"):
+        cand = os.path.normpath(os.path.join(base, inc))
+        if os.path.exists(os.path.join(ROOT, cand)):
+            return cand
+    return None
+
+def main():
+    files = []
+    for top in ("src", "include/hyperpar", "tools/hp"):
+        for dirpath, _, names in os.walk(os.path.join(ROOT, top)):
+            files += [os.path.relpath(os.path.join(dirpath, n), ROOT) for n in names if n.endswith((".c", ".h"))]
+    problems, used_known, graph = [], set(), {}
+    for rel in sorted(files):
+        me = layer_of_path(rel)
+        if me is None:
+            problems.append(f"{rel}: no layer (add its folder or header to check_layers.py)")
+            continue
+        text = open(os.path.join(ROOT, rel), encoding="utf-8", errors="replace").read()
+        for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+            target = resolve(inc, rel)
+            if target is None:
+                continue
+            graph.setdefault(rel, set()).add(target)
+            them = layer_of_path(target)
+            if them is None:
+                problems.append(f"{target}: no layer (included by {rel})")
+                continue
+            if LAYERS.index(them) > LAYERS.index(me):
+                if (rel, inc) in KNOWN_BACK_EDGES:
+                    used_known.add((rel, inc))
+                else:
+                    problems.append(f"{rel} ({me}) includes {inc} ({them}): a higher layer")
+    for edge in sorted(KNOWN_BACK_EDGES - used_known):
+        problems.append(f"{edge[0]} no longer includes {edge[1]}: remove it from KNOWN_BACK_EDGES")
+    # cycles of includes (headers only: a .c file is never included)
+    state = {}
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                problems.append("include cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif not state.get(nxt):
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+    for node in sorted(graph):
+        if not state.get(node):
+            visit(node, [node])
+    for p in problems:
+        print("check_layers: " + p)
+    print(f"check_layers: {len(files)} files, {sum(len(v) for v in graph.values())} includes, "
+          f"{len(used_known)} known back edges, {len(problems)} problems")
+    return 1 if problems else 0
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,12 +10,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 HP_CMAKE_ARGS=${HP_CMAKE_ARGS:-}
 
-have() { command -v "$1" >/dev/null 2>&1; }
+. scripts/apt_common.sh
 # has_header NAME: the C compiler finds #include <NAME>
 has_header() { have cc && printf '#include <%s>\n' "$1" | cc -E -x c - >/dev/null 2>&1; }
 
-missing=""
-need() { case " $missing " in *" $1 "*) ;; *) missing="$missing $1" ;; esac; }
 have cc         || { need gcc; need libc6-dev; }
 have make       || need make
 have cmake      || need cmake
@@ -33,20 +31,7 @@ fi
 # pkg-config must know openblas (CMakeLists asks it for the CBLAS flags)
 if have pkg-config && ! pkg-config --exists openblas; then need libopenblas-dev; fi
 
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" = 0 ]; then
-    SUDO=""
-  elif have sudo && sudo -n true 2>/dev/null; then
-    SUDO="sudo -n"
-  else
-    echo "setup.sh: missing packages; install them as root: apt-get install -y --no-install-recommends$missing" >&2
-    exit 1
-  fi
-  echo "setup.sh: installing$missing"
-  $SUDO apt-get update
-  # shellcheck disable=SC2086
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
-fi
+install_missing setup.sh
 
 # PyTorch for the outside check of the model (tests/check_torch.py, required: its tests fail
 # without it) and the benchmark's eager comparison. HP_NO_TORCH=1 skips the install for a

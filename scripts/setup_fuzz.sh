@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-have() { command -v "$1" >/dev/null 2>&1; }
+. scripts/apt_common.sh
 # links_fuzzer: clang builds and links a libFuzzer target with ASan + UBSan
 links_fuzzer() {
   have clang || return 1
@@ -20,8 +20,6 @@ links_fuzzer() {
 }
 has_header() { printf '#include <%s>\n' "$1" | clang -E -x c - >/dev/null 2>&1; }
 
-missing=""
-need() { case " $missing " in *" $1 "*) ;; *) missing="$missing $1" ;; esac; }
 have clang      || need clang
 links_fuzzer    || need libclang-rt-14-dev
 have make       || need make
@@ -36,20 +34,7 @@ else
 fi
 if have pkg-config && ! pkg-config --exists openblas; then need libopenblas-dev; fi
 
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" = 0 ]; then
-    SUDO=""
-  elif have sudo && sudo -n true 2>/dev/null; then
-    SUDO="sudo -n"
-  else
-    echo "setup_fuzz.sh: missing packages; install them as root: apt-get install -y --no-install-recommends$missing" >&2
-    exit 1
-  fi
-  echo "setup_fuzz.sh: installing$missing"
-  $SUDO apt-get update
-  # shellcheck disable=SC2086
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
-fi
+install_missing setup_fuzz.sh
 if ! links_fuzzer; then
   echo "setup_fuzz.sh: clang still cannot link -fsanitize=fuzzer,address,undefined (libclang-rt-$(clang -dumpversion 2>/dev/null | cut -d. -f1)-dev for this clang?)" >&2
   exit 1

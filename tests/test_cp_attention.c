@@ -23,38 +23,11 @@ enum { S = 64, B = 2, H = 4, Hkv = 2, HD = 8 };
 #define TOL 1e-5
 #define DINIT 0.5f // grads start here: the cp backward must add, not overwrite
 
-static int passed, failed, world_rank;
-#define CHECK(cond, ...) do { if (cond) passed++; else { failed++; \
-    printf("FAIL rank %d %s:%d: ", world_rank, __FILE__, __LINE__); printf(__VA_ARGS__); \
-    printf("\n"); fflush(stdout); } } while (0)
+#define TEST_B B
+#define TEST_S S
+#include "test_mpi_util.h"
 
-static float *alloc(size_t n) {
-    float *p = calloc(n ? n : 1, sizeof *p);
-    if (!p) { fprintf(stderr, "test_cp_attention: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
-    return p;
-}
-
-static void fill(float *x, size_t n, uint64_t stream) {
-    for (size_t i = 0; i < n; i++) x[i] = hp_rng_normal(1234, stream, i);
-}
-
-// dst (B, Sl, w) = the rows pos of src (B, S, w).
-static void take_rows(float *dst, const float *src, const int *pos, int Sl, int w) {
-    for (int b = 0; b < B; b++)
-    for (int j = 0; j < Sl; j++)
-        memcpy(dst + ((size_t)b * Sl + j) * w, src + ((size_t)b * S + pos[j]) * w, w * sizeof *dst);
-}
-
-// Relative Frobenius error ||got - (want + add)|| / ||want + add||, summed over all ranks.
-static double rel_err(const float *got, const float *want, float add, size_t n) {
-    double e[2] = {0, 0};
-    for (size_t i = 0; i < n; i++) {
-        double w = (double)want[i] + add, d = (double)got[i] - w;
-        e[0] += d * d; e[1] += w * w;
-    }
-    MPI_Allreduce(MPI_IN_PLACE, e, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return e[1] > 0 ? sqrt(e[0] / e[1]) : sqrt(e[0]);
-}
+static void fill(float *x, size_t n, uint64_t stream) { fill_seeded(x, n, 1234, stream); }
 
 typedef struct {
     float *q, *k, *v, *dout;            // full inputs (B,S,H,hd) / (B,S,Hkv,hd)

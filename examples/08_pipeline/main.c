@@ -65,13 +65,7 @@ int main(int argc, char **argv) {
            hp_trainer_pp_idle(tr), hp_trainer_pp_slots(tr));
     hp_trainer_free(tr);
 
-    hp_verify_opts o = hp_verify_opts_default(&run);
-    hp_verify_result r;
-    const int vrc = hp_verify_run(MPI_COMM_WORLD, &model, &dims, &run, &o, &r);
-    if (rank == 0)
-        printf("verify: %s (worst gradient %s, %.2e relative)\n", r.pass ? "PASS" : "FAIL",
-               r.n ? r.grads[r.worst_grad].name : "-", r.n ? r.grads[r.worst_grad].rel_fro : 0.0);
-    hp_verify_result_free(&r);
+    const int vrc = hp_verify_summary(MPI_COMM_WORLD, &model, &dims, &run, stdout);
     MPI_Finalize();
     return rc != HP_EXIT_OK ? rc : vrc;
 }

@@ -72,6 +72,11 @@ typedef struct hp_verify_result {
 int  hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
                    const hp_run_config *rc, const hp_verify_opts *o, hp_verify_result *res);
 void hp_verify_print(FILE *out, const hp_verify_result *res);
+// The short form for programs: verifies with the default options and prints on world rank 0
+// one line "verify: PASS|FAIL (worst gradient NAME, E relative)". Collective; returns 0 or
+// HP_EXIT_FAIL like hp_verify_run.
+int  hp_verify_summary(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
+                       const hp_run_config *rc, FILE *out);
 void hp_verify_result_free(hp_verify_result *res);
 
 // The bytes each (group, op) moves in one training step on `rank` by docs/traffic.md.

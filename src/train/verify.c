@@ -247,6 +247,21 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
     return pass ? 0 : 1;
 }
 
+int hp_verify_summary(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
+                      const hp_run_config *rc, FILE *out) {
+    int rank;
+    MPI_Comm_rank(world, &rank);
+    hp_verify_opts o = hp_verify_opts_default(rc);
+    hp_verify_result r;
+    const int e = hp_verify_run(world, m, d, rc, &o, &r);
+    if (rank == 0)
+        fprintf(out, "verify: %s (worst gradient %s, %.2e relative)%s%s\n", r.pass ? "PASS" : "FAIL",
+                r.n ? r.grads[r.worst_grad].name : "-", r.n ? r.grads[r.worst_grad].rel_fro : 0.0,
+                r.failure ? ": " : "", r.failure ? r.failure : "");
+    hp_verify_result_free(&r);
+    return e;
+}
+
 void hp_verify_result_free(hp_verify_result *res) {
     free(res->grads); free(res->params); free(res->losses); free(res->losses_ref);
     free(res->route_flips);

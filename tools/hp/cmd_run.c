@@ -31,9 +31,21 @@ static const char *const run_usage =
     "\n";
 
 // Returns 0, or HP_EXIT_FAIL after one line when the file cannot be written.
+// Under pp, each pp rank's measured idle fraction and microbatches in flight (last step).
+typedef struct pp_measured { int P; float *idle_slots; } pp_measured;   // (P, 2)
+
 static int write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
-                      const double *losses, int steps, int first_step) {
+                      const double *losses, int steps, int first_step, const pp_measured *pp) {
     cJSON *j = cJSON_CreateObject();
+    if (pp && pp->P > 1 && pp->idle_slots) {
+        cJSON *a = cJSON_AddArrayToObject(j, "pp_ranks");
+        for (int p = 0; p < pp->P; p++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "idle", pp->idle_slots[2 * p]);
+            cJSON_AddNumberToObject(o, "microbatches_in_flight", pp->idle_slots[2 * p + 1]);
+            cJSON_AddItemToArray(a, o);
+        }
+    }
     cJSON_AddBoolToObject(j, "pass", r ? r->pass : 1);
     cJSON_AddNumberToObject(j, "world", cli->dims.world);
     cJSON_AddNumberToObject(j, "first_step", first_step);   // > 1 after --resume
@@ -109,13 +121,20 @@ static void report_nonfinite(const hp_step_stats *st, int rank) {
                 "optimiser step\n", st->step, st->loss, st->grad_norm);
 }
 
-// Under pp: each pp rank's measured idle fraction of the last step (its first inner rank's).
-static void print_pp_idle(hp_trainer *tr, int rank) {
+// Under pp: each pp rank's measured idle fraction of the last step and its microbatches in
+// flight (its first inner rank's), printed unless quiet and kept (on rank 0) for --json.
+static pp_measured measure_pp(hp_trainer *tr, int rank, int quiet) {
     const hp_dims *d = hp_comm_dims(hp_trainer_comm(tr));
+    pp_measured pm = { d->pp, NULL };
     float mine[2] = { (float)hp_trainer_pp_idle(tr), (float)hp_trainer_pp_slots(tr) };
     float *all = rank == 0 ? malloc((size_t)d->world * 2 * sizeof(float)) : NULL;
     hp_gather_to_root(hp_trainer_comm(tr), all, mine, 2);
-    if (rank == 0) {
+    if (rank == 0 && all) {
+        pm.idle_slots = malloc((size_t)d->pp * 2 * sizeof(float));
+        for (int p = 0; pm.idle_slots && p < d->pp; p++)
+            memcpy(pm.idle_slots + 2 * p, all + (size_t)p * (d->world / d->pp) * 2, 2 * sizeof(float));
+    }
+    if (rank == 0 && !quiet) {
         printf("pipeline (last step): ");
         for (int p = 0; p < d->pp; p++) {
             const float *x = all + (size_t)p * (d->world / d->pp) * 2;
@@ -125,6 +144,7 @@ static void print_pp_idle(hp_trainer *tr, int rank) {
         printf("\n");
     }
     free(all);
+    return pm;
 }
 
 static int train(const hp_cli *cli, const float *init, int rank) {
@@ -169,9 +189,12 @@ static int train(const hp_cli *cli, const float *init, int rank) {
         if (!hp_step_finite(st.loss, st.grad_norm)) report_nonfinite(&st, rank);
         if (rc == HP_EXIT_OK) rc = hp_run_ckpt_after_step(tr, cli, st.step, rank);
     }
-    if (cli->dims.pp > 1 && !cli->quiet) print_pp_idle(tr, rank);
-    if (rank == 0 && cli->json_out && write_json(cli->json_out, cli, NULL, losses + first, cli->run.steps - first, first + 1) != 0)
+    pp_measured pm = { 0, NULL };
+    if (cli->dims.pp > 1) pm = measure_pp(tr, rank, cli->quiet);
+    if (rank == 0 && cli->json_out &&
+        write_json(cli->json_out, cli, NULL, losses + first, cli->run.steps - first, first + 1, &pm) != 0)
         rc = HP_EXIT_FAIL;
+    free(pm.idle_slots);
     free(losses);
     hp_trainer_free(tr);
     return rc;
@@ -281,7 +304,7 @@ int hp_cmd_run(int argc, char **argv) {
         if (rank == 0) {
             if (!cli.quiet) hp_verify_print(stdout, &r);
             else printf("verify: %s\n", r.pass ? "PASS" : "FAIL");
-            if (cli.json_out && write_json(cli.json_out, &cli, &r, r.losses, r.steps, 1) != 0)
+            if (cli.json_out && write_json(cli.json_out, &cli, &r, r.losses, r.steps, 1, NULL) != 0)
                 rc = HP_EXIT_FAIL;
         }
         hp_verify_result_free(&r);

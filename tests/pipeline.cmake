@@ -27,3 +27,10 @@ add_test(NAME plan_semantics_2_3
            "stage  1  pp rank  1  blocks 1..1  [+] norm, output"
            -- $<TARGET_FILE:hp> ${HP_PLAN_2_3})
 set_tests_properties(plan_semantics_2_3 PROPERTIES LABELS L0 TIMEOUT 30)
+
+# the report draws each pipeline recipe's measured timeline (pp rank x time, F/B/I/W boxes)
+set(HP_PP_REPORT ${CMAKE_CURRENT_BINARY_DIR}/pp_report)
+add_test(NAME pipeline_report_timeline
+         COMMAND sh -c "rm -rf \"$1\" && \"$0\" matrix --only P4 --repeat 1 --no-faults --report \"$1\" && grep -q 'pipeline recipes: the measured last step' \"$1/report.svg\" && grep -c '<title>[FBIW] ' \"$1/report.svg\" | grep -qv '^0$'"
+                 $<TARGET_FILE:hp> ${HP_PP_REPORT})
+set_tests_properties(pipeline_report_timeline PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 2)

@@ -65,6 +65,9 @@ typedef struct hp_verify_result {
     double  seconds, seconds_ref;
     const char *failure;                        // first failed check, or NULL
     char    failure_text[128];                  // room for a failure that names numbers
+    int     pp_ranks, pp_cap;                   // pipeline: the last step's timeline of each pp
+    float  *pp_timeline;                        //   rank: [pp_ranks][1 + pp_cap*5] (count, rows
+                                                //   of hp_trainer_pp_timeline); NULL without pp
 } hp_verify_result;
 
 // Collective over world. Fills *res on world rank 0 (others get pass only). Returns 0 when

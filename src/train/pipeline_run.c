@@ -27,6 +27,7 @@ struct hp_pp_state {
     float **dh_buf;         // [V * n_slots] the gradient a stage hands back (send / local)
     MPI_Request *fwd_req, *bwd_req;   // [V * n_slots] the pending sends from those buffers
     double busy_ms, step_ms;          // the last step: compute time, and wall time
+    float *timeline;                  // [n_act][5] the last step: op, stage, mb, start, end (ms)
 };
 
 static double now_ms(void) {
@@ -64,6 +65,8 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
         return -1;
     }
     st->n_act = hp_pp_schedule_build(lay, M, st->p, st->act);
+    st->timeline = calloc((size_t)(3 * lay->V * M + 4) * 5, sizeof(float));
+    if (!st->timeline) { snprintf(err, errlen, "out of memory (pipeline)"); return -1; }
     tr->split_backward = lay->schedule == HP_PP_ZBV;
     if (st->n_act < 0) {
         snprintf(err, errlen, "pipeline: schedule %s cannot run %d microbatches on pp %d",
@@ -119,7 +122,7 @@ void hp_pp_free(hp_trainer *tr) {
     if (st->dh_buf)
         for (size_t i = 0; i < (size_t)st->lay.V * tr->n_slots; i++) free(st->dh_buf[i]);
     free(st->dh_buf); free(st->fwd_req); free(st->bwd_req);
-    free(st->act); free(st->slot_of); free(st->local_index);
+    free(st->act); free(st->slot_of); free(st->local_index); free(st->timeline);
     free(st);
     tr->pp = NULL;
 }
@@ -145,6 +148,8 @@ double hp_pp_run_step(hp_trainer *tr) {
         tr->slot = st->slot_of[j];
         const size_t b = (size_t)v * tr->n_slots + tr->slot;
         MPI_Request req;
+        float *tl = st->timeline + (size_t)a * 5;   // what the report's timeline draws
+        tl[0] = (float)x->op; tl[1] = (float)s; tl[2] = (float)j;
         if (x->op == HP_PP_F) {
             if (!first && lay->stage_rank[s - 1] != st->p) {
                 hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(tr, l0), n,
@@ -154,6 +159,7 @@ double hp_pp_run_step(hp_trainer *tr) {
             // the stream this stage writes may still be on its way from the slot's last use
             hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
             const double c0 = now_ms();
+            tl[3] = (float)(c0 - t0);   // the compute starts (a wait before it is idle)
             hp_transformer_forward_layers(tr, l0, l1, first, last);
             st->busy_ms += now_ms() - c0;
             hp_trainer_keep_routing(tr, l0, l1);
@@ -167,6 +173,7 @@ double hp_pp_run_step(hp_trainer *tr) {
                              lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
         } else if (x->op == HP_PP_W) {
             const double c0 = now_ms();
+            tl[3] = (float)(c0 - t0);   // the compute starts (a wait before it is idle)
             hp_transformer_weight_grads_layers(tr, l0, l1, first, last);
             st->busy_ms += now_ms() - c0;
         } else {   // B, or zbv's I: the input grads now, the linears' weight grads in its W
@@ -182,6 +189,7 @@ double hp_pp_run_step(hp_trainer *tr) {
                 }
             }
             const double c0 = now_ms();
+            tl[3] = (float)(c0 - t0);   // the compute starts (a wait before it is idle)
             hp_transformer_backward_layers(tr, l0, l1, first, last);
             st->busy_ms += now_ms() - c0;
             tr->input_only = 0;
@@ -193,6 +201,7 @@ double hp_pp_run_step(hp_trainer *tr) {
                                  tag_bwd(lay, s - 1, j, M), &st->bwd_req[b]);
             }
         }
+        tl[4] = (float)(now_ms() - t0);
     }
     const size_t bufs = (size_t)lay->V * tr->n_slots;
     hp_p2p_wait(tr->comm, HP_G_PP, (int)bufs, st->fwd_req, "pipeline send (activation)");
@@ -238,6 +247,14 @@ double hp_pp_run_forward(hp_trainer *tr) {
     hp_fsdp_release_all(tr);
     tr->mb = 0;
     return ce_sum;
+}
+
+int hp_pp_timeline(const hp_trainer *tr, float *out, int cap) {
+    const hp_pp_state *st = tr->pp;
+    if (!st) return 0;
+    const int n = st->n_act < cap ? st->n_act : cap;
+    memcpy(out, st->timeline, (size_t)n * 5 * sizeof(float));
+    return n;
 }
 
 double hp_pp_idle_fraction(const hp_trainer *tr) {

@@ -207,6 +207,9 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
 const hp_param_table *hp_trainer_params(const hp_trainer *tr) { return &tr->pt; }
 double hp_trainer_pp_idle(const hp_trainer *tr) { return tr->pp ? hp_pp_idle_fraction(tr) : 0.0; }
 int hp_trainer_pp_slots(const hp_trainer *tr) { return tr->n_slots; }
+int hp_trainer_pp_timeline(const hp_trainer *tr, float *out, int cap) {
+    return tr->pp ? hp_pp_timeline(tr, out, cap) : 0;
+}
 hp_comm *hp_trainer_comm(hp_trainer *tr) { return tr->comm; }
 int hp_trainer_rank(const hp_trainer *tr) { return tr->rank; }
 

@@ -128,6 +128,7 @@ void   hp_pp_free(hp_trainer *tr);
 double hp_pp_run_step(hp_trainer *tr);       // forward + backward of the step: this rank's CE sum
 double hp_pp_run_forward(hp_trainer *tr);    // forward only (evaluation)
 double hp_pp_idle_fraction(const hp_trainer *tr);   // of the last step, on this rank
+int    hp_pp_timeline(const hp_trainer *tr, float *out, int cap);   // [n][5], returns n
 
 // ---- fsdp.c ---------------------------------------------------------------------------
 int  hp_fsdp_alloc(hp_trainer *tr);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "hyperpar/dump.h"
+#include "hyperpar/pipeline.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
@@ -58,8 +59,34 @@ typedef struct run_record {
     int    *routing;
     int     n_moe;
     int     nonfinite_step;   // the first step whose loss or grad norm was not finite, or 0
+    int     pp_ranks, pp_cap;  // pipeline: the last step's actions of each pp rank (rank 0)
+    float  *pp_timeline;       // [pp_ranks][1 + pp_cap*5]: count, then rows (train.h)
     uint64_t bytes[HP_G_COUNT][HP_OP_COUNT];
 } run_record;
+
+// Every pp rank's actions of the last step, on world rank 0 (each pp rank's first inner
+// rank speaks for its block: the inner ranks run the same schedule).
+static void gather_timeline(hp_trainer *tr, const hp_dims *d, const hp_run_config *rc, run_record *rec) {
+    const int cap = 3 * hp_pp_virtual(d) * hp_run_microbatches(rc) + 4, row = 1 + cap * 5;
+    float *mine = calloc((size_t)row, sizeof(float));
+    float *all = hp_trainer_rank(tr) == 0 ? calloc((size_t)row * d->world, sizeof(float)) : NULL;
+    if (!mine || (hp_trainer_rank(tr) == 0 && !all)) {
+        fprintf(stderr, "hp: out of memory (pipeline timeline)\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    mine[0] = (float)hp_trainer_pp_timeline(tr, mine + 1, cap);
+    hp_gather_to_root(hp_trainer_comm(tr), all, mine, (size_t)row);
+    if (all) {
+        rec->pp_ranks = d->pp;
+        rec->pp_cap = cap;
+        rec->pp_timeline = malloc((size_t)row * d->pp * sizeof(float));
+        for (int p = 0; rec->pp_timeline && p < d->pp; p++)
+            memcpy(rec->pp_timeline + (size_t)p * row, all + (size_t)p * (d->world / d->pp) * row,
+                   (size_t)row * sizeof(float));
+    }
+    free(mine);
+    free(all);
+}
 
 // bytes += sign * the counters so far: bracketing a span with -1 and +1 adds its traffic.
 static void add_bytes(uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], const hp_comm *comm, int sign) {
@@ -116,12 +143,14 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
     }
     rec->seconds = wall() - t0;
     rec->replica_diff = diff;
+    if (d->pp > 1) gather_timeline(tr, d, rc, rec);
     hp_trainer_free(tr);
     return 0;
 }
 
 static void free_record(run_record *r) {
     free(r->init); free(r->grads); free(r->params); free(r->losses); free(r->routing);
+    free(r->pp_timeline);
 }
 
 static void fail(hp_verify_result *res, const char *why) {
@@ -236,6 +265,10 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
             }
         if (!res->traffic_ok) fail(res, "bytes moved differ from the traffic formula");
         res->seconds = par.seconds;
+        res->pp_ranks = par.pp_ranks;   // handed over: freed with the result
+        res->pp_cap = par.pp_cap;
+        res->pp_timeline = par.pp_timeline;
+        par.pp_timeline = NULL;
         res->seconds_ref = ref.seconds;
         hp_params_free(&t);
         free_record(&ref);
@@ -265,6 +298,7 @@ int hp_verify_summary(MPI_Comm world, const hp_model_config *m, const hp_dims *d
 void hp_verify_result_free(hp_verify_result *res) {
     free(res->grads); free(res->params); free(res->losses); free(res->losses_ref);
     free(res->route_flips);
+    free(res->pp_timeline);
     memset(res, 0, sizeof *res);
 }
 

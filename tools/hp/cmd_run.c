@@ -37,6 +37,19 @@ typedef struct pp_measured { int P; float *idle_slots; } pp_measured;   // (P, 2
 static int write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
                       const double *losses, int steps, int first_step, const pp_measured *pp) {
     cJSON *j = cJSON_CreateObject();
+    if (r && r->pp_timeline) {   // the verified run's last step, per pp rank: [op, stage, mb, t0, t1]
+        cJSON *tl = cJSON_AddArrayToObject(j, "pp_timeline");
+        const int row = 1 + r->pp_cap * 5;
+        for (int p = 0; p < r->pp_ranks; p++) {
+            const float *x = r->pp_timeline + (size_t)p * row;
+            cJSON *acts = cJSON_CreateArray();
+            for (int a = 0; a < (int)x[0]; a++) {
+                const float v[5] = { x[1 + a * 5], x[2 + a * 5], x[3 + a * 5], x[4 + a * 5], x[5 + a * 5] };
+                cJSON_AddItemToArray(acts, cJSON_CreateFloatArray(v, 5));
+            }
+            cJSON_AddItemToArray(tl, acts);
+        }
+    }
     if (pp && pp->P > 1 && pp->idle_slots) {
         cJSON *a = cJSON_AddArrayToObject(j, "pp_ranks");
         for (int p = 0; p < pp->P; p++) {

@@ -484,6 +484,46 @@ static void svg_panel(FILE *f, const hp_recipe_result *x, double px, double py, 
     svg_text(f, px + 6, py + ph - 5, "font-size=\"8.5\" fill=\"#333\"", buf);
 }
 
+// One block per pipeline recipe: a lane per pp rank, a box per action of the last step (F
+// forward, B backward, I and W the split backward), on a common time axis per recipe, so the
+// gaps are the bubble a reader sees.
+static void svg_pp_timelines(FILE *f, const hp_matrix_report *m, double x0, double y0, double w,
+                             double lane_h) {
+    static const char *const fill[4] = { "#4c78a8", "#54a24b", "#f58518", "#b279a2" };
+    static const char *const name[4] = { "F", "B", "I", "W" };
+    char buf[256];
+    svg_text(f, x0, y0, "font-size=\"14\" font-weight=\"bold\"",
+             "pipeline recipes: the measured last step, pp rank x time (F forward, B backward, I / W the split backward)");
+    double y = y0 + 20;
+    const double lx = x0 + 150, lw = w - 160;
+    for (int i = 0; i < m->n_rec; i++) {
+        const hp_recipe_result *x = &m->rec[i];
+        if (x->pp_ranks <= 0) continue;
+        double end = 0;
+        for (int p = 0; p < x->pp_ranks; p++)
+            for (int a = 0; a < x->pp_n[p]; a++) if (x->pp_t1[p][a] > end) end = x->pp_t1[p][a];
+        if (end <= 0) end = 1;
+        snprintf(buf, sizeof buf, "%s (%.1f ms)", x->r->id, end);
+        svg_text(f, x0, y + 10, "font-size=\"11\" font-weight=\"bold\"", buf);
+        for (int p = 0; p < x->pp_ranks; p++) {
+            const double ly = y + 14 + p * lane_h;
+            snprintf(buf, sizeof buf, "pp rank %d", p);
+            svg_text(f, lx - 6, ly + lane_h - 3, "font-size=\"9\" text-anchor=\"end\" fill=\"#444\"", buf);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f3f3f3\"/>\n",
+                    lx, ly, lw, lane_h - 2);
+            for (int a = 0; a < x->pp_n[p]; a++) {
+                const int op = x->pp_op[p][a] < 4 ? x->pp_op[p][a] : 0;
+                const double bx = lx + lw * x->pp_t0[p][a] / end;
+                double bw = lw * (x->pp_t1[p][a] - x->pp_t0[p][a]) / end;
+                if (bw < 0.8) bw = 0.8;
+                fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>%s %.2f-%.2f ms</title></rect>\n",
+                        bx, ly, bw, lane_h - 2, fill[op], name[op], x->pp_t0[p][a], x->pp_t1[p][a]);
+            }
+        }
+        y += 24 + x->pp_ranks * lane_h;
+    }
+}
+
 int hp_report_svg(const char *path, const hp_matrix_report *m) {
     FILE *f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hp matrix: cannot write '%s'\n", path); return -1; }
@@ -497,7 +537,12 @@ int hp_report_svg(const char *path, const hp_matrix_report *m) {
     const int neg_cols = 4;
     const int neg_rows = (m->n_neg + neg_cols - 1) / neg_cols;
     const double neg_y = bar_y + bar_h + bar_label_h + 30, neg_row_h = 17;
-    const double H = neg_y + (m->n_neg ? 24 + neg_rows * neg_row_h : 0) + margin;
+    // pipeline recipes: the measured timeline of their verified run's last step
+    int n_pp = 0, pp_lanes = 0;
+    for (int i = 0; i < m->n_rec; i++)
+        if (m->rec[i].pp_ranks > 0) { n_pp++; pp_lanes += m->rec[i].pp_ranks; }
+    const double pp_y = neg_y + (m->n_neg ? 24 + neg_rows * neg_row_h : 0) + 30, lane_h = 13;
+    const double H = pp_y + (n_pp ? 30 + n_pp * 24 + pp_lanes * lane_h : 0) + margin;
     const int all_ok = m->n_fail == 0 && m->n_neg_wrong == 0;
     char buf[512];
 
@@ -602,6 +647,7 @@ int hp_report_svg(const char *path, const hp_matrix_report *m) {
             fputs("</text>\n", f);
         }
     }
+    if (n_pp) svg_pp_timelines(f, m, margin, pp_y, W - 2 * margin, lane_h);
     fputs("</svg>\n", f);
     fclose(f);
     return 0;

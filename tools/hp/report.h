@@ -20,6 +20,9 @@ typedef enum {
     HP_V_TIMEOUT,      // still running after the time limit (killed)
 } hp_verdict;
 
+#define HP_REPORT_PP_RANKS   8
+#define HP_REPORT_PP_ACTIONS 96
+
 typedef struct hp_recipe_result {
     const hp_recipe *r;
     hp_verdict verdict;
@@ -39,6 +42,11 @@ typedef struct hp_recipe_result {
     int    runs;                       // how many runs were made
     int    deterministic;              // 1 bit-identical over the runs, 0 not, -1 not checked
     double same_as_rel;                // worst relative loss difference to same_as; -1 not checked
+    // pipeline: the verified run's last step, per pp rank (at most HP_REPORT_PP_RANKS ranks and
+    // HP_REPORT_PP_ACTIONS actions each): op (0 F, 1 B, 2 I, 3 W), start and end in ms
+    int    pp_ranks, pp_n[HP_REPORT_PP_RANKS];
+    float  pp_t0[HP_REPORT_PP_RANKS][HP_REPORT_PP_ACTIONS], pp_t1[HP_REPORT_PP_RANKS][HP_REPORT_PP_ACTIONS];
+    unsigned char pp_op[HP_REPORT_PP_RANKS][HP_REPORT_PP_ACTIONS];
     char   failure[320];               // why it did not pass ("" when it passed)
     char   log[512];                   // the log of the run the failure comes from ("" none)
 } hp_recipe_result;

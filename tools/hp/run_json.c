@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include "run_json.h"
 
@@ -27,6 +28,33 @@ static int boolean(const cJSON *j, const char *k) {
 static void str(const cJSON *j, const char *k, char *out, int cap) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
     snprintf(out, (size_t)cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+// "pp_timeline": [[[op, stage, mb, t0, t1], ...] per pp rank]: only well-formed rows count.
+static void read_timeline(const cJSON *j, hp_recipe_result *x) {
+    x->pp_ranks = 0;
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(j, "pp_timeline"), *rk;
+    cJSON_ArrayForEach(rk, ranks) {
+        if (x->pp_ranks >= HP_REPORT_PP_RANKS) break;
+        const int p = x->pp_ranks++;
+        x->pp_n[p] = 0;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, rk) {
+            if (x->pp_n[p] >= HP_REPORT_PP_ACTIONS || cJSON_GetArraySize(a) != 5) continue;
+            double v[5];
+            int ok = 1;
+            for (int k = 0; k < 5; k++) {
+                const cJSON *e = cJSON_GetArrayItem(a, k);
+                ok &= cJSON_IsNumber(e) && isfinite(e->valuedouble);
+                v[k] = ok ? e->valuedouble : 0;
+            }
+            if (!ok || v[0] < 0 || v[0] > 3 || v[3] < 0 || v[4] < v[3] || v[4] > 1e9) continue;
+            const int n = x->pp_n[p]++;
+            x->pp_op[p][n] = (unsigned char)v[0];
+            x->pp_t0[p][n] = (float)v[3];
+            x->pp_t1[p][n] = (float)v[4];
+        }
+    }
 }
 
 void hp_run_json_read(const cJSON *j, hp_recipe_result *x, hp_run_numbers *rn) {
@@ -73,6 +101,7 @@ void hp_run_json_read(const cJSON *j, hp_recipe_result *x, hp_run_numbers *rn) {
             if (cJSON_IsNumber(e)) flips += e->valuedouble;
         x->route_flips = saturate_int(flips);
         str(j, "failure", x->failure, sizeof x->failure);
+        read_timeline(j, x);
         if (!cJSON_GetObjectItemCaseSensitive(j, "losses_ref")) x->have_json = 0;   // not a --verify result
     }
 }

@@ -76,6 +76,8 @@ void     hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *wor
 // stages), and the microbatch activation slots its schedule keeps in flight (0 / 1 without pp).
 double hp_trainer_pp_idle(const hp_trainer *tr);
 int    hp_trainer_pp_slots(const hp_trainer *tr);
+// The bytes this rank's activation slots take (every block's kept tensors, for every slot).
+size_t hp_trainer_activation_bytes(const hp_trainer *tr);
 // The last step's actions on this rank as rows (op 0 F / 1 B / 2 I / 3 W, stage, microbatch,
 // start ms, end ms from the step's start), at most cap rows; returns the count (0 without pp).
 int    hp_trainer_pp_timeline(const hp_trainer *tr, float *out, int cap);

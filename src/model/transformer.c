@@ -59,7 +59,13 @@ static void lookup_params(hp_trainer *tr) {
     tr->pid_out = hp_params_find(&tr->pt, "output.weight");
 }
 
-static float *falloc(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+// Every activation buffer comes from here; the count lets the trainer report what the
+// activation slots hold (allocation is single-threaded, at set-up).
+static size_t falloc_bytes;
+static float *falloc(size_t n) {
+    falloc_bytes += (n ? n : 1) * sizeof(float);
+    return calloc(n ? n : 1, sizeof(float));
+}
 
 static hp_moe_weights moe_weights(hp_trainer *tr, int l) {
     hp_moe_weights w = {
@@ -183,6 +189,7 @@ int hp_transformer_alloc(hp_trainer *tr) {
     const int i_out = hp_params_find(&tr->pt, "output.weight");
     tr->head_local = i_out >= 0 && tr->pt.p[i_out].on_rank;
 
+    const size_t bytes_before = falloc_bytes;
     tr->blocks = calloc((size_t)tr->n_slots * L + 1, sizeof(hp_block_acts));
     tr->heads = calloc((size_t)tr->n_slots, sizeof(hp_head_acts));
     if (!tr->blocks || !tr->heads) return -1;
@@ -210,6 +217,7 @@ int hp_transformer_alloc(hp_trainer *tr) {
         if (!H->nf || !H->rstdf || !H->gf || !H->logits || !H->ce_m || !H->ce_se) return -1;
         if (tr->split_backward && !(H->dy_out = falloc(reg * (size_t)tr->Vl))) return -1;
     }
+    tr->activation_bytes = falloc_bytes - bytes_before;   // every slot's blocks and head
     tr->dlogits = falloc(reg * (size_t)tr->Vl);
     tr->ce_tl = falloc(reg);
     tr->tp_buf = falloc(reg * D);

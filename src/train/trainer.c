@@ -207,6 +207,7 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
 const hp_param_table *hp_trainer_params(const hp_trainer *tr) { return &tr->pt; }
 double hp_trainer_pp_idle(const hp_trainer *tr) { return tr->pp ? hp_pp_idle_fraction(tr) : 0.0; }
 int hp_trainer_pp_slots(const hp_trainer *tr) { return tr->n_slots; }
+size_t hp_trainer_activation_bytes(const hp_trainer *tr) { return tr->activation_bytes; }
 int hp_trainer_pp_timeline(const hp_trainer *tr, float *out, int cap) {
     return tr->pp ? hp_pp_timeline(tr, out, cap) : 0;
 }

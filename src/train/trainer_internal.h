@@ -97,6 +97,7 @@ struct hp_trainer {
 
     // activations: n_slots microbatches in flight (pipeline; 1 without pp), slot-major
     int n_slots, slot;       // slots, and the one the running microbatch uses
+    size_t activation_bytes; // what the slots' activations take on this rank
     int split_backward;      // zbv: backwards run as I (input grads) then W (weight grads)
     int input_only;          // the running backward is an I: weight grads of linears wait for W
     hp_pp_state *pp;         // pipeline parallel (pp > 1), else NULL

@@ -32,7 +32,7 @@ static const char *const run_usage =
 
 // Returns 0, or HP_EXIT_FAIL after one line when the file cannot be written.
 // Under pp, each pp rank's measured idle fraction and microbatches in flight (last step).
-typedef struct pp_measured { int P; float *idle_slots; } pp_measured;   // (P, 2)
+typedef struct pp_measured { int P; float *idle_slots; } pp_measured;   // (P, 3)
 
 static int write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
                       const double *losses, int steps, int first_step, const pp_measured *pp) {
@@ -54,8 +54,9 @@ static int write_json(const char *path, const hp_cli *cli, const hp_verify_resul
         cJSON *a = cJSON_AddArrayToObject(j, "pp_ranks");
         for (int p = 0; p < pp->P; p++) {
             cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "idle", pp->idle_slots[2 * p]);
-            cJSON_AddNumberToObject(o, "microbatches_in_flight", pp->idle_slots[2 * p + 1]);
+            cJSON_AddNumberToObject(o, "idle", pp->idle_slots[3 * p]);
+            cJSON_AddNumberToObject(o, "microbatches_in_flight", pp->idle_slots[3 * p + 1]);
+            cJSON_AddNumberToObject(o, "activation_bytes", pp->idle_slots[3 * p + 2]);
             cJSON_AddItemToArray(a, o);
         }
     }
@@ -139,20 +140,21 @@ static void report_nonfinite(const hp_step_stats *st, int rank) {
 static pp_measured measure_pp(hp_trainer *tr, int rank, int quiet) {
     const hp_dims *d = hp_comm_dims(hp_trainer_comm(tr));
     pp_measured pm = { d->pp, NULL };
-    float mine[2] = { (float)hp_trainer_pp_idle(tr), (float)hp_trainer_pp_slots(tr) };
-    float *all = rank == 0 ? malloc((size_t)d->world * 2 * sizeof(float)) : NULL;
-    hp_gather_to_root(hp_trainer_comm(tr), all, mine, 2);
+    float mine[3] = { (float)hp_trainer_pp_idle(tr), (float)hp_trainer_pp_slots(tr),
+                      (float)hp_trainer_activation_bytes(tr) };
+    float *all = rank == 0 ? malloc((size_t)d->world * 3 * sizeof(float)) : NULL;
+    hp_gather_to_root(hp_trainer_comm(tr), all, mine, 3);
     if (rank == 0 && all) {
-        pm.idle_slots = malloc((size_t)d->pp * 2 * sizeof(float));
+        pm.idle_slots = malloc((size_t)d->pp * 3 * sizeof(float));
         for (int p = 0; pm.idle_slots && p < d->pp; p++)
-            memcpy(pm.idle_slots + 2 * p, all + (size_t)p * (d->world / d->pp) * 2, 2 * sizeof(float));
+            memcpy(pm.idle_slots + 3 * p, all + (size_t)p * (d->world / d->pp) * 3, 3 * sizeof(float));
     }
     if (rank == 0 && !quiet) {
         printf("pipeline (last step): ");
         for (int p = 0; p < d->pp; p++) {
-            const float *x = all + (size_t)p * (d->world / d->pp) * 2;
-            printf("%spp rank %d idle %.3f, %d microbatch%s in flight", p ? "; " : "", p, x[0],
-                   (int)x[1], x[1] == 1 ? "" : "es");
+            const float *x = all + (size_t)p * (d->world / d->pp) * 3;
+            printf("%spp rank %d idle %.3f, %d microbatch%s in flight (%.2f MiB of activations)",
+                   p ? "; " : "", p, x[0], (int)x[1], x[1] == 1 ? "" : "es", x[2] / (1024.0 * 1024.0));
         }
         printf("\n");
     }

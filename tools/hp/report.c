@@ -32,7 +32,11 @@ double hp_recipe_worst_rel(const hp_recipe_result *r) {
 }
 
 void hp_recipe_dims_text(const hp_recipe *r, char *out, int cap) {
-    int n = snprintf(out, (size_t)cap, "R%d S%d C%d T%d", r->R, r->S, r->C, r->T);
+    int n = 0;
+    if (r->P > 1) n += snprintf(out + n, (size_t)(cap - n), "P%d ", r->P);
+    n += snprintf(out + n, (size_t)(cap - n), "R%d S%d ", r->R, r->S);
+    if (r->U > 1) n += snprintf(out + n, (size_t)(cap - n), "U%d ", r->U);
+    n += snprintf(out + n, (size_t)(cap - n), "C%d T%d", r->C, r->T);
     if (n < 0 || n >= cap) return;
     if (r->T > 1) n += snprintf(out + n, (size_t)(cap - n), r->sp == 0 ? " noSP" : " SP");
     if (n < cap && (r->EP > 1 || r->ET > 1)) n += snprintf(out + n, (size_t)(cap - n), " EP%d ET%d", r->EP, r->ET);
@@ -187,8 +191,8 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
                "seed and batch); the loss, every gradient and every updated parameter are gathered to full "
                "tensors and compared (relative Frobenius error <= 1e-5 per tensor, loss <= 1e-5, 5-step loss "
                "trajectory <= 1e-4), and the bytes each collective moved are compared with the formula. "
-               "*det* = the repeated runs are bit-identical (every gradient of step 1 byte for byte, and the losses). Degrees: R dp_replicate, S "
-               "dp_shard, C cp, T tp, EP ep, ET etp; world = R*S*C*T.\n\n");
+               "*det* = the repeated runs are bit-identical (every gradient of step 1 byte for byte, and the losses). Degrees: P pp, R dp_replicate, "
+               "S dp_shard, U ulysses, C cp, T tp, EP ep, ET etp; world = P*R*S*U*C*T.\n\n");
     fprintf(f, "| recipe | level | dims | world | loss rel err | worst grad rel (tensor) | worst param rel (tensor) | "
                "traj worst | bytes counted / formula | time | det | verdict |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -223,7 +223,7 @@ int hp_plan_search_cmd(const hp_cli *cli) {
         free(s.fit);
         return HP_EXIT_CONFIG;
     }
-    qsort(s.fit, (size_t)s.n_fit, sizeof *s.fit, by_key);
+    if (s.n_fit > 0) qsort(s.fit, (size_t)s.n_fit, sizeof *s.fit, by_key);   // (s.fit may be NULL)
     printf("hp plan --search: model %s, world %d, seq_len %d, global batch %d, %.4g GiB per rank\n",
            m->name, W, cli->run.seq_len, cli->run.batch, s.mem / GIB);
     printf("  %d layouts tried, %d legal, %d fit; searched in %.3f s\n", s.n_tried, s.n_legal, s.n_fit, dt);

@@ -3,6 +3,7 @@
 // its tensor, a piece past its file's end is one line naming the file, the tensor and the
 // problem.
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/dims.h"
@@ -307,4 +308,15 @@ int hp_ck_index_check_coverage(const hp_ck_index *ix, int kinds, char *err, size
         }
     }
     return 0;
+}
+
+int hp_ck_agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen) {
+    int who = failed ? rank : INT_MAX, first = INT_MAX;
+    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, world);
+    if (first == INT_MAX) return 0;
+    char line[512];
+    snprintf(line, sizeof line, "%s", rank == first ? err : "");
+    MPI_Bcast(line, (int)sizeof line, MPI_CHAR, first, world);
+    snprintf(err, errlen, "%s", line);
+    return 1;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include <mpi.h>
 #include "hyperpar/checkpoint.h"
 #include "hyperpar/params.h"
 
@@ -97,6 +98,10 @@ typedef struct hp_ck_index {
 // Parses dir/index.json. Returns 0, or HP_EXIT_CONFIG with one line in err.
 int  hp_ck_index_load(const char *step_dir, hp_ck_index *ix, char *err, size_t errlen);
 void hp_ck_index_free(hp_ck_index *ix);
+
+// Collective: every rank learns whether any failed; err then holds the line of the lowest
+// failing rank on every rank. Returns 1 when one failed, 0 when none did.
+int hp_ck_agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen);
 int  hp_ck_index_find_tensor(const hp_ck_index *ix, const char *name);   // index or -1
 // The model config as JSON and back (every field: a mismatch names the field).
 cJSON *hp_ck_model_json(const hp_model_config *m);

@@ -216,17 +216,6 @@ int hp_ckpt_check(const char *step_dir, const hp_model_config *m, const hp_run_c
     return e;
 }
 
-// Every rank learns whether any failed, and the line of the lowest failing rank.
-static int agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen) {
-    int who = failed ? rank : INT_MAX, first = INT_MAX;
-    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, world);
-    if (first == INT_MAX) return 0;
-    char line[512];
-    snprintf(line, sizeof line, "%s", rank == first ? err : "");
-    MPI_Bcast(line, (int)sizeof line, MPI_CHAR, first, world);
-    snprintf(err, errlen, "%s", line);
-    return HP_EXIT_CONFIG;
-}
 
 // Reads the part `region` of piece p (open as fd) into dst: one pread per contiguous run of
 // the piece's row-major data. A region that is the whole piece is one run, and *crc gets
@@ -289,7 +278,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
     hp_ck_index ix;
     int failed = hp_ck_index_load(step_dir, &ix, err, errlen) != 0;
     if (!failed) failed = check_index(step_dir, &ix, &tr->m, &tr->rc, err, errlen) != 0;
-    if (agree(tr->world, tr->rank, failed, err, errlen)) { hp_ck_index_free(&ix); return HP_EXIT_CONFIG; }
+    if (hp_ck_agree(tr->world, tr->rank, failed, err, errlen)) { hp_ck_index_free(&ix); return HP_EXIT_CONFIG; }
 
     const hp_param_table *t = &tr->pt;
     const int kinds = tr->rc.optimizer == HP_OPT_ADAMW ? 3 : 1;
@@ -382,7 +371,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
     free(checked);
     const int step = ix.step;
     hp_ck_index_free(&ix);
-    if (agree(tr->world, tr->rank, failed, err, errlen)) return HP_EXIT_CONFIG;
+    if (hp_ck_agree(tr->world, tr->rank, failed, err, errlen)) return HP_EXIT_CONFIG;
     tr->step = step;
     MPI_Barrier(tr->world);
     st->seconds = now_s() - t0;

@@ -69,17 +69,6 @@ static int mkdir_p(const char *path) {
     return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-// Every rank learns whether any failed, and the line of the lowest failing rank.
-static int agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen) {
-    int who = failed ? rank : INT_MAX, first = INT_MAX;
-    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, world);
-    if (first == INT_MAX) return 0;
-    char line[512];
-    snprintf(line, sizeof line, "%s", rank == first ? err : "");
-    MPI_Bcast(line, (int)sizeof line, MPI_CHAR, first, world);
-    snprintf(err, errlen, "%s", line);
-    return -1;
-}
 
 // HP_CKPT_KILL_RANK=R [HP_CKPT_KILL_STEP=K]: rank R dies in the save of step K (default: in
 // this process's second save, so that a first complete checkpoint exists).
@@ -392,11 +381,11 @@ int hp_ckpt_save(hp_trainer *tr, const char *dir, int keep, hp_ckpt_stats *st, c
             failed = 1;
         }
     }
-    if (agree(tr->world, tr->rank, failed, err, errlen) != 0) return -1;
+    if (hp_ck_agree(tr->world, tr->rank, failed, err, errlen) != 0) return -1;
 
     cJSON *entry = NULL;
     failed = write_rank_file(tr, tmp, &entry, &st->bytes, &st->pieces, err, errlen) != 0;
-    if (agree(tr->world, tr->rank, failed, err, errlen) != 0) { cJSON_Delete(entry); return -1; }
+    if (hp_ck_agree(tr->world, tr->rank, failed, err, errlen) != 0) { cJSON_Delete(entry); return -1; }
 
     // rank 0 gathers every rank's file entry
     char *mine = entry ? cJSON_PrintUnformatted(entry) : NULL;
@@ -426,7 +415,7 @@ int hp_ckpt_save(hp_trainer *tr, const char *dir, int keep, hp_ckpt_stats *st, c
         else cJSON_Delete(files);
     }
     free(mine); free(lens); free(displs); free(all);
-    if (agree(tr->world, tr->rank, failed, err, errlen) != 0) return -1;
+    if (hp_ck_agree(tr->world, tr->rank, failed, err, errlen) != 0) return -1;
     MPI_Barrier(tr->world);
     st->seconds = now_s() - t0;
     st->step = tr->step;

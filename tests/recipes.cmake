@@ -24,6 +24,27 @@ function(hp_recipe id level world)
   set_tests_properties(recipe_${id} PROPERTIES LABELS ${level} TIMEOUT 120 PROCESSORS ${procs})
 endfunction()
 
+# hp_recipe_resume(ID LEVEL WORLD FLAGS_A... TO FLAGS_B...): a checkpoint resume recipe of the
+# matrix (`hp matrix --only K2`); its CTests are tests/checkpoint.cmake's ckpt_K*, which also
+# compare the final parameters, so nothing is registered here
+function(hp_recipe_resume id level world)
+  set(a)
+  set(b)
+  set(to 0)
+  foreach(arg ${ARGN})
+    if(arg STREQUAL "TO")
+      set(to 1)
+    elseif(to)
+      list(APPEND b "${arg}")
+    else()
+      list(APPEND a "${arg}")
+    endif()
+  endforeach()
+  string(REPLACE ";" " " a "${a}")
+  string(REPLACE ";" " " b "${b}")
+  file(APPEND ${HP_RECIPES_LIST} "resume\t${id}\t${level}\t${world}\t${a}\t${b}\n")
+endfunction()
+
 # hp_recipe_negative(ID CODE REGEX ARGS...)   ARGS may name {DIR}/file: a generated bad file
 function(hp_recipe_negative id code regex)
   string(REPLACE ";" " " args "${ARGN}")
@@ -111,6 +132,14 @@ hp_recipe(U4-ring          L2 4 --model tiny --dp-replicate 1 --dp-shard 1 --cp 
 hp_recipe(U5               L2 8 --model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --ulysses 2 --sp)
 hp_recipe(U6               L2 8 --model tiny --dp-replicate 1 --dp-shard 1 --cp 2 --tp 2 --ulysses 2 --sp --cp-rotate allgather)
 hp_recipe(U7               L2 4 --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 --ulysses 2 --ep 4 --etp 1)
+
+# distributed checkpoints: save under A, resume under B (issue 14)
+hp_recipe_resume(K1  L1 4 --model tiny --dp-replicate 1 --dp-shard 4 --cp 1 --tp 1 --optimizer adamw --lr 0.001 TO --model tiny --dp-replicate 1 --dp-shard 4 --cp 1 --tp 1 --optimizer adamw --lr 0.001)
+hp_recipe_resume(K2  L1 4 --model tiny --dp-replicate 1 --dp-shard 4 --cp 1 --tp 1 --optimizer adamw --lr 0.001 TO --model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --optimizer adamw --lr 0.001)
+hp_recipe_resume(K3  L1 8 --model tiny --dp-replicate 1 --dp-shard 2 --cp 2 --tp 2 --sp --cp-rotate allgather --optimizer adamw --lr 0.001 TO --model tiny --dp-replicate 2 --dp-shard 2 --cp 1 --tp 1 --optimizer adamw --lr 0.001)
+hp_recipe_resume(K4  L1 4 --model tiny-moe --dp-replicate 1 --dp-shard 4 --cp 1 --tp 1 --ep 4 --etp 1 --optimizer adamw --lr 0.001 TO --model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --ep 2 --etp 2 --optimizer adamw --lr 0.001)
+hp_recipe_resume(K5  L2 4 --model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 --pp 2 --layers 4 --pp-microbatches 2 --optimizer adamw --lr 0.001 TO --model tiny --dp-replicate 1 --dp-shard 4 --cp 1 --tp 1 --layers 4 --optimizer adamw --lr 0.001)
+hp_recipe_resume(K6  L2 8 --model tiny --dp-replicate 1 --dp-shard 8 --cp 1 --tp 1 --data /usr/share/common-licenses/GPL-3 --optimizer adamw --lr 0.001 TO --model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 --data /usr/share/common-licenses/GPL-3 --optimizer adamw --lr 0.001)
 
 # Negative cases: POSIX ERE with [(] [*] [.] instead of backslashes (same text as recipes.c).
 hp_recipe_negative(neg-world 2 "world size: dp_replicate[(]1[)][*]dp_shard[(]2[)][*]cp[(]2[)][*]tp[(]2[)][*]pp[(]1[)] = 8 != 6 ranks launched"

@@ -112,7 +112,7 @@ static int is_row(const char *row) {
     static const char *const rows[] = { "M1", "M2", "M3", "M4", "M5", "B1", "B2", "B4", "M6", "M7",
                                         "A-EP", "S1", "S2", "S3", "C2", "C3", "GA", "P1", "P2", "P3",
                                         "P4", "P5", "P6", "P7", "P8", "P9", "P10", "C4", "C5", "U1", "U2",
-                                        "U3", "U4", "U5", "U6", "U7", NULL };
+                                        "U3", "U4", "U5", "U6", "U7", "K", NULL };
     for (int i = 0; rows[i]; i++)
         if (!strcmp(rows[i], row)) return 1;
     return 0;
@@ -158,6 +158,21 @@ static void test_table(void) {
         d.world = hp_recipe_world(r);
         char err[256] = "";
         CHECK(hp_dims_validate(&d, &m, &rc, err, sizeof err) == 0, "%s is refused: %s", r->id, err);
+        if (r->resume_to) {   // layout B of a resume recipe must be legal too, for its own world
+            char b_flags[1024], *bv[64];
+            snprintf(b_flags, sizeof b_flags, "%s", r->resume_to);
+            int bc = 0;
+            bv[bc++] = "hp";
+            bv[bc++] = "run";
+            for (char *tok = strtok(b_flags, " "); tok && bc < 63; tok = strtok(NULL, " ")) bv[bc++] = tok;
+            hp_cli cb;
+            CHECK(hp_cli_parse(&cb, bc, bv, 2, NULL, NULL) == 0, "%s: layout B does not parse", r->id);
+            hp_dims db = cb.dims;
+            db.world = 0;
+            CHECK(hp_dims_validate(&db, &cb.model, &cb.run, err, sizeof err) == 0, "%s: layout B is refused: %s",
+                  r->id, err);
+            CHECK(!strcmp(cb.model.name, m.name), "%s: layouts A and B train different models", r->id);
+        }
         // MoE recipes (every one uses ep > 1) run the MoE model, dense ones the dense one
         const int moe_row = r->EP > 1;
         CHECK(moe_row == (m.num_experts > 0), "%s: row %s with model %s", r->id, r->row, r->model);

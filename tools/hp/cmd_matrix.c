@@ -441,9 +441,95 @@ static int same_bits(const double *a, const double *b, int n) {
     return memcmp(a, b, (size_t)n * sizeof(double)) == 0;
 }
 
+// One `hp run` of a resume recipe: flags, then the extra arguments (NULL-terminated).
+static int run_stage(const char *exe, const char *flags, const char *log, const matrix_opts *o,
+                     double *secs, ...) {
+    char *argv[64];
+    argv[0] = (char *)exe;
+    argv[1] = "run";
+    int n = split_args(flags, NULL, argv, 2, 48);
+    const int n_own = n;
+    va_list ap;
+    va_start(ap, secs);
+    for (const char *a; n < 62 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    const int code = run_child(argv, log, log, o->timeout_s, secs);
+    free_args(argv, 2, n_own);
+    return code;
+}
+
+// A resume recipe (K1-K6): 6 steps under layout A straight; 3 under A saved at step 3; resumed
+// under layout B to step 6. The losses of steps 4-6 must equal the straight run's: bit for bit
+// when B is A, else within 1e-5 relative (the final parameters are the CTests' business:
+// tests/checkpoint.cmake compares them too).
+static void run_resume(const char *exe, const hp_recipe *r, const matrix_opts *o, const char *runs_dir,
+                       hp_recipe_result *x) {
+    char flags[512], full[1024], res[1024], ckpt[1024], log[1024];
+    hp_recipe_flags(r, flags, sizeof flags);
+    fmt(full, sizeof full, "%s/%s.full.json", runs_dir, r->id);
+    fmt(res, sizeof res, "%s/%s.resumed.json", runs_dir, r->id);
+    fmt(ckpt, sizeof ckpt, "%s/%s.ckpt", runs_dir, r->id);
+    fmt(log, sizeof log, "%s/%s.log", runs_dir, r->id);
+    remove_tree(ckpt, 0);
+    unlink(full);
+    unlink(res);
+    double t = 0, secs = 0;
+    int code = run_stage(exe, flags, log, o, &t, "--steps", "6", "--json", full, "--quiet", (char *)NULL);
+    secs += t;
+    if (code == 0)
+        code = run_stage(exe, flags, log, o, &t, "--steps", "3", "--checkpoint-dir", ckpt,
+                         "--checkpoint-every", "3", "--quiet", (char *)NULL);
+    secs += t;
+    if (code == 0)
+        code = run_stage(exe, r->resume_to, log, o, &t, "--steps", "6", "--resume", ckpt,
+                         "--json", res, "--quiet", (char *)NULL);
+    x->seconds = secs + t;
+    x->runs = 3;
+    x->exit_code = code;
+    run_numbers a = { 0 }, b = { 0 };
+    const int have = code == 0 && load_json(full, NULL, &a) == 0 && load_json(res, NULL, &b) == 0 &&
+                     a.steps == 6 && b.steps == 3;
+    fmt(x->log, sizeof x->log, "%s", log);
+    if (!have) {
+        x->verdict = HP_V_FAIL;
+        fmt(x->failure, sizeof x->failure, code ? "a run exited %d (see the log)" : "no losses of steps 4-6", code);
+        return;
+    }
+    x->have_json = 1;
+    x->steps = 3;
+    const int bitwise = !strcmp(flags, r->resume_to);
+    double worst = 0;
+    int same = 1;
+    for (int s = 0; s < 3; s++) {
+        x->losses[s] = b.losses[s];
+        x->losses_ref[s] = a.losses[3 + s];
+        const double e = fabs(b.losses[s] - a.losses[3 + s]) / fabs(a.losses[3 + s]);
+        if (!(e <= worst)) worst = e;
+        same &= b.losses[s] == a.losses[3 + s];
+    }
+    x->traj_worst = x->loss_rel_err = worst;
+    x->worst_grad_rel = x->worst_param_rel = 0;
+    x->traffic_ok = x->init_equal = 1;
+    if (bitwise ? !same : !(worst <= 1e-5)) {
+        x->verdict = HP_V_FAIL;
+        fmt(x->failure, sizeof x->failure, "resumed losses of steps 4-6 %s the uninterrupted run's (worst %.3g)",
+            bitwise ? "are not bit-identical to" : "differ by more than 1e-5 from", worst);
+    }
+}
+
 static void run_recipe(const char *exe, const hp_recipe *r, const matrix_opts *o, const char *runs_dir,
                        hp_recipe_result *x) {
     memset(x, 0, sizeof *x);
+    if (r->resume_to) {
+        x->r = r;
+        x->world = hp_recipe_world(r);
+        x->deterministic = -1;
+        x->same_as_rel = -1;
+        x->verdict = HP_V_PASS;
+        run_resume(exe, r, o, runs_dir, x);
+        return;
+    }
     x->r = r;
     x->world = hp_recipe_world(r);
     x->deterministic = -1;

@@ -29,83 +29,99 @@
 #define EX6 "06_moe_ep_tp_etp"
 #define EX7 "08_pipeline"
 #define EX8 "07_ulysses_cp"
+#define EX0 "00_train"
 
 #define ADAMW "--optimizer adamw --lr 0.001"
 #define CLIP  "--max-norm 0.1"
 #define NOLB  "--cp-no-balance"
+#define TEXT  "--data /usr/share/common-licenses/GPL-3"
 
 //  id               row    model       R  S  C  T  sp  EP ET rotate       dispatcher   level same_as          example
 const hp_recipe hp_recipes[] = {
-    { "M1a",          "M1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "baseline: one process is its own reference (checks the verifier)", NULL, 0, 0 },
-    { "M1b",          "M1",  "tiny",     2, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "pure DDP: gradients all-reduced over dp_replicate", NULL, 0, 0 },
-    { "M2-tp2",       "M2",  "tiny",     1, 1, 1, 2,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP: colwise/rowwise TP, no sequence parallel", NULL, 0, 0 },
-    { "M2-tp4",       "M2",  "tiny",     1, 1, 1, 4,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP at tp 4 (kv heads split 4 ways)", NULL, 0, 0 },
-    { "M3-tp2",       "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP: all-gather in, reduce-scatter out", NULL, 0, 0 },
-    { "M3-tp4",       "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP at tp 4", NULL, 0, 0 },
-    { "M4-s2",        "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "A-FSDP2: parameters sharded over dp_shard 2", NULL, 0, 0 },
-    { "M4-s4",        "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 over dp_shard 4 (uneven shards padded)", NULL, 0, 0 },
-    { "M5-s1-ag",     "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "A-CP: cp 2 with FSDP over cp only (dp_shard 1), all-gather K/V", NULL, 0, 0 },
-    { "M5-s1-ring",   "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-ag",    EX4, "A-CP, ring rotation of K/V", NULL, 0, 0 },
-    { "M5-s2-ag",     "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "B-3 CP + FSDP2: fsdp = dp_shard*cp = 4, all-gather K/V", NULL, 0, 0 },
-    { "M5-s2-ring",   "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s2-ag",    EX4, "B-3 CP + FSDP2, ring rotation", NULL, 0, 0 },
-    { "B1",           "B1",  "tiny",     1, 2, 1, 2,  0, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + FSDP2 (fsdp_tp_example without SP)", NULL, 0, 0 },
-    { "B2",           "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2", NULL, 0, 0 },
-    { "B4-ag",        "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "TP + SP + CP + FSDP2 over cp, all-gather K/V", NULL, 0, 0 },
-    { "B4-ring",      "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "B4-ag",       EX3, "TP + SP + CP + FSDP2 over cp, ring rotation", NULL, 0, 0 },
-    { "M6-ag",        "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "C-level Titan grid (1,2,2,2) on 8 ranks, all-gather K/V", NULL, 0, 0 },
-    { "M6-ring",      "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag",       EX3, "C-level Titan grid (1,2,2,2), ring rotation", NULL, 0, 0 },
-    { "M7-tp1",       "M7",  "tiny",     2, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "B-5 HSDP: replicate 2 x shard 2", NULL, 0, 0 },
-    { "M7-tp2",       "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP on 8 ranks", NULL, 0, 0 },
-    { "A-EP",         "A-EP","tiny-moe", 1, 2, 1, 1, -1, 2, 1, NULL,        NULL,        L1, NULL,          EX5, "A-EP: experts split over ep 2, all-to-all dispatch", NULL, 0, 0 },
-    { "S1",           "S1",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX5, "B-6 EP 4 + dual-stack FSDP2 (efsdp 1)", NULL, 0, 0 },
-    { "S1b",          "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "EP 4 borrows the TP ranks (etp 1), efsdp 1", NULL, 0, 0 },
-    { "S2",           "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "B-7 ETP = TP: experts split over ep 2 x etp 2", NULL, 0, 0 },
-    { "S3-S1",        "S3",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        "allgather", L2, "S1",          EX5, "S1 through the all-gather dispatcher", NULL, 0, 0 },
-    { "S3-S1b",       "S3",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        "allgather", L2, "S1b",         EX5, "S1b through the all-gather dispatcher", NULL, 0, 0 },
-    { "C2-ep4-ag",    "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 4 etp 1 (efsdp 2), all-gather K/V", NULL, 0, 0 },
-    { "C2-ep4-ring",  "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "ring",      NULL,        L2, "C2-ep4-ag",   EX6, "C-level MoE grid, ep 4 etp 1, ring rotation", NULL, 0, 0 },
-    { "C2-etp2-ag",   "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 2 etp 2 (efsdp 2), all-gather K/V", NULL, 0, 0 },
-    { "C2-etp2-ring", "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "ring",      NULL,        L2, "C2-etp2-ag",  EX6, "C-level MoE grid, ep 2 etp 2, ring rotation", NULL, 0, 0 },
-    { "C3-ag",        "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "allgather", NULL,        L2, NULL,          EX6, "HSDP + CP + TP + EP on 8 ranks, all-gather K/V", NULL, 0, 0 },
-    { "C3-ring",      "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "ring",      NULL,        L2, "C3-ag",       EX6, "HSDP + CP + TP + EP, ring rotation", NULL, 0, 0 },
+    { "M1a",          "M1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "baseline: one process is its own reference (checks the verifier)", NULL, 0, 0, NULL },
+    { "M1b",          "M1",  "tiny",     2, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "pure DDP: gradients all-reduced over dp_replicate", NULL, 0, 0, NULL },
+    { "M2-tp2",       "M2",  "tiny",     1, 1, 1, 2,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP: colwise/rowwise TP, no sequence parallel", NULL, 0, 0, NULL },
+    { "M2-tp4",       "M2",  "tiny",     1, 1, 1, 4,  0, 1, 1, NULL,        NULL,        L0, NULL,          EX1, "A-TP at tp 4 (kv heads split 4 ways)", NULL, 0, 0, NULL },
+    { "M3-tp2",       "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP: all-gather in, reduce-scatter out", NULL, 0, 0, NULL },
+    { "M3-tp4",       "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "TP + SP at tp 4", NULL, 0, 0, NULL },
+    { "M4-s2",        "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "A-FSDP2: parameters sharded over dp_shard 2", NULL, 0, 0, NULL },
+    { "M4-s4",        "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 over dp_shard 4 (uneven shards padded)", NULL, 0, 0, NULL },
+    { "M5-s1-ag",     "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "A-CP: cp 2 with FSDP over cp only (dp_shard 1), all-gather K/V", NULL, 0, 0, NULL },
+    { "M5-s1-ring",   "M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-ag",    EX4, "A-CP, ring rotation of K/V", NULL, 0, 0, NULL },
+    { "M5-s2-ag",     "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "B-3 CP + FSDP2: fsdp = dp_shard*cp = 4, all-gather K/V", NULL, 0, 0, NULL },
+    { "M5-s2-ring",   "M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s2-ag",    EX4, "B-3 CP + FSDP2, ring rotation", NULL, 0, 0, NULL },
+    { "B1",           "B1",  "tiny",     1, 2, 1, 2,  0, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + FSDP2 (fsdp_tp_example without SP)", NULL, 0, 0, NULL },
+    { "B2",           "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2", NULL, 0, 0, NULL },
+    { "B4-ag",        "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "TP + SP + CP + FSDP2 over cp, all-gather K/V", NULL, 0, 0, NULL },
+    { "B4-ring",      "B4",  "tiny",     1, 1, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "B4-ag",       EX3, "TP + SP + CP + FSDP2 over cp, ring rotation", NULL, 0, 0, NULL },
+    { "M6-ag",        "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "C-level Titan grid (1,2,2,2) on 8 ranks, all-gather K/V", NULL, 0, 0, NULL },
+    { "M6-ring",      "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag",       EX3, "C-level Titan grid (1,2,2,2), ring rotation", NULL, 0, 0, NULL },
+    { "M7-tp1",       "M7",  "tiny",     2, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "B-5 HSDP: replicate 2 x shard 2", NULL, 0, 0, NULL },
+    { "M7-tp2",       "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP on 8 ranks", NULL, 0, 0, NULL },
+    { "A-EP",         "A-EP","tiny-moe", 1, 2, 1, 1, -1, 2, 1, NULL,        NULL,        L1, NULL,          EX5, "A-EP: experts split over ep 2, all-to-all dispatch", NULL, 0, 0, NULL },
+    { "S1",           "S1",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX5, "B-6 EP 4 + dual-stack FSDP2 (efsdp 1)", NULL, 0, 0, NULL },
+    { "S1b",          "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "EP 4 borrows the TP ranks (etp 1), efsdp 1", NULL, 0, 0, NULL },
+    { "S2",           "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "B-7 ETP = TP: experts split over ep 2 x etp 2", NULL, 0, 0, NULL },
+    { "S3-S1",        "S3",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        "allgather", L2, "S1",          EX5, "S1 through the all-gather dispatcher", NULL, 0, 0, NULL },
+    { "S3-S1b",       "S3",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        "allgather", L2, "S1b",         EX5, "S1b through the all-gather dispatcher", NULL, 0, 0, NULL },
+    { "C2-ep4-ag",    "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 4 etp 1 (efsdp 2), all-gather K/V", NULL, 0, 0, NULL },
+    { "C2-ep4-ring",  "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "ring",      NULL,        L2, "C2-ep4-ag",   EX6, "C-level MoE grid, ep 4 etp 1, ring rotation", NULL, 0, 0, NULL },
+    { "C2-etp2-ag",   "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "allgather", NULL,        L2, NULL,          EX6, "C-level MoE grid, ep 2 etp 2 (efsdp 2), all-gather K/V", NULL, 0, 0, NULL },
+    { "C2-etp2-ring", "C2",  "tiny-moe", 1, 2, 2, 2,  1, 2, 2, "ring",      NULL,        L2, "C2-etp2-ag",  EX6, "C-level MoE grid, ep 2 etp 2, ring rotation", NULL, 0, 0, NULL },
+    { "C3-ag",        "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "allgather", NULL,        L2, NULL,          EX6, "HSDP + CP + TP + EP on 8 ranks, all-gather K/V", NULL, 0, 0, NULL },
+    { "C3-ring",      "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "ring",      NULL,        L2, "C3-ag",       EX6, "HSDP + CP + TP + EP, ring rotation", NULL, 0, 0, NULL },
     // the run options the rows above leave at their defaults: AdamW, clipping that clips (the
     // tiny models' grad norm is ~0.52), and the contiguous (unbalanced) CP layout
-    { "M4-s2-adamw",  "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 with AdamW (m and v sharded like the parameters)", ADAMW, 0, 0 },
-    { "B2-adamw-clip","B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2, AdamW, grad norm clipped to 0.1", ADAMW " " CLIP, 0, 0 },
-    { "M7-tp2-clip",  "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP, SGD, clipped: the norm counts each element once", CLIP, 0, 0 },
-    { "S1b-adamw-clip","S1", "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "EP borrowing TP, AdamW and clipping on both stacks", ADAMW " " CLIP, 0, 0 },
-    { "M5-s1-nolb-ag","M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "cp 2, contiguous split (--cp-no-balance), all-gather K/V", NOLB, 0, 0 },
-    { "M5-s1-nolb-ring","M5","tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-nolb-ag", EX4, "cp 2, contiguous split, ring rotation", NOLB, 0, 0 },
-    { "M5-cp4-nolb-ag","M5", "tiny",     1, 1, 4, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "cp 4, contiguous split: rank i computes i+1 blocks", NOLB, 0, 0 },
-    { "M5-cp4-nolb-ring","M5","tiny",    1, 1, 4, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-cp4-nolb-ag", EX4, "cp 4, contiguous split, ring rotation", NOLB, 0, 0 },
+    { "M4-s2-adamw",  "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 with AdamW (m and v sharded like the parameters)", ADAMW, 0, 0, NULL },
+    { "B2-adamw-clip","B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2, AdamW, grad norm clipped to 0.1", ADAMW " " CLIP, 0, 0, NULL },
+    { "M7-tp2-clip",  "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP, SGD, clipped: the norm counts each element once", CLIP, 0, 0, NULL },
+    { "S1b-adamw-clip","S1", "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "EP borrowing TP, AdamW and clipping on both stacks", ADAMW " " CLIP, 0, 0, NULL },
+    { "M5-s1-nolb-ag","M5",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "cp 2, contiguous split (--cp-no-balance), all-gather K/V", NOLB, 0, 0, NULL },
+    { "M5-s1-nolb-ring","M5","tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s1-nolb-ag", EX4, "cp 2, contiguous split, ring rotation", NOLB, 0, 0, NULL },
+    { "M5-cp4-nolb-ag","M5", "tiny",     1, 1, 4, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "cp 4, contiguous split: rank i computes i+1 blocks", NOLB, 0, 0, NULL },
+    { "M5-cp4-nolb-ring","M5","tiny",    1, 1, 4, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-cp4-nolb-ag", EX4, "cp 4, contiguous split, ring rotation", NOLB, 0, 0, NULL },
     // the second matrix (recipes.md): gradient accumulation, reduced once per step
-    { "GA",           "GA",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "gradient accumulation: 4 microbatches, grads summed in order, reduced once", "--microbatches 4", 0, 0 },
-    { "GA-moe",       "GA",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "gradient accumulation under EP borrowing TP: routing of every microbatch", "--microbatches 2", 0, 0 },
+    { "GA",           "GA",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "gradient accumulation: 4 microbatches, grads summed in order, reduced once", "--microbatches 4", 0, 0, NULL },
+    { "GA-moe",       "GA",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "gradient accumulation under EP borrowing TP: routing of every microbatch", "--microbatches 2", 0, 0, NULL },
     // pipeline parallel (pipeline.md; tests/run_pp_bitwise.sh checks the schedules byte for
     // byte against accumulation): tiny and tiny-moe deepened to 4 blocks
-    { "P1-gpipe",     "P1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX7, "PP alone, GPipe: all forwards, then all backwards", "--layers 4 --pp-schedule gpipe --pp-microbatches 4", 2, 0 },
-    { "P1-1f1b",      "P1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, "P1-gpipe",    EX7, "PP alone, 1F1B", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0 },
-    { "P2",           "P2",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "a deeper pipe: pp 4, 1F1B, 8 microbatches", "--layers 4 --pp-schedule 1f1b --pp-microbatches 8 --batch 8", 4, 0 },
-    { "P3",           "P3",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, "P1-gpipe",    EX7, "virtual stages: interleaved 1F1B, V 2", "--layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4", 2, 0 },
-    { "P4",           "P4",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, "P1-gpipe",    EX7, "zero bubble V: the backward split into I and W", "--layers 4 --pp-schedule zbv --pp-microbatches 4", 2, 0 },
-    { "P5",           "P5",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "PP + FSDP2: units gathered once per step", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0 },
-    { "P6",           "P6",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "PP + TP + SP: the stream crosses stages sequence-sharded", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0 },
-    { "P7-ag",        "P7",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L2, NULL,          EX7, "PP + CP, all-gather K/V", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0 },
-    { "P7-ring",      "P7",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L2, "P7-ag",       EX7, "PP + CP, ring rotation", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0 },
-    { "P8",           "P8",  "tiny",     2, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "PP (interleaved) + DDP + TP", "--layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4", 2, 0 },
-    { "P9",           "P9",  "tiny-moe", 1, 2, 1, 1, -1, 2, 1, NULL,        NULL,        L2, NULL,          EX7, "PP + EP + dual-stack FSDP", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0 },
-    { "P10",          "P10", "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX7, "PP + EP + ETP", "--layers 4 --pp-schedule 1f1b --pp-microbatches 2", 2, 0 },
-    { "C4",           "C4",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX7, "the 5-D Titan grid on 16 ranks (interleaved PP)", "--layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4", 2, 0 },
-    { "C5",           "C5",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX7, "the 5-D MoE grid on 16 ranks", "--layers 4 --pp-schedule 1f1b --pp-microbatches 2", 2, 0 },
+    { "P1-gpipe",     "P1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX7, "PP alone, GPipe: all forwards, then all backwards", "--layers 4 --pp-schedule gpipe --pp-microbatches 4", 2, 0, NULL },
+    { "P1-1f1b",      "P1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, "P1-gpipe",    EX7, "PP alone, 1F1B", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0, NULL },
+    { "P2",           "P2",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "a deeper pipe: pp 4, 1F1B, 8 microbatches", "--layers 4 --pp-schedule 1f1b --pp-microbatches 8 --batch 8", 4, 0, NULL },
+    { "P3",           "P3",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, "P1-gpipe",    EX7, "virtual stages: interleaved 1F1B, V 2", "--layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4", 2, 0, NULL },
+    { "P4",           "P4",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, "P1-gpipe",    EX7, "zero bubble V: the backward split into I and W", "--layers 4 --pp-schedule zbv --pp-microbatches 4", 2, 0, NULL },
+    { "P5",           "P5",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "PP + FSDP2: units gathered once per step", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0, NULL },
+    { "P6",           "P6",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "PP + TP + SP: the stream crosses stages sequence-sharded", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0, NULL },
+    { "P7-ag",        "P7",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L2, NULL,          EX7, "PP + CP, all-gather K/V", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0, NULL },
+    { "P7-ring",      "P7",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L2, "P7-ag",       EX7, "PP + CP, ring rotation", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0, NULL },
+    { "P8",           "P8",  "tiny",     2, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "PP (interleaved) + DDP + TP", "--layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4", 2, 0, NULL },
+    { "P9",           "P9",  "tiny-moe", 1, 2, 1, 1, -1, 2, 1, NULL,        NULL,        L2, NULL,          EX7, "PP + EP + dual-stack FSDP", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4", 2, 0, NULL },
+    { "P10",          "P10", "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX7, "PP + EP + ETP", "--layers 4 --pp-schedule 1f1b --pp-microbatches 2", 2, 0, NULL },
+    { "C4",           "C4",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX7, "the 5-D Titan grid on 16 ranks (interleaved PP)", "--layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4", 2, 0, NULL },
+    { "C5",           "C5",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX7, "the 5-D MoE grid on 16 ranks", "--layers 4 --pp-schedule 1f1b --pp-microbatches 2", 2, 0, NULL },
     // Ulysses (ulysses.md): alone, 2-D with ring CP, with TP/SP/FSDP and with EP
-    { "U1",           "U1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX8, "Ulysses alone: heads scattered, tokens gathered around attention", NULL, 0, 2 },
-    { "U2",           "U2",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "Ulysses 4: the 4 kv heads split one per rank", NULL, 0, 4 },
-    { "U3",           "U3",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "Ulysses 8 > 4 kv heads: each kv head repeated twice, its grads summed", NULL, 0, 8 },
-    { "U4-ag",        "U4",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX8, "2-D: Ulysses 2 x ring 2, all-gather K/V", NULL, 0, 2 },
-    { "U4-ring",      "U4",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L2, "U4-ag",       EX8, "2-D: Ulysses 2 x ring 2, ring rotation", NULL, 0, 2 },
-    { "U5",           "U5",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "Ulysses + TP + SP + FSDP2 (fsdp = dp_shard*ulysses)", NULL, 0, 2 },
-    { "U6",           "U6",  "tiny",     1, 1, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX8, "Ulysses x ring x TP", NULL, 0, 2 },
-    { "U7",           "U7",  "tiny-moe", 1, 2, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX8, "Ulysses + EP: ep 4 borrows the ulysses ranks", NULL, 0, 2 },
+    { "U1",           "U1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX8, "Ulysses alone: heads scattered, tokens gathered around attention", NULL, 0, 2, NULL },
+    { "U2",           "U2",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "Ulysses 4: the 4 kv heads split one per rank", NULL, 0, 4, NULL },
+    { "U3",           "U3",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "Ulysses 8 > 4 kv heads: each kv head repeated twice, its grads summed", NULL, 0, 8, NULL },
+    { "U4-ag",        "U4",  "tiny",     1, 1, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX8, "2-D: Ulysses 2 x ring 2, all-gather K/V", NULL, 0, 2, NULL },
+    { "U4-ring",      "U4",  "tiny",     1, 1, 2, 1, -1, 1, 1, "ring",      NULL,        L2, "U4-ag",       EX8, "2-D: Ulysses 2 x ring 2, ring rotation", NULL, 0, 2, NULL },
+    { "U5",           "U5",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "Ulysses + TP + SP + FSDP2 (fsdp = dp_shard*ulysses)", NULL, 0, 2, NULL },
+    { "U6",           "U6",  "tiny",     1, 1, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX8, "Ulysses x ring x TP", NULL, 0, 2, NULL },
+    { "U7",           "U7",  "tiny-moe", 1, 2, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX8, "Ulysses + EP: ep 4 borrows the ulysses ranks", NULL, 0, 2, NULL },
+    // distributed checkpoints (issue 14): save under layout A at step 3, resume under B; the
+    // losses of steps 4-6 match the uninterrupted run (bitwise when B is A), AdamW
+    { "K1",           "K",   "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX0, "resume under the same layout: bit-identical", ADAMW, 0, 0,
+      "--model tiny --dp-replicate 1 --dp-shard 4 --cp 1 --tp 1 " ADAMW },
+    { "K2",           "K",   "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX0, "FSDP4 -> TP2 x FSDP2", ADAMW, 0, 0,
+      "--model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 " ADAMW },
+    { "K3",           "K",   "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX0, "the (1,2,2,2) grid -> HSDP (2,2,1,1)", ADAMW, 0, 0,
+      "--model tiny --dp-replicate 2 --dp-shard 2 --cp 1 --tp 1 " ADAMW },
+    { "K4",           "K",   "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        NULL,        L1, NULL,          EX0, "MoE EP4/ETP1 -> EP2/ETP2: experts resharded", ADAMW, 0, 0,
+      "--model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --ep 2 --etp 2 " ADAMW },
+    { "K5",           "K",   "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX0, "PP2 x FSDP2 -> pp 1 x FSDP4", "--layers 4 --pp-microbatches 2 " ADAMW, 2, 0,
+      "--model tiny --dp-replicate 1 --dp-shard 4 --cp 1 --tp 1 --layers 4 " ADAMW },
+    { "K6",           "K",   "tiny",     1, 8, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX0, "world 8 -> world 1 on text data: the window position resumes", TEXT " " ADAMW, 0, 0,
+      "--model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 " TEXT " " ADAMW },
 };
 const int hp_n_recipes = (int)(sizeof hp_recipes / sizeof hp_recipes[0]);
 
@@ -251,7 +267,11 @@ void hp_recipes_list(FILE *out) {
     for (int i = 0; i < hp_n_recipes; i++) {
         const hp_recipe *r = &hp_recipes[i];
         hp_recipe_flags(r, flags, sizeof flags);
-        fprintf(out, "recipe\t%s\t%s\t%d\t%s\n", r->id, hp_level_name(r->level), hp_recipe_world(r), flags);
+        if (r->resume_to)
+            fprintf(out, "resume\t%s\t%s\t%d\t%s\t%s\n", r->id, hp_level_name(r->level), hp_recipe_world(r),
+                    flags, r->resume_to);
+        else
+            fprintf(out, "recipe\t%s\t%s\t%d\t%s\n", r->id, hp_level_name(r->level), hp_recipe_world(r), flags);
     }
     for (int i = 0; i < hp_n_negatives; i++) {
         const hp_negative *g = &hp_negatives[i];

@@ -30,6 +30,9 @@ typedef struct hp_recipe {
                              // schedule and microbatches, --layers), or NULL
     int P;                   // pp degree (0 or 1: no pipeline)
     int U;                   // ulysses degree (0 or 1: none)
+    const char *resume_to;   // a resume recipe (K1-K6): the full `hp run` flags of layout B; the
+                             // run trains 6 steps under A, and 3 under A saved and resumed
+                             // under B to step 6, whose losses must match (NULL: a verify recipe)
 } hp_recipe;
 
 // The world a recipe runs with: P*R*S*U*C*T (EP and ETP re-use those ranks).

@@ -23,7 +23,8 @@ int main(int argc, char **argv) {
         ex_print_mesh(&a, rank);
         const hp_group_kind kinds[] = { HP_G_TP, HP_G_CP, HP_G_FSDP, HP_G_DP_REPLICATE };
         ex_print_groups(&a, kinds, 4, rank);
-        rc = ex_verify(&a, rank);
+        rc = ex_train(&a, rank, 3, "layers.0.attention.wq.weight");   // the trainer on this layout
+        if (!rc) rc = ex_verify(&a, rank);
     }
     MPI_Finalize();
     return rc;

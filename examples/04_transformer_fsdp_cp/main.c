@@ -34,7 +34,8 @@ int main(int argc, char **argv) {
                        pos[S / C - 1]);
             }
         }
-        rc = ex_verify(&a, rank);
+        rc = ex_train(&a, rank, 3, "layers.0.attention.wk.weight");   // the trainer on this layout
+        if (!rc) rc = ex_verify(&a, rank);
     }
     MPI_Finalize();
     return rc;

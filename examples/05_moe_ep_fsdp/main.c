@@ -26,7 +26,8 @@ int main(int argc, char **argv) {
             printf("experts: ep rank e holds experts [e*%d, (e+1)*%d); dispatch by %s\n",
                    a.model.num_experts / a.dims.ep, a.model.num_experts / a.dims.ep,
                    a.run.dispatcher == HP_DISPATCH_ALLGATHER ? "all-gather" : "all-to-all");
-        rc = ex_verify(&a, rank);
+        rc = ex_train(&a, rank, 3, "layers.0.moe.experts.w1");   // the trainer on this layout
+        if (!rc) rc = ex_verify(&a, rank);
     }
     MPI_Finalize();
     return rc;

@@ -21,7 +21,8 @@ int main(int argc, char **argv) {
         ex_print_mesh(&a, rank);
         const hp_group_kind kinds[] = { HP_G_TP, HP_G_FSDP, HP_G_EP, HP_G_ETP, HP_G_EFSDP };
         ex_print_groups(&a, kinds, 5, rank);
-        rc = ex_verify(&a, rank);
+        rc = ex_train(&a, rank, 3, "layers.0.moe.experts.w2");   // the trainer on this layout
+        if (!rc) rc = ex_verify(&a, rank);
     }
     MPI_Finalize();
     return rc;

@@ -130,6 +130,50 @@ int ex_compare(const char *name, const float *a, const float *ref, size_t n, dou
     return ok;
 }
 
+// "tp:S(0)" / "fsdp:R": the placement of one mesh axis (shard dim or replicated).
+static const char *placement(char *buf, size_t n, const char *axis, int dim) {
+    if (dim == HP_REPLICATE) snprintf(buf, n, "%s:R", axis);
+    else snprintf(buf, n, "%s:S(%d)", axis, dim);
+    return buf;
+}
+
+int ex_train(const ex_args *a, int rank, int steps, const char *param) {
+    char err[256];
+    hp_run_config run = a->run;
+    run.steps = steps;
+    hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &a->model, &a->dims, &run, err, sizeof err);
+    if (!tr) {
+        if (rank == 0) fprintf(stderr, "example: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
+    int rc = 0;
+    for (int i = 0; i < steps && rc == 0; i++) {
+        hp_step_stats st;
+        rc = hp_trainer_step(tr, &st);   // forward, backward, reductions, clipping, optimiser
+        if (rank == 0) printf("step %d | loss %.6f | grad norm %.4f\n", st.step, st.loss, st.grad_norm);
+    }
+    const hp_param_table *t = hp_trainer_params(tr);
+    float *full = rank == 0 ? malloc((size_t)t->full_numel * sizeof(float)) : NULL;
+    const double replicas = hp_trainer_gather_params(tr, full);   // every shard -> full tensors
+    const int i = hp_params_find(t, param);
+    if (rank == 0 && i >= 0) {
+        const hp_param *p = &t->p[i];
+        char tp[16], ep[16], fs[16];
+        printf("%s: full [%lld", p->name, (long long)p->shape[0]);
+        for (int k = 1; k < p->ndim; k++) printf(", %lld", (long long)p->shape[k]);
+        printf("], %s %s %s; rank 0 holds [%lld", placement(tp, sizeof tp, "tp", p->tp_dim),
+               placement(ep, sizeof ep, "ep", p->ep_dim), placement(fs, sizeof fs, "fsdp", p->fsdp_dim),
+               (long long)p->local_shape[0]);
+        for (int k = 1; k < p->ndim; k++) printf(", %lld", (long long)p->local_shape[k]);
+        printf("] of it, %lld rows of that as its FSDP shard (of %d); gathered [0] = %.6f, "
+               "replicas agree %s\n", (long long)p->shard_rows, p->fsdp_size, full[p->full_offset],
+               replicas == 0.0 ? "bitwise" : "NOT");
+    }
+    free(full);
+    hp_trainer_free(tr);
+    return rc;
+}
+
 int ex_verify(const ex_args *a, int rank) {
     hp_verify_opts o = hp_verify_opts_default(&a->run);
     hp_verify_result r;

@@ -3,13 +3,15 @@
 // check of a tensor against its single-process reference, and the short summary of a
 // hp_verify_run result. Only the public headers include/hyperpar/*.h are used.
 // defines: ex_args, ex_parse, ex_validate, ex_mesh, ex_print_mesh, ex_print_groups, ex_rel_err,
-//          ex_compare, ex_verify
+//          ex_compare, ex_train, ex_verify
 #ifndef EXAMPLE_COMMON_H
 #define EXAMPLE_COMMON_H
 #include <stddef.h>
 #include "hyperpar/comm.h"
 #include "hyperpar/config.h"
 #include "hyperpar/dims.h"
+#include "hyperpar/params.h"
+#include "hyperpar/train.h"
 #include "hyperpar/verify.h"
 
 typedef struct ex_args {
@@ -49,6 +51,12 @@ void ex_relu_backward(float *da, const float *dh, const float *a, size_t n);
 // The part of loss = 0.5 * sum((y - target)^2) / rows_total from these n values;
 // dy = (y - target) / rows_total.
 float ex_mse(float *dy, const float *y, const float *target, size_t n, int rows_total);
+
+// Trains `steps` steps on the public API (hp_trainer_init, hp_trainer_step: one loss line per
+// step on rank 0), then gathers the parameters to full tensors (hp_trainer_gather_params) and
+// prints where `param` lives: its full shape, its placement on each mesh axis, and rank 0's
+// local and FSDP-shard shapes. Collective; returns 0, 1 (a non-finite step) or 2 (set-up).
+int ex_train(const ex_args *a, int rank, int steps, const char *param);
 
 // Runs hp_verify_run (collective) and prints its result on rank 0 (a summary, or every
 // tensor with --verbose). Returns 0 on pass, HP_EXIT_FAIL otherwise, on every rank.

@@ -71,9 +71,11 @@ int hp_cli_check_memory(const hp_cli *cli, const hp_dims *dims, int local_ranks)
 
 // Launch: 1 if this process runs under an MPI launcher (mpirun/srun/mpiexec env vars).
 int  hp_launch_under_mpi(void);
-// Re-executes the current command under `mpirun -np nproc` (Open MPI: --allow-run-as-root
-// --oversubscribe; OPENBLAS_NUM_THREADS=1 when nproc exceeds the cores). Returns mpirun's
-// exit status; never returns on exec failure without printing one line.
+// Re-executes the current command on nproc ranks under the launcher of the MPI hp was built
+// with (HP_MPIRUN names another): Open MPI's with --allow-run-as-root --oversubscribe and -x,
+// MPICH's Hydra with -genv; every rank gets OPENBLAS_NUM_THREADS (1 unless set) and the BLAS
+// core hp chose. Returns the launcher's exit status, or one line and HP_EXIT_FAIL when it
+// cannot start.
 int  hp_launch_self(int nproc, int argc, char **argv);
 
 // `hp plan` under pp > 1: stages, their layers and ranks, the schedule grid and its ideal

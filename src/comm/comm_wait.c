@@ -67,18 +67,19 @@ void hp_comm_check_timeout_env(MPI_Comm world) {
     const char *env = getenv("HP_TIMEOUT");
     double v = 0.0;
     if (env == NULL || hp_comm_parse_timeout(env, &v) == 0) return;
-    // Every rank sees the same environment: rank 0 says why, all leave with exit 2. The
-    // others pause first so the launcher does not kill rank 0 before it has printed.
+    // Every rank sees the same environment: rank 0 says why, all leave with exit 2. Rank 0
+    // gives the launcher 0.2 s to forward its line before the abort tears the job down (MPICH's
+    // Hydra drops what it has not forwarded yet); the others wait longer still, so that even a
+    // slow rank 0 prints before any abort.
     int rank = 0;
     MPI_Comm_rank(world, &rank);
     if (rank == 0) {
         fprintf(stderr, "hp: HP_TIMEOUT=%s: the watchdog timeout must be a finite number of "
                 "seconds > 0\n", env);
         fflush(stderr);
-    } else {
-        struct timespec ts = { 0, 200000000L };
-        nanosleep(&ts, NULL);
     }
+    struct timespec ts = { rank == 0 ? 0 : 2, rank == 0 ? 200000000L : 0 };
+    nanosleep(&ts, NULL);
     MPI_Abort(world, 2);
     exit(2);   // MPI_Abort does not return
 }

@@ -36,15 +36,9 @@ int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, ch
     e = 0;
     for (int f = 0; f < ix.n_files && !e; f++) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/%s", step_dir, ix.files[f].name);
         unsigned char *buf = NULL;
         size_t len = 0;
-        const char *why = "";
-        if (hp_file_read(path, &buf, &len, &why) != 0) {
-            snprintf(err, errlen, "checkpoint %s: %s", path, why);
-            e = HP_EXIT_CONFIG;
-            break;
-        }
+        if ((e = hp_ck_read_file(step_dir, &ix, f, path, sizeof path, &buf, &len, err, errlen))) break;
         if ((int64_t)len != ix.files[f].bytes) {
             snprintf(err, errlen, "checkpoint %s: %s: %zu bytes, the index says %lld", path,
                      (int64_t)len < ix.files[f].bytes ? "truncated" : "longer than written", len,

@@ -320,3 +320,12 @@ int hp_ck_agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen) 
     snprintf(err, errlen, "%s", line);
     return 1;
 }
+
+int hp_ck_read_file(const char *step_dir, const hp_ck_index *ix, int f, char *path, size_t pathlen,
+                    unsigned char **buf, size_t *len, char *err, size_t errlen) {
+    snprintf(path, pathlen, "%s/%s", step_dir, ix->files[f].name);
+    const char *why = "";
+    if (hp_file_read(path, buf, len, &why) == 0) return 0;
+    snprintf(err, errlen, "checkpoint %s: %s", path, why);
+    return HP_EXIT_CONFIG;
+}

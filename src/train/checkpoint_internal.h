@@ -99,6 +99,11 @@ typedef struct hp_ck_index {
 int  hp_ck_index_load(const char *step_dir, hp_ck_index *ix, char *err, size_t errlen);
 void hp_ck_index_free(hp_ck_index *ix);
 
+// Reads file f of the checkpoint in step_dir whole into *buf (*len bytes; path gets its
+// path). Returns 0, or HP_EXIT_CONFIG with one line in err naming the file and why.
+int hp_ck_read_file(const char *step_dir, const hp_ck_index *ix, int f, char *path, size_t pathlen,
+                    unsigned char **buf, size_t *len, char *err, size_t errlen);
+
 // Collective: every rank learns whether any failed; err then holds the line of the lowest
 // failing rank on every rank. Returns 1 when one failed, 0 when none did.
 int hp_ck_agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen);

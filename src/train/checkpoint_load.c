@@ -186,15 +186,9 @@ int hp_ckpt_check(const char *step_dir, const hp_model_config *m, const hp_run_c
     e = check_index(step_dir, &ix, m, rc, err, errlen);
     for (int f = 0; !e && check_crc && f < ix.n_files; f++) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/%s", step_dir, ix.files[f].name);
         unsigned char *buf = NULL;
         size_t len = 0;
-        const char *why = "";
-        if (hp_file_read(path, &buf, &len, &why) != 0) {
-            snprintf(err, errlen, "checkpoint %s: %s", path, why);
-            e = HP_EXIT_CONFIG;
-            break;
-        }
+        if ((e = hp_ck_read_file(step_dir, &ix, f, path, sizeof path, &buf, &len, err, errlen))) break;
         const uint32_t crc = hp_ck_crc32(buf, len);
         if (crc != ix.files[f].crc) {
             // which piece: its own CRC tells; else the header was hit

@@ -2,10 +2,8 @@
 # each folder's run.sh as a CTest, labelled with the level of the recipes it covers (seed §8):
 # 01 L0, 02 L1, 03 L1, 04 L1, 05 L2, 06 L2, 07 L1, 08 L1, negative_tests L0. run.sh finds the binaries
 # through BUILD_DIR, which the test passes in.
+# Each program is one main.c on the public headers alone, linked like a user's program.
 set(HP_EXAMPLES_DIR ${CMAKE_CURRENT_LIST_DIR})
-add_library(hp_example_common STATIC ${HP_EXAMPLES_DIR}/_common/example_common.c)
-target_include_directories(hp_example_common PUBLIC ${HP_EXAMPLES_DIR}/_common)
-target_link_libraries(hp_example_common PUBLIC hyperpar)
 
 set(HP_EXAMPLE_LEVELS
   01_mlp_tensor_parallel L0
@@ -23,7 +21,7 @@ foreach(i RANGE 0 ${last} 2)
   list(GET HP_EXAMPLE_LEVELS ${i} ex)
   list(GET HP_EXAMPLE_LEVELS ${j} level)
   add_executable(example_${ex} ${HP_EXAMPLES_DIR}/${ex}/main.c)
-  target_link_libraries(example_${ex} PRIVATE hp_example_common)
+  target_link_libraries(example_${ex} PRIVATE hyperpar)
   add_test(NAME example_${ex} COMMAND sh ${HP_EXAMPLES_DIR}/${ex}/run.sh)
   set_tests_properties(example_${ex} PROPERTIES LABELS ${level} TIMEOUT 120 PROCESSORS 2
                        ENVIRONMENT "BUILD_DIR=$<TARGET_FILE_DIR:example_${ex}>;MPIRUN=${MPIEXEC_EXECUTABLE}"

@@ -4,7 +4,7 @@
 #   cmake --install build --prefix "$HOME/hp"      # once, in the source tree
 #   PREFIX=$HOME/hp ./run.sh                       # 4 ranks
 #   N=3 PREFIX=$HOME/hp ./run.sh
-. "$(cd "$(dirname "$0")" && pwd)/../_common/run_common.sh"
+. "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
 PREFIX=${PREFIX:-$HOME/hp}
 NPROC=${N:-4}
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"

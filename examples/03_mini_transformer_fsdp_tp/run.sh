@@ -1,7 +1,7 @@
 #!/bin/sh
 # 03_mini_transformer_fsdp_tp: the dense recipes on the tiny transformer; RECIPE picks one.
 #   RECIPE=M6 ./run.sh     M1 M4 B1 B2 (default) B4 M6 M7
-. "$(cd "$(dirname "$0")" && pwd)/../_common/run_common.sh"
+. "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
 RECIPE=${RECIPE:-B2}
 P=1 SP=--sp
 case $RECIPE in

@@ -1,42 +1,85 @@
-// 04_transformer_fsdp_cp - recipe M5 (A-CP, B-3): context parallel on the `tiny` transformer.
-// The sequence is cut into 2*cp chunks and cp rank i holds chunk i and chunk 2*cp-1-i (causal
-// load balance); attention gathers K/V (--cp-rotate allgather, TorchTitan's default) or passes
-// them around a ring (--cp-rotate ring) and merges partial results by log-sum-exp. FSDP2 shards
-// parameters over fsdp = dp_shard*cp, so cp ranks also act as data-parallel shards for the
-// weights (TorchTitan: "fsdp already contains cp"). Checked against one process.
+// 04_transformer_fsdp_cp - context parallel on the `tiny` transformer (recipe M5: A-CP, B-3):
+// every sequence is cut over the cp ranks, load-balanced for causal attention (cp rank i holds
+// chunk i and chunk 2C-1-i of 2C), and attention meets the other ranks' keys by all-gathering
+// K/V (TorchTitan's default) or rotating them around a ring, merging partial results by
+// log-sum-exp. FSDP2 shards the parameters over fsdp = dp_shard*cp: the cp ranks hold other
+// tokens of the same sequences, so they share the parameters' shards.
 //
-//   mpirun -np 4 example_04_transformer_fsdp_cp --dp-shard 2 --cp 2 --cp-rotate ring
+//   mpiexec -n 2 ./example_04_transformer_fsdp_cp                          # cp 2 (M5-s1)
+//   mpiexec -n 4 ./example_04_transformer_fsdp_cp --cp-rotate ring            # cp 2 x dp_shard 2
+//   mpiexec -n 4 ./example_04_transformer_fsdp_cp --cp 4 --seq-len 64
+// Flags: --cp C (default 2 on an even world, else 1), --dp-shard S (default: the rest),
+// --cp-rotate allgather|ring, --seq-len N (2*cp must divide it). Exit: 0 verified, 1 failed, 2 bad layout.
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <mpi.h>
-#include "example_common.h"
-#include "hyperpar/cp.h"
+#include <hyperpar/cp.h>
+#include <hyperpar/dims.h>
+#include <hyperpar/inspect.h>
+#include <hyperpar/train.h>
+#include <hyperpar/verify.h>
 
 int main(int argc, char **argv) {
+    hp_run_config run;
+    hp_run_config_default(&run);   // seq_len 32: 2C chunks of 32/(2C) tokens
+    run.steps = 3;
     MPI_Init(&argc, &argv);
     int rank, world;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    ex_args a;
-    int rc = ex_parse(&a, argc, argv, "tiny", rank);
-    if (!rc) rc = ex_validate(&a, world, rank, 0);   // seq_len % (2*cp*tp) == 0 among the rules
-    if (!rc) {
-        ex_print_mesh(&a, rank);
-        const hp_group_kind kinds[] = { HP_G_CP, HP_G_FSDP };
-        ex_print_groups(&a, kinds, 2, rank);
-        const int S = a.run.seq_len, C = a.dims.cp;
-        if (rank == 0) {
-            printf("sequence of %d tokens, rotate %s; positions held by each cp rank:\n", S,
-                   a.run.cp_rotate == HP_ROTATE_RING ? "ring" : "allgather");
-            int pos[4096];
-            for (int c = 0; c < C && S / C <= 4096; c++) {
-                hp_cp_positions(pos, S, C, c, a.run.cp_load_balance);
-                printf("  cp rank %d: %d..%d and %d..%d\n", c, pos[0], pos[S / (2 * C) - 1], pos[S / (2 * C)],
-                       pos[S / C - 1]);
-            }
-        }
-        rc = ex_train(&a, rank, 3, "layers.0.attention.wk.weight");   // the trainer on this layout
-        if (!rc) rc = ex_verify(&a, rank);
+    run.batch = 2 * world;
+    hp_dims dims = hp_dims_default();   // cp 2 where it fits, dp_shard the rest
+    dims.cp = world % 2 == 0 ? 2 : 1;
+    dims.world = world;
+    hp_model_config model;
+    hp_model_config_by_name("tiny", &model);
+
+    char err[256] = "";
+    for (int i = 1; i < argc && !*err; i += 2) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(f, "--cp-rotate") && (!strcmp(v, "ring") || !strcmp(v, "allgather")))
+            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
+        else if (!strcmp(f, "--seq-len")) run.seq_len = atoi(v);
+        else if (hp_dims_flag(&dims, f, v) != 2)   // --cp, --dp-shard, ... (degrees take a value)
+            snprintf(err, sizeof err, "bad flag '%s %s' (--cp C --dp-shard S --cp-rotate allgather|ring "
+                     "--seq-len N)", f, v);
     }
+    if (!*err) hp_dims_validate(&dims, &model, &run, err, sizeof err);   // 2*cp*tp | seq_len, ...
+    hp_trainer *tr = *err ? NULL : hp_trainer_init(MPI_COMM_WORLD, &model, &dims, &run, err, sizeof err);
+    if (!tr) {
+        if (rank == 0) fprintf(stderr, "04_transformer_fsdp_cp: %s\n", err);
+        MPI_Finalize();
+        return HP_EXIT_CONFIG;
+    }
+
+    // The mesh and the sequence split: which global positions each cp rank's tokens have.
+    const int S = run.seq_len, C = dims.cp, half = S / (2 * C);
+    if (rank == 0) {
+        hp_print_dims(stdout, &dims);
+        hp_print_groups(stdout, &dims, HP_G_CP);     // the ranks splitting one sequence
+        hp_print_groups(stdout, &dims, HP_G_FSDP);   // dp_shard x cp: one shard group
+        printf("%d tokens a sequence, K/V by %s:\n", S, run.cp_rotate == HP_ROTATE_RING ? "ring" : "all-gather");
+        int *pos = malloc(sizeof(int) * (size_t)(S / C));
+        for (int c = 0; pos && c < C; c++) {
+            hp_cp_positions(pos, S, C, c, run.cp_load_balance);
+            printf("  cp rank %d: positions %d..%d and %d..%d\n", c, pos[0], pos[half - 1], pos[half],
+                   pos[2 * half - 1]);
+        }
+        free(pos);
+    }
+
+    int rc = HP_EXIT_OK;
+    for (int step = 1; step <= run.steps && rc == HP_EXIT_OK; step++) {
+        hp_step_stats st;
+        rc = hp_trainer_step(tr, &st);   // the loss: summed over every cp rank's tokens / N_global
+        if (rank == 0) printf("step %d | loss %.6f | %.0f tokens/s\n", st.step, st.loss, st.tokens_per_s);
+    }
+    // wk is column-parallel (tp) and FSDP-sharded over dp_shard*cp: here, cp alone shards it.
+    hp_print_param_placement(tr, "layers.0.attention.wk.weight", stdout);
+    hp_trainer_free(tr);
+
+    rc = rc != HP_EXIT_OK ? rc : hp_verify_summary(MPI_COMM_WORLD, &model, &dims, &run, stdout);
     MPI_Finalize();
     return rc;
 }

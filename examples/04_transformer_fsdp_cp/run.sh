@@ -2,7 +2,7 @@
 # 04_transformer_fsdp_cp: recipe M5 (A-CP / B-3), context parallel + FSDP2 over dp_shard*cp.
 #   S=1 ./run.sh            CP alone (fsdp = cp = 2)
 #   ROTATE=ring ./run.sh    ring rotation of K/V instead of all-gather
-. "$(cd "$(dirname "$0")" && pwd)/../_common/run_common.sh"
+. "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
 R=1 C=2 T=1 P=1
 S=${S:-2}
 ROTATE=${ROTATE:-allgather}

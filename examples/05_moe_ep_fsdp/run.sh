@@ -1,7 +1,7 @@
 #!/bin/sh
 # 05_moe_ep_fsdp: recipe S1 (B-6) - EP + dual-stack FSDP2 - and A-EP / S3; RECIPE picks one.
 #   RECIPE=S3 ./run.sh      S1 (default), A-EP, S3 (S1 through the all-gather dispatcher)
-. "$(cd "$(dirname "$0")" && pwd)/../_common/run_common.sh"
+. "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
 RECIPE=${RECIPE:-S1}
 R=1 C=1 T=1 P=1 ET=1 DISPATCH=alltoall
 case $RECIPE in

@@ -1,7 +1,7 @@
 #!/bin/sh
 # 06_moe_ep_tp_etp: recipe S2 (B-7, etp = tp) and S1b / C2 / C3; RECIPE picks one.
 #   RECIPE=C2 ./run.sh      S2 (default), S1b (etp 1), C2 (8 ranks), C3 (8 ranks, HSDP)
-. "$(cd "$(dirname "$0")" && pwd)/../_common/run_common.sh"
+. "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
 RECIPE=${RECIPE:-S2}
 P=1
 case $RECIPE in

@@ -1,4 +1,4 @@
-# run_common.sh - sourced by every example's run.sh: where the binaries are.
+# run_common.sh - sourced by every example's run.sh: where the binaries are, and the launcher.
 #   BUILD_DIR   the build folder holding example_* and hp (default: ../../build from the example)
 #   MPIRUN      the launcher (default mpirun; the tests pass the one hyperpar was built with)
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -18,15 +18,16 @@ echo "search of world $world took $ms ms (not asserted)"
 [ "$rc" -eq 0 ] || { echo "FAIL: exit $rc"; exit 1; }
 fit=$(sed -n 's/.* legal, \([0-9]*\) fit;.*/\1/p' "$tmp/out")
 [ -n "$fit" ] && [ "$fit" -gt 0 ] || { echo "FAIL: no layout fits"; exit 1; }
-rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' "$tmp/out")
+# rows: # pp schedule dp_rep dp_shd uly cp tp ep etp mb ac peak ...
+rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[a-z0-9-]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[a-z0-9:]+ ' "$tmp/out")
 want=$fit; [ "$want" -gt 10 ] && want=10
 [ "$rows" -eq "$want" ] || { echo "FAIL: $rows rows, want $want (top 10 of $fit)"; exit 1; }
-# the first row: # pp dp_rep dp_shd cp tp ep etp mb peak
+# the first row, planned alone with its schedule, Ulysses degree and AC mode
 set -- $(grep -E '^ +1 ' "$tmp/out" | head -1)
-P=$2; R=$3; S=$4; C=$5; T=$6; EP=$7; ET=$8; MB=$9; peak=${10}
-mb_flag=--microbatches; [ "$P" -gt 1 ] && mb_flag=--pp-microbatches
-"$hp" plan --model "$model" --seq-len "$seq" --batch "$batch" --nproc "$world" --pp "$P" --dp-replicate "$R" \
-  --dp-shard "$S" --cp "$C" --tp "$T" --ep "$EP" --etp "$ET" $mb_flag "$MB" --memory >"$tmp/plan" 2>&1 ||
+P=$2; SCHED=$3; R=$4; S=$5; U=$6; C=$7; T=$8; EP=$9; ET=${10}; MB=${11}; AC=${12}; peak=${13}
+mb_flag=--microbatches; sched=; [ "$P" -gt 1 ] && { mb_flag=--pp-microbatches; sched="--pp-schedule $SCHED"; }
+"$hp" plan --model "$model" --seq-len "$seq" --batch "$batch" --nproc "$world" --pp "$P" $sched --dp-replicate "$R" \
+  --dp-shard "$S" --ulysses "$U" --cp "$C" --tp "$T" --ep "$EP" --etp "$ET" $mb_flag "$MB" --ac "$AC" --memory >"$tmp/plan" 2>&1 ||
   { cat "$tmp/plan" | tail -3; echo "FAIL: the first layout does not plan (exit $?)"; exit 1; }
 bytes=$(sed -n 's/^  peak  *\([0-9]*\) B.*/\1/p' "$tmp/plan")
 python3 -c "

@@ -9,6 +9,7 @@
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/plan.h"
+#include "hyperpar/traffic_ac.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
 
@@ -176,7 +177,7 @@ static void test_memory_rules(void) {
     CHECK(mem.persistent == e.persistent_bytes, "the planner's persistent bytes = hp_memory_estimate's");
     // full AC: the block inputs (Nres x D each) plus one block and the head, less than no AC
     CHECK(hp_plan_memory_full_ac(&m, &d, &rc, 3, &mem) == 0 && mem.activations_full_ac < mem.activations &&
-          mem.activations_full_ac > 2.0 * (2 * 32 / 2) * 64 * 4, "full-AC model between the inputs and no AC");
+          mem.activations_full_ac > 2.0 * (2 * 32 / 2) * 64 * 4, "full AC between the inputs and no AC");
     hp_run_config rc4 = rc;
     rc4.microbatches = 4;
     hp_plan_memory mem4;
@@ -276,6 +277,121 @@ static void test_pp_in_flight(void) {
     }
 }
 
+// Activation checkpointing, by hand from transformer.c's alloc_block / hp_transformer_alloc:
+// tiny deepened to 4 blocks, one rank, batch 8 x seq 32: Nreg = Nres = 256 rows, D 64,
+// q 64 and kv 32 wide, 8 heads, F 128, V 256 (floats; 4 bytes each).
+static void test_ac_memory(void) {
+    hp_model_config m;
+    hp_model_config_by_name("tiny", &m);
+    m.n_layers = 4;
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    hp_dims d = layout(1, 1, 1, 1, 1, 1, &m, &rc);
+    const double N = 256, D = 64, q = 64, kv = 32, H = 8, F = 128, V = 256;
+    const double h_in = N * D * 4;
+    const double rest = (3 * N * D + 2 * N + 2 * N * D + 2 * N * q + 2 * N * kv + N * H + 3 * N * F) * 4;
+    const double head = (2 * N * D + N + N * D + N * V + 2 * N) * 4;
+    const struct { int every; double want; } cases[] = {
+        { 0, head + 4 * (h_in + rest) },            // no AC: every block keeps everything
+        { 1, head + 4 * h_in + rest },              // full: the inputs + one recompute set
+        { 2, head + 4 * h_in + 2 * rest + rest },   // blocks 1 and 3: two kept, one shared set
+        { 4, head + 4 * h_in + 3 * rest + rest },   // block 3 only
+        { 5, head + 4 * (h_in + rest) },            // (l+1) % 5 never 0 for 4 blocks: none
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rc.ac_every = cases[i].every;
+        hp_plan_activations a;
+        hp_plan_memory mem;
+        CHECK(hp_plan_activations_predict(&m, &d, &rc, 0, 0, &a) == 0 && a.total == cases[i].want &&
+              a.block_input == h_in && a.dense_block == rest,
+              "ac_every %d: %.0f activation bytes, by hand %.0f", cases[i].every, a.total, cases[i].want);
+        CHECK(hp_plan_memory_predict(&m, &d, &rc, 0, &mem) == 0 && mem.activations == a.total &&
+              mem.activations_recompute == (cases[i].every && cases[i].every <= 4 ? rest : 0),
+              "ac_every %d: the memory report carries the activations and the recompute set", cases[i].every);
+    }
+    CHECK(hp_run_ac_block(&(hp_run_config){ .ac_every = 3 }, 2) && !hp_run_ac_block(&(hp_run_config){ .ac_every = 3 }, 3) &&
+          !hp_run_ac_block(&(hp_run_config){ .ac_every = 0 }, 0), "block l checkpointed when (l+1) %% N == 0");
+    int every = -1;
+    char err[160];
+    CHECK(hp_run_config_parse_ac("every:7", &every, err, sizeof err) == 0 && every == 7 &&
+          hp_run_config_parse_ac("full", &every, err, sizeof err) == 0 && every == 1 &&
+          hp_run_config_parse_ac("none", &every, err, sizeof err) == 0 && every == 0 &&
+          hp_run_config_parse_ac("every:0", &every, err, sizeof err) == -1 && strstr(err, "got N = 0") &&
+          hp_run_config_parse_ac("every:2x", &every, err, sizeof err) == -1 && strstr(err, "'every:2x'"),
+          "--ac spellings");
+    rc.ac_every = -1;
+    hp_dims dbad = hp_dims_default();
+    CHECK(hp_dims_validate(&dbad, &m, &rc, err, sizeof err) != 0 && strstr(err, "ac_every = -1"),
+          "validation refuses ac_every < 0: %s", err);
+
+    // pp 4 of 8 blocks, 1f1b, 8 microbatches (one sequence each: 32 rows): pp rank 0 holds 4
+    // slots, each with every block's h_in (8) and the h_final of the head; its two blocks are
+    // checkpointed, so they add only the one recompute set; and a boundary gradient a slot
+    hp_model_config m8 = m;
+    m8.n_layers = 8;
+    hp_run_config rp;
+    hp_run_config_default(&rp);
+    rp.microbatches = 8;
+    rp.ac_every = 1;
+    hp_dims dp = hp_dims_default();
+    dp.pp = 4; dp.dp_shard = 1; dp.world = 4; dp.pp_schedule = HP_PP_1F1B;
+    CHECK(hp_dims_validate(&dp, &m8, &rp, err, sizeof err) == 0, "pp layout: %s", err);
+    const double n = 32, rest32 = (3 * n * D + 2 * n + 2 * n * D + 2 * n * q + 2 * n * kv + n * H + 3 * n * F) * 4;
+    hp_plan_memory mp;
+    CHECK(hp_plan_memory_predict(&m8, &dp, &rp, 0, &mp) == 0 && mp.pp_in_flight == 4 &&
+          mp.activations == 4 * (9 * n * D * 4) + rest32 + 4 * n * D * 4,
+          "pp rank 0 under full AC: %.0f bytes, by hand %.0f", mp.activations, 4 * (10 * n * D * 4) + rest32);
+    dp.pp_schedule = HP_PP_ZBV;
+    dp.pp_virtual = 2;
+    CHECK(hp_dims_validate(&dp, &m8, &rp, err, sizeof err) == 0 && hp_plan_memory_predict(&m8, &dp, &rp, 0, &mp) == -1,
+          "AC under zbv is refused (not defined)");
+}
+
+// The recomputed forwards' collectives: tiny (2 blocks) at dp_shard 2, cp 2 (all-gather), tp 2
+// with SP, world 8, batch 8 x seq 32: Bl 4 sequences, Sc 16 tokens, Nreg 64, Nres 32 rows.
+static void test_ac_traffic(void) {
+    hp_model_config m;
+    hp_model_config_by_name("tiny", &m);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    hp_dims d = layout(1, 2, 2, 2, 1, 1, &m, &rc);
+    uint64_t none[HP_G_COUNT][HP_OP_COUNT], full[HP_G_COUNT][HP_OP_COUNT], extra[HP_G_COUNT][HP_OP_COUNT];
+    hp_plan_traffic_predict(&m, &d, &rc, 0, none, NULL);
+    rc.ac_every = 1;
+    hp_plan_traffic_predict(&m, &d, &rc, 0, full, NULL);
+    hp_traffic_ac_predict(&m, &d, &rc, 0, extra);
+    const uint64_t L = 2, D = 64, Nres = 32, T = 2, kv_n = 4 * 16 * (4 / 2) * 8;   // K rows x kv heads x hd
+    CHECK(full[HP_G_TP][HP_OP_ALLGATHER] - none[HP_G_TP][HP_OP_ALLGATHER] == L * 2 * Nres * D * 4 &&
+          full[HP_G_TP][HP_OP_REDUCE_SCATTER] - none[HP_G_TP][HP_OP_REDUCE_SCATTER] == L * 2 * T * Nres * D * 4,
+          "tp regions' forward again: all-gather and reduce-scatter of each block");
+    CHECK(full[HP_G_CP][HP_OP_ALLGATHER] - none[HP_G_CP][HP_OP_ALLGATHER] == L * 2 * kv_n * 4 &&
+          full[HP_G_CP][HP_OP_REDUCE_SCATTER] == none[HP_G_CP][HP_OP_REDUCE_SCATTER],
+          "cp: the forward's K/V all-gather again, no backward reduce-scatter more");
+    int fsdp_same = 1;
+    for (int g = 0; g < HP_G_COUNT; g++)
+        for (int op = 0; op < HP_OP_COUNT; op++) {
+            fsdp_same &= full[g][op] - none[g][op] == extra[g][op];
+            if (g == HP_G_FSDP || g == HP_G_BATCH || g == HP_G_WORLD) fsdp_same &= extra[g][op] == 0;
+        }
+    CHECK(fsdp_same, "the planner adds hp_traffic_ac_predict; FSDP and the scalars move nothing more");
+    // ring: (C-1) K/V sends of the forward; Ulysses: the forward's four all-to-alls
+    rc.cp_rotate = HP_ROTATE_RING;
+    hp_traffic_ac_predict(&m, &d, &rc, 0, extra);
+    CHECK(extra[HP_G_CP][HP_OP_SENDRECV] == L * 1 * 2 * kv_n * 4, "ring: the forward's sends again");
+    rc.cp_rotate = HP_ROTATE_ALLGATHER;
+    hp_dims du = hp_dims_default();
+    du.ulysses = 2; du.world = 2;
+    CHECK(hp_dims_validate(&du, &m, &rc, NULL, 0) == 0, "ulysses 2 layout");
+    hp_traffic_ac_predict(&m, &du, &rc, 0, extra);
+    const uint64_t q_n = 8 * 16 * 8 * 8, kvu = 8 * 16 * 4 * 8;   // Bl x Sc x heads x hd
+    CHECK(extra[HP_G_ULYSSES][HP_OP_ALLTOALL] == L * (2 * q_n + 2 * kvu) / 2 * 4,
+          "ulysses: q, k, v in and the output back, half of each sent");
+    rc.ac_every = 2;   // block 1 only
+    hp_traffic_ac_predict(&m, &d, &rc, 0, extra);
+    CHECK(hp_traffic_ac_blocks(&m, &d, &rc, 0, NULL) == 1 && extra[HP_G_TP][HP_OP_ALLGATHER] == 2 * Nres * D * 4,
+          "every:2 of 2 blocks recomputes one");
+}
+
 int main(void) {
     test_param_counts();
     test_table_is_small();
@@ -283,6 +399,8 @@ int main(void) {
     test_memory_rules();
     test_traffic_and_flops();
     test_pp_in_flight();
+    test_ac_memory();
+    test_ac_traffic();
     printf("test_plan: %d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }

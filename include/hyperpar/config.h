@@ -77,9 +77,31 @@ typedef struct hp_run_config {
     hp_dispatcher dispatcher;
     int          microbatches;  // M: gradient accumulation steps per optimiser step (>= 1);
                                 //    M divides the local batch batch/(dp_replicate*dp_shard)
+    int          ac_every;      // activation checkpointing (--ac): 0 none, 1 full (every
+                                //    block), N: every N-th block (see hp_run_ac_block)
 } hp_run_config;
 
 void hp_run_config_default(hp_run_config *rc);
+// "none" -> 0, "full" -> 1, "every:N" (N >= 1) -> N into *ac_every. Returns 0, or -1 with
+// one line in err ("every:0" names the rule N >= 1; anything else lists the accepted forms).
+// hp_dims_validate refuses a config with ac_every < 0.
+int hp_run_config_parse_ac(const char *s, int *ac_every, char *err, size_t errlen);
+
+// Activation checkpointing (TorchTitan's apply_ac / _apply_ac_to_transformer_block with
+// ac_freq N): block l (0-based, the model's global block index) is checkpointed when
+// (l+1) % N == 0; N = 1 (full) checkpoints every block; the head never is. A checkpointed
+// block keeps only its input h_in (the residual stream, Nres x D rows) between its forward
+// and its backward; in the backward it first reruns its forward (every collective included:
+// tp region gathers and reductions, the CP ring / all-gather, the Ulysses all-to-alls, the EP
+// dispatch and combine with its counts exchange; the FSDP unit is already gathered for the
+// backward, so FSDP moves nothing more) into ONE block-sized set of activation buffers
+// shared by every checkpointed block of the rank (not one per pipeline slot), then runs its
+// backward from them. Other blocks keep all their activations, as without AC.
+// (TorchTitan counts the wrapped blocks per process; at pp 1 the two agree, and the global
+// index keeps the set of checkpointed blocks the same under every layout.)
+static inline int hp_run_ac_block(const hp_run_config *rc, int l) {
+    return rc->ac_every > 0 && (l + 1) % rc->ac_every == 0;
+}
 // The number of microbatches a step runs (a config left zeroed means 1).
 static inline int hp_run_microbatches(const hp_run_config *rc) {
     return rc->microbatches > 0 ? rc->microbatches : 1;

@@ -1,11 +1,15 @@
 // plan.h - what one rank of a layout will hold, move and compute, predicted from the shapes
 // alone (no MPI, nothing allocated but the parameter table's descriptors): `hp plan --memory`.
 // Formulas and where each comes from: docs/planner.md.
-// defines: hp_plan_memory, hp_plan_memory_predict, hp_plan_traffic_predict, hp_plan_flops,
-//          hp_plan_hw, hp_plan_hw_by_name, hp_plan_time, hp_plan_time_predict
+// defines: hp_plan_memory, hp_plan_memory_predict, hp_plan_memory_table, hp_plan_memory_run,
+//          hp_plan_activations,
+//          hp_plan_activations_predict, hp_plan_traffic_predict, hp_plan_flops,
+//          hp_plan_hw, hp_plan_hw_by_name, hp_plan_time, hp_plan_time_predict(_with),
+//          hp_plan_activations_with_slots, hp_plan_pp_slots
 //
 //   hp_model_config m;  hp_model_config_by_name("llama3-70b", &m);
 //   hp_run_config rc;   hp_run_config_default(&rc);  rc.seq_len = 8192; rc.batch = 512;
+//   rc.ac_every = 1;    // full activation checkpointing (config.h: hp_run_ac_block)
 //   hp_dims d = hp_dims_default();  d.tp = 8; d.world = 1024;  // dp_shard inferred: 128
 //   hp_dims_validate(&d, &m, &rc, err, sizeof err);
 //   hp_plan_memory mem;  hp_plan_memory_predict(&m, &d, &rc, 0, &mem);
@@ -20,9 +24,11 @@
 #include "dims.h"
 
 // Bytes on one rank, by category (hyperpar keeps everything in fp32: 4 bytes an element).
-// The persistent and FSDP buffers are exactly what fsdp.c allocates; the activations are the
-// upper estimate of hp_memory_estimate (the worst rank under EP imbalance: every routed entry
-// of the ep group could land on it).
+// The persistent and FSDP buffers are exactly what fsdp.c allocates; the activations are
+// exactly the buffers transformer.c, moe.c, ep_dispatch.c and ulysses.c allocate
+// (hp_plan_activations), the expert rows sized for the worst rank under EP imbalance (every
+// routed entry of the ep group could land on it); the scratch is transformer.c's per-rank
+// buffers plus hp_memory_estimate's term for the ring's K/V.
 typedef struct hp_plan_memory {
     double params;          // this rank's padded shard of every parameter
     double grads;           // ... of their gradients
@@ -32,29 +38,69 @@ typedef struct hp_plan_memory {
     double accumulation;    // microbatches > 1 or pp > 1: every unit's unsharded grads kept
                             // over the step (acc_g), and under pp its parameters too (kept_p)
     double accumulation_if_microbatched;   // what accumulation is with microbatches > 1
-    double activations;     // what the forward keeps for the backward, no AC: one microbatch
-                            // at pp 1; under pp the microbatches in flight on this rank times
-                            // one microbatch of its stages' blocks
+    double activations;     // what the forward keeps for the backward under rc->ac_every:
+                            // the slots in flight (1 at pp 1) times one slot, plus the shared
+                            // recompute set (hp_plan_activations.total)
     int    pp_in_flight;    // pp > 1: the most microbatches holding activations here at once
     double activations_uniform;  // the same if the expert rows were sized for uniform routing
                             // (n*K per rank instead of ep*n*K; = activations for dense models)
-    double scratch;         // backward scratch, the ring's K/V, token ids
+    double activations_recompute;  // of activations: the shared recompute set (0 without AC)
+    double scratch;         // backward scratch, the ring's K/V, token ids, dlogits
     double persistent;      // params + grads + optimizer
     double peak;            // all of the above
-    double activations_full_ac;  // a model of full activation checkpointing (pp 1 only, else
-                            // 0): each block keeps its input, one block is recomputed at a time
+    double activations_full_ac;  // activations under --ac full (hp_plan_memory_full_ac; 0
+                            // under zbv, where AC is not defined)
     int64_t params_total;   // parameters of the full model (from the parameter table)
     int64_t shard_numel;    // floats of this rank's shard buffer
 } hp_plan_memory;
 
-// dims validated for m and rc; rank in [0, world). Returns 0, or -1 on allocation failure.
+// dims validated for m and rc; rank in [0, world). Returns 0, or -1 on allocation failure or
+// for AC under zbv (not defined: its W half would need the recomputed activations after I).
 int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, hp_plan_memory *out);
-// Fills out->activations_full_ac (three more estimates; kept out of the search's inner loop).
+// The same in two parts: _table fills the terms of the parameter table (params, grads,
+// optimizer, fsdp_working, comm_scratch, accumulation_if_microbatched, persistent,
+// params_total, shard_numel), which no run setting changes; _run fills the rest for rc on
+// top of them (the search calls it for every microbatch count and AC mode of one layout).
+int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, hp_plan_memory *out);
+int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
+                       int n_slots, hp_plan_memory *out);   // n_slots: 0, or hp_plan_pp_slots's
+// Fills out->activations_full_ac: the activations with rc->ac_every = 1.
 int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, hp_plan_memory *out);
 
-// hp_traffic_predict (the verifier's formulas), with the data-dependent EP all-to-all replaced
+// One rank's activation buffers (bytes), as the model allocates them (plan_activations.c):
+//   total = n_slots * slot + recompute + boundary
+//   slot  = head + L * block_input + sum over this rank's blocks l not checkpointed of
+//           (dense_block or moe_block)
+//   recompute = max over this rank's checkpointed blocks of (dense_block or moe_block)
+// block_input is h_in (Nres x D; every block has one in every slot, also the blocks of other
+// pp ranks: alloc_block); dense_block / moe_block are a block's other buffers; head is the
+// slot's h_final plus, on the head's pp rank, the final norm, logits and CE buffers.
+typedef struct hp_plan_activations {
+    double block_input, dense_block, moe_block, head;
+    double slot;            // one microbatch slot under rc->ac_every
+    double recompute;       // the shared recompute set (0 when no block here is checkpointed)
+    double boundary;        // pp: pipeline_run.c's dh_buf, n_slots * pp_virtual * Nres*D floats
+    int    n_slots;         // 1 at pp 1; the schedule's microbatches in flight under pp
+    int    n_checkpointed;  // this rank's checkpointed blocks
+    double total;
+} hp_plan_activations;
+// uniform: size the expert rows for uniform routing (n*K) instead of the worst rank (ep*n*K).
+// Returns 0, or -1 (allocation failure, a schedule that cannot run, AC under zbv).
+int hp_plan_activations_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                                int rank, int uniform, hp_plan_activations *out);
+// The same with the slots in flight given (n_slots > 0; 0 derives them): they depend only on
+// pp, the schedule, its stages and M, so a search over the inner degrees can keep them.
+int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                                   int rank, int uniform, int n_slots, hp_plan_activations *out);
+// The most microbatches holding activations at once on rank's pp rank (1 at pp 1; the
+// schedule's action list: pipeline_run.c's slots), or -1 when M does not fit the schedule.
+int hp_plan_pp_slots(const hp_dims *d, int n_layers, int M, int rank);
+
+// hp_traffic_predict (the verifier's formulas) plus, under AC, the recomputed forwards'
+// collectives (hp_traffic_ac_predict, include/hyperpar/traffic_ac.h), with the data-dependent
+// EP all-to-all replaced
 // by its expectation under uniform routing: per MoE layer M*(ep-1)*(E/ep)*4 bytes of counts
 // (one exchange per microbatch) plus 2*(sent+received)*D*4 with sent = received =
 // n*K*(ep-1)/ep, n the rank's routed tokens of the step. *ep_worst (may be NULL) gets the
@@ -72,6 +118,8 @@ typedef struct hp_plan_flops {
     double per_token_fwd;   // forward FLOPs of one token
     double step_total;      // 3 * per_token_fwd * batch * seq_len
     double per_rank;        // step_total / world (every rank computes an equal part)
+    double recompute_per_rank;  // AC: the checkpointed blocks' forwards again, per rank (not
+                            // in the model FLOPs MFU counts; the time model adds it)
     int64_t params_active;  // parameters a token multiplies (top-k experts, no embedding)
 } hp_plan_flops;
 void hp_plan_flops_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
@@ -92,7 +140,8 @@ typedef struct hp_plan_hw {
 int hp_plan_hw_by_name(const char *name, hp_plan_hw *out);
 extern const char *const hp_plan_hw_names[];
 
-// A step-time model: compute at peak*matmul_eff (idle for the pipeline bubble under pp),
+// A step-time model: compute (model FLOPs + AC's recompute) at peak*matmul_eff (idle for the
+// pipeline bubble under pp),
 // every (group, op) at the bandwidth of the slowest link its group crosses (nodes are
 // ranks_per_node consecutive ranks).
 typedef struct hp_plan_time {
@@ -107,6 +156,9 @@ typedef struct hp_plan_time {
 } hp_plan_time;
 void hp_plan_time_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                           int rank, const hp_plan_hw *hw, hp_plan_time *out);
+// The same with the schedule's ideal bubble given (pp_bubble >= 0; < 0 simulates it).
+void hp_plan_time_predict_with(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                               int rank, const hp_plan_hw *hw, double pp_bubble, hp_plan_time *out);
 // 1 when every member of rank's group of kind g sits in rank's node.
 int hp_plan_group_in_node(const hp_dims *d, hp_group_kind g, int rank, int ranks_per_node);
 

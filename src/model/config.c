@@ -1,9 +1,12 @@
 // config.c - the named model shapes and a run's default settings (spec: shared/spec/model.md).
-// defines: hp_model_config_names, hp_model_config_by_name, hp_run_config_default
+// defines: hp_model_config_names, hp_model_config_by_name, hp_run_config_default,
+//          hp_run_config_parse_ac
 //
 // "tiny" and "tiny-moe" are the test models of model.md's table, exactly; "small" is a wider
 // dense model for quick experiments; "bench" and "bench-moe" are sized for throughput runs.
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "hyperpar/config.h"
 
@@ -83,4 +86,22 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->cp_load_balance = 1;
     rc->dispatcher = HP_DISPATCH_ALLTOALL;
     rc->microbatches = 1;
+}
+
+int hp_run_config_parse_ac(const char *s, int *ac_every, char *err, size_t errlen) {
+    if (s && !strcmp(s, "none")) { *ac_every = 0; return 0; }
+    if (s && !strcmp(s, "full")) { *ac_every = 1; return 0; }
+    if (s && !strncmp(s, "every:", 6) && s[6] >= '0' && s[6] <= '9') {
+        char *end;
+        errno = 0;
+        const long n = strtol(s + 6, &end, 10);
+        if (*end == '\0' && errno == 0) {
+            if (n >= 1 && n <= 1000000) { *ac_every = (int)n; return 0; }
+            snprintf(err, errlen, "--ac every:N checkpoints every N-th block and needs 1 <= N <= 1000000, "
+                     "got N = %ld", n);
+            return -1;
+        }
+    }
+    snprintf(err, errlen, "--ac expects none, full or every:N (N >= 1), got '%s'", s ? s : "");
+    return -1;
 }

@@ -10,6 +10,7 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
+#include "hyperpar/shapes.h"
 
 // ---------------------------------------------------------------------------------------
 // building the table
@@ -29,7 +30,8 @@ static hp_param *add(builder *b, const char *name, int ndim, int64_t s0, int64_t
     }
     hp_param *p = &b->t->p[b->t->n++];
     memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s", name);
+    const size_t len = strlen(name);   // (no snprintf: the planner's search builds many tables)
+    memcpy(p->name, name, len < sizeof p->name ? len + 1 : sizeof p->name - 1);
     p->ndim = ndim;
     p->shape[0] = s0; p->shape[1] = s1; p->shape[2] = s2;
     p->unit = unit;
@@ -41,11 +43,24 @@ static hp_param *add(builder *b, const char *name, int ndim, int64_t s0, int64_t
     return p;
 }
 
+// "layers.<l>.<suffix>" into nm[64] without snprintf, whose parsing dominated hp_params_build
+// (the planner's search builds tens of thousands of tables). Same text as "layers.%d.%s".
+static void layer_name(char nm[64], int l, const char *suffix) {
+    char digits[12];
+    int n = 0;
+    do { digits[n++] = (char)('0' + l % 10); l /= 10; } while (l > 0);
+    memcpy(nm, "layers.", 7);
+    int o = 7;
+    while (n > 0) nm[o++] = digits[--n];
+    nm[o++] = '.';
+    memcpy(nm + o, suffix, strlen(suffix) + 1);   // suffixes are short literals: always fits
+}
+
 // Appends the whole model in FSDP-unit order; inside a unit dense parameters come first and
 // routed experts last, so each (unit, stack) is one contiguous range of the shard buffer.
 static int add_model(builder *b, const hp_model_config *m, const hp_dims *d) {
     const int V = m->vocab_size, D = m->dim, L = m->n_layers, hd = hp_model_head_dim(m);
-    const int tp_on = d->tp > 1, sp_on = d->sp > 0 && tp_on;
+    const int tp_on = d->tp > 1, sp_on = hp_dims_sp_on(d);
     char nm[64];
     hp_param *p;
 #define ADD(...) do { if (!(p = add(b, __VA_ARGS__))) return -1; } while (0)
@@ -53,51 +68,51 @@ static int add_model(builder *b, const hp_model_config *m, const hp_dims *d) {
     for (int l = 0; l < L; l++) {
         const int u = 1 + l;
         const float std_out = 0.02f / sqrtf(2.0f * (float)(l + 1));
-        snprintf(nm, sizeof nm, "layers.%d.attention_norm.weight", l);
+        layer_name(nm, l, "attention_norm.weight");
         ADD(nm, 1, D, 0, 0, u, HP_STACK_DENSE, 0.0f, HP_REPLICATE, HP_REPLICATE);
         p->tp_grad_partial = sp_on;   // SequenceParallel: each tp rank sees its own tokens
-        snprintf(nm, sizeof nm, "layers.%d.attention.wq.weight", l);
+        layer_name(nm, l, "attention.wq.weight");
         ADD(nm, 2, (int64_t)m->n_heads * hd, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
-        snprintf(nm, sizeof nm, "layers.%d.attention.wk.weight", l);
+        layer_name(nm, l, "attention.wk.weight");
         ADD(nm, 2, (int64_t)m->n_kv_heads * hd, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
-        snprintf(nm, sizeof nm, "layers.%d.attention.wv.weight", l);
+        layer_name(nm, l, "attention.wv.weight");
         ADD(nm, 2, (int64_t)m->n_kv_heads * hd, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
-        snprintf(nm, sizeof nm, "layers.%d.attention.wo.weight", l);
+        layer_name(nm, l, "attention.wo.weight");
         ADD(nm, 2, D, (int64_t)m->n_heads * hd, 0, u, HP_STACK_DENSE, std_out, 1, HP_REPLICATE);
-        snprintf(nm, sizeof nm, "layers.%d.ffn_norm.weight", l);
+        layer_name(nm, l, "ffn_norm.weight");
         ADD(nm, 1, D, 0, 0, u, HP_STACK_DENSE, 0.0f, HP_REPLICATE, HP_REPLICATE);
         p->tp_grad_partial = sp_on;
         if (!hp_model_is_moe_layer(m, l)) {
-            snprintf(nm, sizeof nm, "layers.%d.feed_forward.w1.weight", l);
+            layer_name(nm, l, "feed_forward.w1.weight");
             ADD(nm, 2, m->ffn_hidden, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
-            snprintf(nm, sizeof nm, "layers.%d.feed_forward.w2.weight", l);
+            layer_name(nm, l, "feed_forward.w2.weight");
             ADD(nm, 2, D, m->ffn_hidden, 0, u, HP_STACK_DENSE, std_out, 1, HP_REPLICATE);
-            snprintf(nm, sizeof nm, "layers.%d.feed_forward.w3.weight", l);
+            layer_name(nm, l, "feed_forward.w3.weight");
             ADD(nm, 2, m->ffn_hidden, D, 0, u, HP_STACK_DENSE, std_out, 0, HP_REPLICATE);
             continue;
         }
         const int E = m->num_experts, Fe = m->moe_hidden, Fs = m->moe_hidden * m->n_shared_experts;
-        snprintf(nm, sizeof nm, "layers.%d.moe.router.gate.weight", l);
+        layer_name(nm, l, "moe.router.gate.weight");
         ADD(nm, 2, E, D, 0, u, HP_STACK_DENSE, 0.02f, HP_REPLICATE, HP_REPLICATE);
         // NoParallel gate: replicated compute, but the gradient arriving from the (tp-split)
         // experts is partial over tp: the #4054 lesson.
         p->tp_grad_partial = tp_on && !hp_failpoint(HP_FP_GATE_GRAD_TP);
         if (Fs > 0) {
-            snprintf(nm, sizeof nm, "layers.%d.moe.shared_experts.w1.weight", l);
+            layer_name(nm, l, "moe.shared_experts.w1.weight");
             ADD(nm, 2, Fs, D, 0, u, HP_STACK_DENSE, 0.02f, 0, HP_REPLICATE);
-            snprintf(nm, sizeof nm, "layers.%d.moe.shared_experts.w2.weight", l);
+            layer_name(nm, l, "moe.shared_experts.w2.weight");
             ADD(nm, 2, D, Fs, 0, u, HP_STACK_DENSE, std_out, 1, HP_REPLICATE);
-            snprintf(nm, sizeof nm, "layers.%d.moe.shared_experts.w3.weight", l);
+            layer_name(nm, l, "moe.shared_experts.w3.weight");
             ADD(nm, 2, Fs, D, 0, u, HP_STACK_DENSE, std_out, 0, HP_REPLICATE);
         }
         const int etp_on = hp_dims_expert_tp(d) > 1;
-        snprintf(nm, sizeof nm, "layers.%d.moe.experts.w1", l);
+        layer_name(nm, l, "moe.experts.w1");
         ADD(nm, 3, E, Fe, D, u, HP_STACK_EXPERT, 0.02f, etp_on ? 1 : HP_REPLICATE, 0);
-        snprintf(nm, sizeof nm, "layers.%d.moe.experts.w2", l);
+        layer_name(nm, l, "moe.experts.w2");
         // (etp_split_dim: the bug splits w2's output dim D, not the hidden dim Fe it contracts)
         const int w2_tp_dim = hp_failpoint(HP_FP_ETP_SPLIT_DIM) ? 1 : 2;
         ADD(nm, 3, E, D, Fe, u, HP_STACK_EXPERT, std_out, etp_on ? w2_tp_dim : HP_REPLICATE, 0);
-        snprintf(nm, sizeof nm, "layers.%d.moe.experts.w3", l);
+        layer_name(nm, l, "moe.experts.w3");
         ADD(nm, 3, E, Fe, D, u, HP_STACK_EXPERT, std_out, etp_on ? 1 : HP_REPLICATE, 0);
     }
     ADD("norm.weight", 1, D, 0, 0, L + 1, HP_STACK_DENSE, 0.0f, HP_REPLICATE, HP_REPLICATE);

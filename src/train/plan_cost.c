@@ -1,12 +1,13 @@
 // plan_cost.c - a step's traffic (with the EP all-to-all's expectation), FLOPs, and a time
 // model on documented hardware, for hp plan. No MPI: pure arithmetic on shapes and the mesh.
 // defines: hp_plan_traffic_predict, hp_plan_wire_bytes, hp_plan_flops_predict, hp_plan_hw_names,
-//          hp_plan_hw_by_name, hp_plan_group_in_node, hp_plan_time_predict
+//          hp_plan_hw_by_name, hp_plan_group_in_node, hp_plan_time_predict(_with)
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/mesh.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/plan.h"
+#include "hyperpar/traffic_ac.h"
 #include "hyperpar/verify.h"
 
 // ---------------------------------------------------------------------------------------
@@ -15,22 +16,37 @@
 void hp_plan_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                              int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], uint64_t *ep_worst) {
     hp_traffic_predict(m, d, rc, rank, bytes);
+    uint64_t ac[HP_G_COUNT][HP_OP_COUNT];
+    hp_traffic_ac_predict(m, d, rc, rank, ac);   // the checkpointed blocks' forwards again
+    for (int g = 0; g < HP_G_COUNT; g++)
+        for (int op = 0; op < HP_OP_COUNT; op++)
+            if (bytes[g][op] != UINT64_MAX && ac[g][op] != UINT64_MAX) bytes[g][op] += ac[g][op];
     if (ep_worst) *ep_worst = 0;
     if (bytes[HP_G_EP][HP_OP_ALLTOALL] != UINT64_MAX) return;
     // uniform routing: each of the n*K entries leaves this rank with probability (ep-1)/ep,
-    // and as many arrive; the counts exchange is (ep-1) * experts-per-rank ints
-    int n_moe = 0;
-    for (int l = 0; l < m->n_layers; l++) n_moe += hp_model_is_moe_layer(m, l);
+    // and as many arrive; the counts exchange is (ep-1) * experts-per-rank ints. The MoE
+    // layers this rank runs: all of them at pp 1 (hp_traffic_predict's own count is internal);
+    // a checkpointed one repeats its forward half (counts, dispatch, combine).
+    int n_moe = 0, n_moe_ac = 0;
+    hp_pp_layout lay;
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    if (hp_pp_layout_init(&lay, d, m->n_layers) != 0) return;
+    for (int l = 0; l < m->n_layers; l++)
+        n_moe += hp_model_is_moe_layer(m, l) && lay.stage_rank[hp_pp_layer_stage(&lay, l)] == co.p;
+    hp_traffic_ac_blocks(m, d, rc, rank, &n_moe_ac);
     const uint64_t ep = (uint64_t)d->ep, K = (uint64_t)m->top_k, D = (uint64_t)m->dim;
     const uint64_t El = (uint64_t)m->num_experts / ep;
-    const uint64_t n = (uint64_t)(rc->batch / hp_dims_batch(d)) * (uint64_t)(rc->seq_len / d->cp) /
+    const uint64_t n = (uint64_t)(rc->batch / hp_dims_batch(d)) * (uint64_t)(rc->seq_len / (d->cp * d->ulysses)) /
                        (uint64_t)hp_dims_token_split(d);
     // one counts exchange per microbatch; the entries add up over the step's microbatches
     const uint64_t counts = (uint64_t)hp_run_microbatches(rc) * (ep - 1) * El * 4;
     const uint64_t moved = n * K * (ep - 1) / ep;   // entries sent (= received) per layer
-    bytes[HP_G_EP][HP_OP_ALLTOALL] = (uint64_t)n_moe * (counts + 2 * (2 * moved) * D * 4);
+    bytes[HP_G_EP][HP_OP_ALLTOALL] = (uint64_t)n_moe * (counts + 2 * (2 * moved) * D * 4) +
+                                     (uint64_t)n_moe_ac * (counts + (2 * moved) * D * 4);
     // worst: all n*K of its own entries go out and all (ep-1)*n*K of the others' come in
-    if (ep_worst) *ep_worst = (uint64_t)n_moe * (counts + 2 * (ep * n * K) * D * 4);
+    if (ep_worst) *ep_worst = (uint64_t)n_moe * (counts + 2 * (ep * n * K) * D * 4) +
+                              (uint64_t)n_moe_ac * (counts + (ep * n * K) * D * 4);
 }
 
 double hp_plan_wire_bytes(hp_op_kind op, uint64_t logical, int N) {
@@ -62,11 +78,22 @@ void hp_plan_flops_predict(const hp_model_config *m, const hp_dims *d, const hp_
     }
     memset(out, 0, sizeof *out);
     out->params_active = active;
+    // under AC each checkpointed block's forward runs twice: hardware FLOPs, not model FLOPs
+    double ac_fwd = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        if (!hp_run_ac_block(rc, l)) continue;
+        const double ffn = hp_model_is_moe_layer(m, l)
+            ? (double)m->num_experts * D + (double)m->top_k * 3 * D * m->moe_hidden +
+              3.0 * D * (double)m->moe_hidden * m->n_shared_experts
+            : 3.0 * D * m->ffn_hidden;
+        ac_fwd += 2.0 * (2.0 * D * qd + 2.0 * D * kvd + ffn) + 2.0 * (double)(S + 1) * (double)qd;
+    }
     // causal attention: a token meets (S+1)/2 keys on average: QK^T and PV, 2 FLOPs a MAC
     // (bench/README.md's count, the one `hp bench` reports GFLOP/s with)
     out->per_token_fwd = 2.0 * (double)active + (double)m->n_layers * 2.0 * (double)(S + 1) * (double)qd;
     out->step_total = 3.0 * out->per_token_fwd * (double)rc->batch * (double)S;
     out->per_rank = out->step_total / (d->world > 0 ? d->world : hp_dims_product(d));
+    out->recompute_per_rank = ac_fwd * (double)rc->batch * (double)S / (d->world > 0 ? d->world : hp_dims_product(d));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -112,13 +139,18 @@ int hp_plan_group_in_node(const hp_dims *d, hp_group_kind g, int rank, int ranks
 
 void hp_plan_time_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                           int rank, const hp_plan_hw *hw, hp_plan_time *out) {
+    hp_plan_time_predict_with(m, d, rc, rank, hw, -1, out);
+}
+
+void hp_plan_time_predict_with(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                               int rank, const hp_plan_hw *hw, double pp_bubble, hp_plan_time *out) {
     memset(out, 0, sizeof *out);
     hp_plan_flops f;
     hp_plan_flops_predict(m, d, rc, &f);
-    out->compute_s = f.per_rank / (hw->peak_flops * hw->matmul_eff);
+    out->compute_s = (f.per_rank + f.recompute_per_rank) / (hw->peak_flops * hw->matmul_eff);
     hp_pp_layout lay;
     if (d->pp > 1 && hp_pp_layout_init(&lay, d, m->n_layers) == 0) {
-        const double b = hp_pp_ideal_bubble(&lay, hp_run_microbatches(rc));
+        const double b = pp_bubble >= 0 ? pp_bubble : hp_pp_ideal_bubble(&lay, hp_run_microbatches(rc));
         if (b >= 0 && b < 1) { out->pp_bubble = b; out->compute_s /= 1 - b; }
     }
     uint64_t bytes[HP_G_COUNT][HP_OP_COUNT];

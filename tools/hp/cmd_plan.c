@@ -12,6 +12,7 @@
 #include "hyperpar/ulysses.h"
 #include "hyperpar/mesh.h"
 #include "hyperpar/params.h"
+#include "hyperpar/pipeline.h"
 #include "plan_tool.h"
 
 static const char plan_usage[] =
@@ -137,6 +138,11 @@ int hp_cmd_plan(int argc, char **argv) {
         fprintf(stderr, "hp: %s\n", err);
         return HP_EXIT_CONFIG;
     }
+    if (cli.run.ac_every > 0 && d.pp > 1 && d.pp_schedule == HP_PP_ZBV) {
+        fprintf(stderr, "hp: --ac is not defined for --pp-schedule zbv: its W half would need the "
+                "recomputed activations after the I half (docs/planner.md)\n");
+        return HP_EXIT_CONFIG;
+    }
     if (cli.rank < 0 || cli.rank >= d.world) {
         fprintf(stderr, "hp: --rank (%d) must be in [0, %d) (the world size)\n", cli.rank, d.world);
         return HP_EXIT_CONFIG;
@@ -145,8 +151,10 @@ int hp_cmd_plan(int argc, char **argv) {
     const hp_model_config *m = &cli.model;
     const hp_run_config *run = &cli.run;
 
-    printf("hp plan: model %s (%s), world %d, seq_len %d, global batch %d\n", m->name,
-           m->num_experts ? "MoE" : "dense", W, run->seq_len, run->batch);
+    char ac[32];
+    hp_plan_ac_name(ac, sizeof ac, run->ac_every);
+    printf("hp plan: model %s (%s), world %d, seq_len %d, global batch %d, activation checkpointing %s\n",
+           m->name, m->num_experts ? "MoE" : "dense", W, run->seq_len, run->batch, ac);
     printf("\nlaunch\n  hp run --nproc %d", W);
     print_args(argc, argv);
     printf("\n  mpirun -np %d hp run", W);

@@ -1,7 +1,8 @@
 // plan_report.c - `hp plan --memory [--hw NAME] [--json FILE]`: a rank's bytes by category,
 // its traffic per (group, op), its FLOPs and, on named hardware, a step-time model; and the
 // stride summary of the groups of a big world.
-// defines: hp_plan_check_flags, hp_plan_parse_size, hp_plan_memory_cmd, hp_plan_print_group_strides
+// defines: hp_plan_check_flags, hp_plan_parse_size, hp_plan_ac_name, hp_plan_memory_cmd,
+//          hp_plan_print_group_strides
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,12 @@ int hp_plan_check_flags(hp_cli *cli) {
 // ---------------------------------------------------------------------------------------
 // --memory
 
+void hp_plan_ac_name(char *buf, size_t n, int ac_every) {
+    if (ac_every == 0) snprintf(buf, n, "none");
+    else if (ac_every == 1) snprintf(buf, n, "full");
+    else snprintf(buf, n, "every:%d", ac_every);
+}
+
 static void commas(char *buf, size_t n, long long v) {
     char digits[32];
     snprintf(digits, sizeof digits, "%lld", v);
@@ -79,6 +86,8 @@ static cJSON *memory_json(const hp_plan_memory *mem) {
     cJSON_AddNumberToObject(j, "activation_bytes", mem->activations);
     cJSON_AddNumberToObject(j, "activation_uniform_bytes", mem->activations_uniform);
     if (mem->pp_in_flight) cJSON_AddNumberToObject(j, "pp_in_flight", mem->pp_in_flight);
+    cJSON_AddNumberToObject(j, "activation_recompute_bytes", mem->activations_recompute);
+    cJSON_AddNumberToObject(j, "activation_full_ac_bytes", mem->activations_full_ac);
     cJSON_AddNumberToObject(j, "scratch_bytes", mem->scratch);
     return j;
 }
@@ -103,22 +112,26 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
     row("communication scratch", mem.comm_scratch, "gather / reduce-scatter staging");
     if (mem.accumulation > 0)
         row("accumulation buffers", mem.accumulation, "every unit's grads over the microbatches (and params under pp)");
-    char acts_note[160];
+    char acts_note[200], ac[32];
+    hp_plan_ac_name(ac, sizeof ac, rc->ac_every);
     if (d->pp > 1)
-        snprintf(acts_note, sizeof acts_note, "kept for the backward, no AC: %d microbatches in flight "
-                 "x this rank's stages (upper estimate)", mem.pp_in_flight);
+        snprintf(acts_note, sizeof acts_note, "kept for the backward, AC %s: %d microbatches in flight "
+                 "x this rank's stages%s", ac, mem.pp_in_flight, rc->ac_every ? " + one recompute set" : "");
     else
-        snprintf(acts_note, sizeof acts_note, "kept for the backward, 1 microbatch, no AC (upper estimate)");
+        snprintf(acts_note, sizeof acts_note, "kept for the backward, 1 microbatch, AC %s%s", ac,
+                 rc->ac_every ? " (block inputs + one recompute set)" : "");
     row("activations", mem.activations, acts_note);
+    if (mem.activations_recompute > 0)
+        row("  of which recompute set", mem.activations_recompute, "one block's buffers, shared by the checkpointed blocks");
     if (mem.activations_uniform != mem.activations)
         row("  if routing were uniform", mem.activations_uniform,
             "expert rows sized n*K, not for the worst rank's ep*n*K (what hyperpar allocates)");
     row("backward scratch", mem.scratch, "block backward, ring K/V, token ids");
     row("persistent", mem.persistent, "parameters + gradients + optimizer state");
     row("peak", mem.peak, "all of the above");
-    if (mem.activations_full_ac > 0)
-        row("activations with full AC", mem.activations_full_ac,
-            "a model: each block keeps its input, one block recomputed at a time (not in the peak)");
+    if (mem.activations_full_ac > 0 && rc->ac_every != 1)
+        row("activations with --ac full", mem.activations_full_ac,
+            "each block keeps its input, one recompute set (not in the peak)");
 
     // under pp the stages differ: the peak of every pp rank with this rank's inner coordinates
     int worst_rank = rank;
@@ -161,12 +174,16 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
     printf("\nFLOPs per step: %.4g in all, %.4g per rank (%.4g a token forward; %lld active "
            "parameters a token multiplies)\n", f.step_total, f.per_rank, f.per_token_fwd,
            (long long)f.params_active);
+    if (f.recompute_per_rank > 0)
+        printf("  AC %s recomputes %.4g FLOPs per rank more (forwards of the checkpointed blocks; "
+               "not in the MFU)\n", ac, f.recompute_per_rank);
 
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", m->name);
     cJSON_AddNumberToObject(root, "world", d->world);
     cJSON_AddNumberToObject(root, "rank", rank);
     cJSON_AddNumberToObject(root, "params_total", (double)mem.params_total);
+    cJSON_AddStringToObject(root, "ac", ac);
     cJSON_AddItemToObject(root, "memory", memory_json(&mem));
     cJSON *jw = cJSON_AddObjectToObject(root, "worst_rank");
     cJSON_AddNumberToObject(jw, "rank", worst_rank);
@@ -184,7 +201,7 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
         printf("  assume: nodes of %d consecutive ranks; a group inside one node moves %.4g B/s per rank, "
                "one across nodes %.4g B/s\n", hw.ranks_per_node, hw.intra_bw, hw.inter_bw);
         printf("  assume: wire bytes by comm.h's rules (fp32 everywhere, as hyperpar moves them), no latency\n");
-        printf("  assume: MoE routing uniform, no activation checkpointing\n");
+        printf("  assume: MoE routing uniform; activation checkpointing %s\n", ac);
         if (d->pp > 1)
             printf("  assume: pp %d: compute idles for the schedule's ideal bubble, %.1f%% of the step "
                    "(%d microbatches); stage sends at the inter-node rate\n", d->pp, 100 * t.pp_bubble,

@@ -1,9 +1,10 @@
 // plan_tool.h - the parts of `hp plan` beyond the layout: --memory (and --json, --hw), the
 // stride summary of big worlds, and --search. The formulas live in the library (plan.h).
-// defines: hp_plan_check_flags, hp_plan_memory_cmd, hp_plan_print_group_strides,
+// defines: hp_plan_check_flags, hp_plan_ac_name, hp_plan_memory_cmd, hp_plan_print_group_strides,
 //          hp_plan_search_cmd, hp_plan_parse_size, HP_PLAN_SUMMARY_WORLD
 #ifndef HP_TOOL_PLAN_TOOL_H
 #define HP_TOOL_PLAN_TOOL_H
+#include <stddef.h>
 #include <stdio.h>
 #include "cli.h"
 #include "hyperpar/dims.h"
@@ -16,6 +17,8 @@
 int hp_plan_check_flags(hp_cli *cli);
 // "80GiB" -> 85899345920; "141GB" -> 1.41e11; a plain number is bytes. Returns 0, or -1.
 int hp_plan_parse_size(const char *s, double *bytes);
+// "none", "full" or "every:N" (--ac's spelling of rc->ac_every).
+void hp_plan_ac_name(char *buf, size_t n, int ac_every);
 // The --memory report of rank cli->rank (dims validated), text, and JSON with --json FILE.
 int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d);
 // One line per group kind: how many groups, their size, rank 0's members by stride, and

@@ -1,0 +1,154 @@
+// plan_activations.c - the activation buffers one rank allocates, buffer by buffer, under each
+// activation-checkpointing mode (hp plan --memory --ac ...).
+// defines: hp_plan_activations_predict, hp_plan_activations_with_slots, hp_plan_pp_slots
+//
+// Mirrors, element for element, transformer.c's alloc_block and hp_transformer_alloc (the
+// per-slot blocks and head), moe.c's hp_moe_state_init and ensure_routed, ep_dispatch.c's
+// hp_ep_init and ulysses.c's hp_ulysses_attn_init; every buffer is 4 bytes an element (floats
+// and ints), an empty one is allocated as 1. The structs around the buffers are not counted.
+// AC (config.h, hp_run_ac_block): a checkpointed block keeps its h_in per slot, and the rank
+// holds ONE recompute set, the largest of its checkpointed blocks without h_in.
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/pipeline.h"
+#include "hyperpar/plan.h"
+#include "hyperpar/ulysses.h"
+
+static double f1(double n) { return n > 0 ? n : 1; }   // calloc(n ? n : 1)
+
+// The shapes a rank's buffers are sized from (hp_transformer_alloc's Nres, Nreg, ...).
+typedef struct shapes {
+    double res, reg, D, qd, kvd, Hl, Fl, Vl;
+    int split;   // zbv's split backward keeps the dy of every matmul for the W half
+} shapes;
+
+static shapes shapes_of(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc) {
+    const int T = d->tp, sp = d->sp > 0 && T > 1;
+    const double Bl = (double)(rc->batch / hp_dims_batch(d) / hp_run_microbatches(rc));
+    const double Sc = (double)(rc->seq_len / d->cp / d->ulysses), hd = hp_model_head_dim(m);
+    shapes s = {
+        .reg = Bl * Sc, .res = sp ? Bl * (double)((int)Sc / T) : Bl * Sc, .D = m->dim,
+        .qd = (double)(m->n_heads / T) * hd, .kvd = (double)(m->n_kv_heads / T) * hd,
+        .Hl = m->n_heads / T, .Fl = m->ffn_hidden / T, .Vl = m->vocab_size / T,
+        .split = d->pp > 1 && d->pp_schedule == HP_PP_ZBV,
+    };
+    return s;
+}
+
+// alloc_block's attention part without h_in (n1 .. g2), and the Ulysses state.
+static double attention_floats(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                               const shapes *s) {
+    double a = 3 * f1(s->res * s->D) + 2 * f1(s->res) + 2 * f1(s->reg * s->D) +
+               2 * f1(s->reg * s->qd) + 2 * f1(s->reg * s->kvd) + f1(s->reg * s->Hl);
+    const int U = d->ulysses;
+    if (U > 1) {   // hp_ulysses_attn_init(Bl, Sc, Hl, Hkvl, hd, U, C)
+        const double BSu = (double)(rc->batch / hp_dims_batch(d) / hp_run_microbatches(rc)) *
+                           (double)(rc->seq_len / d->cp / U), hd = hp_model_head_dim(m);
+        const int Hkvl = m->n_kv_heads / d->tp;
+        const double nq = BSu * s->Hl * hd, nk = BSu * Hkvl * hp_ulysses_kv_repeat(Hkvl, U) * hd;
+        a += 2 * f1(nq) + f1(BSu * s->Hl) + 4 * f1(nk) + 2 * f1(nq > nk ? nq : nk) + U;
+    }
+    return a;
+}
+
+static double dense_ffn_floats(const shapes *s) {
+    double a = 3 * f1(s->reg * s->Fl);
+    if (s->split)   // dy_wo, dy_w2, dy_w1, dy_w3, dy_q, dy_k, dy_v
+        a += 2 * f1(s->reg * s->D) + 2 * f1(s->reg * s->Fl) + f1(s->reg * s->qd) + 2 * f1(s->reg * s->kvd);
+    return a;
+}
+
+// hp_moe_state_init + ensure_routed + hp_ep_init. uniform: the routed rows sized for n*K
+// entries (uniform routing) instead of ep*n*K (every entry of the ep group landing here).
+static double moe_floats(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                         const shapes *s, int uniform) {
+    const double N = s->reg, n = N / hp_dims_token_split(d), D = s->D, E = m->num_experts;
+    const double K = m->top_k, ep = d->ep, El = E / ep, Fel = m->moe_hidden / hp_dims_expert_tp(d);
+    const double Fs = (double)m->moe_hidden * m->n_shared_experts / d->tp;
+    const double cap = (uniform ? 1 : ep) * n * K, mk = n * K, G = ep * n;
+    double a = 2 * f1(N * D) + 2 * f1(N * E) + 2 * f1(N * K) + 6 * f1(N * Fs) + f1(n * K) + 2 * f1(n * E);
+    a += 4 * f1(cap * D) + 6 * f1(cap * Fel);   // xe ye dye dxe; h1 h3 act dact dh1 dh3
+    a += f1(El + 1) + f1(cap);                  // off, perm
+    if (rc->dispatcher == HP_DISPATCH_ALLTOALL)
+        a += 4 * f1(mk) + 2 * f1(E) + 2 * f1(ep) + 2 * f1(mk * D) + f1(cap * D);
+    else
+        a += 4 * f1(G * K) + 2 * f1(G * D) + f1(n * D);
+    return a;
+}
+
+// The head's buffers of one slot: h_final always (the stage boundary), the rest where it lives.
+static double head_floats(const shapes *s, int head_local) {
+    double a = f1(s->res * s->D) + (s->split ? f1(s->reg * s->D) : 0);
+    if (head_local)
+        a += f1(s->res * s->D) + f1(s->res) + f1(s->reg * s->D) + f1(s->reg * s->Vl) + 2 * f1(s->reg) +
+             (s->split ? f1(s->reg * s->Vl) : 0);
+    return a;
+}
+
+// The most microbatches holding a slot at once on pp rank p (pipeline_run.c: a microbatch
+// holds one from its first action here to its last).
+static int slots_in_flight(const hp_pp_layout *lay, int M, int p) {
+    hp_pp_action *act = malloc((size_t)(3 * lay->V * M + 4) * sizeof *act);
+    int *last = malloc((size_t)M * sizeof(int)), *seen = calloc((size_t)M, sizeof(int));
+    int peak = -1;
+    const int n = act && last && seen ? hp_pp_schedule_build(lay, M, p, act) : -1;
+    if (n >= 0) {
+        for (int i = 0; i < n; i++) last[act[i].mb] = i;
+        int live = 0;
+        peak = 0;
+        for (int i = 0; i < n; i++) {
+            const int mb = act[i].mb;
+            if (!seen[mb]) { seen[mb] = 1; if (++live > peak) peak = live; }
+            if (last[mb] == i) live--;
+        }
+    }
+    free(act);
+    free(last);
+    free(seen);
+    return peak;
+}
+
+int hp_plan_pp_slots(const hp_dims *d, int n_layers, int M, int rank) {
+    if (d->pp <= 1) return 1;
+    hp_pp_layout lay;
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    return hp_pp_layout_init(&lay, d, n_layers) != 0 ? -1 : slots_in_flight(&lay, M, co.p);
+}
+
+int hp_plan_activations_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                                int rank, int uniform, hp_plan_activations *out) {
+    return hp_plan_activations_with_slots(m, d, rc, rank, uniform, 0, out);
+}
+
+int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                                   int rank, int uniform, int n_slots, hp_plan_activations *out) {
+    memset(out, 0, sizeof *out);
+    if (rc->ac_every > 0 && d->pp > 1 && d->pp_schedule == HP_PP_ZBV) return -1;
+    hp_pp_layout lay;
+    if (hp_pp_layout_init(&lay, d, m->n_layers) != 0) return -1;
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    const shapes s = shapes_of(m, d, rc);
+    const double attn = attention_floats(m, d, rc, &s);
+    out->block_input = f1(s.res * s.D) * 4;
+    out->dense_block = (attn + dense_ffn_floats(&s)) * 4;
+    out->moe_block = m->num_experts > 0 ? (attn + moe_floats(m, d, rc, &s, uniform)) * 4 : out->dense_block;
+    const int head_local = lay.stage_rank[hp_pp_unit_stage(&lay, m->n_layers + 1)] == co.p;
+    out->head = head_floats(&s, head_local) * 4;
+    out->slot = out->head;
+    for (int l = 0; l < m->n_layers; l++) {
+        out->slot += out->block_input;   // every block's h_in, in every slot (alloc_block)
+        if (lay.stage_rank[hp_pp_layer_stage(&lay, l)] != co.p) continue;
+        const double rest = hp_model_is_moe_layer(m, l) ? out->moe_block : out->dense_block;
+        if (!hp_run_ac_block(rc, l)) { out->slot += rest; continue; }
+        out->n_checkpointed++;
+        if (rest > out->recompute) out->recompute = rest;
+    }
+    out->n_slots = d->pp <= 1 ? 1 : n_slots > 0 ? n_slots : slots_in_flight(&lay, hp_run_microbatches(rc), co.p);
+    if (out->n_slots < 0) return -1;
+    // pipeline_run.c's dh_buf: the gradient arriving at each of the rank's stages, per slot
+    if (d->pp > 1) out->boundary = (double)out->n_slots * lay.V * f1(s.res * s.D) * 4;
+    out->total = out->n_slots * out->slot + out->recompute + out->boundary;
+    return 0;
+}

@@ -5,6 +5,13 @@
 //   t = rank % T, c = (rank / T) % C, u = (rank / (T*C)) % U, s = ..., r = ..., p = ...
 // Sparse layout (ETP era): the inner S*U*C*T block re-split as [efsdp, ep, etp], etp innermost.
 //
+// The ETP rule (dims.c: etp > 1 needs ep > 1, and then etp is 1 or tp): an expert's hidden dim
+// splits over the tp ranks in every layout that splits it - etp == tp, where the etp
+// coordinate is t and HP_G_ETP is the HP_G_TP group, or ep == 1, where it splits over tp
+// itself (hp_dims_expert_tp). The experts' partial outputs therefore ride the tp region's one
+// reduction over HP_G_TP (with the shared experts and the dense parts), and HP_G_ETP and
+// HP_G_EP_ETP carry no traffic: they name the sparse mesh's axes (placements, reports, tests).
+//
 //   hp_coords c;  hp_mesh_coords(&dims, 5, &c);                   // rank 5's coordinates
 //   int members[64], me;
 //   int n = hp_mesh_group(&dims, HP_G_FSDP, 5, members, &me);      // its fsdp group
@@ -23,7 +30,7 @@ typedef enum hp_group_kind {
     HP_G_BATCH,      // dp_replicate x dp_shard (data loading; valid-token count)
     HP_G_LOSS,       // dp_replicate x dp_shard x ulysses x cp (legacy name dp_cp)
     HP_G_EP,         // expert parallel
-    HP_G_ETP,        // expert tensor parallel (= tp group when etp == tp)
+    HP_G_ETP,        // expert tensor parallel (= tp group when etp == tp; see the ETP rule)
     HP_G_EFSDP,      // expert FSDP
     HP_G_EP_ETP,     // ep x etp
     HP_G_ULYSSES,    // Ulysses: the heads <-> tokens all-to-alls around attention

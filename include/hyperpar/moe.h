@@ -1,6 +1,13 @@
 // moe.h - the MoE block (router, routed experts, shared experts) with expert parallel
 // dispatch. spec: shared/spec/model.md (MoE), torchtitan-semantics.md §4.2-4.3, §8.
-// defines: hp_moe_dims, hp_moe_weights, hp_moe_grads, hp_moe_state (opaque), forward/backward
+// defines: hp_moe_dims, hp_moe_weights, hp_moe_grads, hp_moe_state (opaque),
+//          hp_moe_dispatch_ops (how rows reach their experts), the block's forward/backward
+//
+//   hp_moe_state *st = hp_moe_state_init(&md);
+//   hp_moe_forward(st, comm, out, x, &w);          // over EP dispatch on comm's HP_G_EP
+//   hp_moe_backward(st, comm, dx, &g, dout, &w);
+//   hp_moe_state_free(st);
+// (the model instead sets its dispatch once, hp_moe_set_dispatch, and calls hp_moe_block_*)
 //
 // The block runs INSIDE a tensor-parallel region: its input rows x are replicated over the
 // tp group, and its output is a PARTIAL sum over tp (the caller reduces it once, reduce-
@@ -51,12 +58,40 @@ typedef struct hp_moe_grads {  // every one accumulated into (+=)
 
 typedef struct hp_moe_state hp_moe_state;   // activations saved for backward
 
+// How routed rows reach their experts and come back: the model's MoE block calls these,
+// a parallel style implements them (expert parallel over HP_G_EP: src/parallel/ep_dispatch.c).
+// init sizes one block's dispatcher for n routed rows (K entries each, global expert ids),
+// E experts of which this rank computes [e0, e0+El), width D; it returns the dispatcher's
+// state (NULL after one line on stderr) and the room for expert-major rows in *cap.
+// route returns Mr, the rows computed here, and points *off (El+1) at each local expert's
+// first row. The rest mirror hp_ep_*: xe (Mr, D) = dispatched x (n, D); out (n, D) = the
+// gate-weighted sum of ye (Mr, D); dye, dgates from dout; dx (n, D) += combined dxe.
+typedef struct hp_moe_dispatch_ops {
+    void *(*init)(void *ctx, hp_dispatcher mode, int n, int K, int E, int El, int e0, int D,
+                  int *cap);
+    void (*free)(void *self);
+    int  (*route)(void *self, const int *idx, const float *gates, const int **off);
+    void (*dispatch_rows)(void *self, float *xe, const float *x);
+    void (*combine_rows)(void *self, float *out, const float *ye);
+    void (*dispatch_grad)(void *self, float *dye, float *dgates, const float *dout, const float *ye);
+    void (*combine_grad)(void *self, float *dx, const float *dxe);
+} hp_moe_dispatch_ops;
+
 hp_moe_state *hp_moe_state_init(const hp_moe_dims *md);
 void          hp_moe_state_free(hp_moe_state *st);
+// The block's dispatch: ops with their context (the ops' init runs at the first forward).
+// Returns 0, or -1 when st already dispatched through another context.
+int  hp_moe_set_dispatch(hp_moe_state *st, const hp_moe_dispatch_ops *ops, void *ctx);
+// The block over the dispatch set above (the model calls these).
 // out (N, D) overwritten with this rank's partial output; x (N, D).
+void hp_moe_block_forward(hp_moe_state *st, float *out, const float *x, const hp_moe_weights *w);
+// dx (N, D) += partial input grad; grads accumulated. Must follow the forward on st.
+void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const float *dout,
+                           const hp_moe_weights *w);
+// The same over expert parallel dispatch on comm's HP_G_EP group (the parallel layer's
+// ep_dispatch.c sets it up on the first call; a later call must pass an ep group of the same size).
 void hp_moe_forward(hp_moe_state *st, hp_comm *comm, float *out, const float *x,
                     const hp_moe_weights *w);
-// dx (N, D) += partial input grad; grads accumulated. Must follow hp_moe_forward on st.
 void hp_moe_backward(hp_moe_state *st, hp_comm *comm, float *dx, hp_moe_grads *g,
                      const float *dout, const hp_moe_weights *w);
 // The experts each row chose in the last forward, (N, K) global ids, descending score:

@@ -192,6 +192,9 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->batch % (R * S) != 0)
         return fail(err, n, "dp_replicate*dp_shard = %d*%d = %d must divide the global batch (%d)",
                     R, S, R * S, rc->batch);
+    if (rc->ac_every < 0)
+        return fail(err, n, "activation checkpointing: every N-th block needs N >= 1 (0 = none): "
+                    "ac_every = %d", rc->ac_every);
     const int M = hp_run_microbatches(rc);
     if (rc->microbatches < 0)
         return fail(err, n, "microbatches must be >= 1: microbatches = %d", rc->microbatches);

@@ -2,7 +2,10 @@
 // over expert-parallel dispatch, shared experts, forward and backward.
 // spec: shared/spec/model.md (MoE), torchtitan-semantics.md §4.2-4.3; docs/moe.md.
 // defines: hp_moe_state_init, hp_moe_state_free, hp_moe_forward, hp_moe_backward,
-//          hp_moe_routing
+//          hp_moe_set_dispatch, hp_moe_block_forward, hp_moe_block_backward, hp_moe_routing
+//
+// The block does not know how rows reach their experts: a dispatcher (hp_moe_dispatch_ops,
+// expert parallel in ../parallel/ep_dispatch.c) moves them and brings the outputs back.
 //
 // Data flow of one forward (N rows, this rank handles rows [r0, r0+n)):
 //   logits = x gate^T (N,E) -> scores -> top-K ids/gates for ALL N rows (hp_moe_routing)
@@ -20,14 +23,18 @@
 #include <string.h>
 #include "hyperpar/kernels.h"
 #include "hyperpar/moe.h"
-#include "parallel/ep_dispatch.h"   // defines: hp_ep_dispatch and its steps
 
 struct hp_moe_state {
     hp_moe_dims md;
     int n, r0;             // handled rows [r0, r0+n)
-    int ready;             // buffers sized for the comm (after the first forward)
+    int ready;             // buffers sized for the dispatch (after the first forward)
     int forwarded;         // a forward has run (backward needs it)
-    hp_ep_dispatch ep;
+    const hp_moe_dispatch_ops *ops;   // the dispatcher (hp_moe_set_dispatch), its context
+    void *ctx;
+    void *disp;            // its state for this block (after the first forward)
+    int cap;               // room for expert-major rows
+    int Mr;                // rows computed here after the last route
+    const int *off;        // (El+1) each local expert's first row
     // router, all N rows
     float *x;              // (N, D) copy of the input (backward needs it)
     float *logits;         // (N, E)
@@ -103,7 +110,8 @@ hp_moe_state *hp_moe_state_init(const hp_moe_dims *md) {
 }
 
 static void free_routed(hp_moe_state *st) {
-    hp_ep_free(&st->ep);
+    if (st->disp) st->ops->free(st->disp);
+    st->disp = NULL;
     free(st->xe); free(st->ye); free(st->h1); free(st->h3); free(st->act);
     free(st->dye); free(st->dxe); free(st->dact); free(st->dh1); free(st->dh3);
     st->xe = st->ye = st->h1 = st->h3 = st->act = NULL;
@@ -131,18 +139,22 @@ static _Noreturn void moe_fail(const char *what) {
     abort();
 }
 
-// The routed buffers depend on the ep group size (a rank may receive up to n_ep*n*K rows),
-// so they are sized on the first forward, when the comm is known.
-static void ensure_routed(hp_moe_state *st, hp_comm *comm) {
+int hp_moe_set_dispatch(hp_moe_state *st, const hp_moe_dispatch_ops *ops, void *ctx) {
+    if (st->ops && (st->ops != ops || st->ctx != ctx)) return -1;
+    st->ops = ops;
+    st->ctx = ctx;
+    return 0;
+}
+
+// The routed buffers depend on the dispatcher (a rank may receive up to n_ep*n*K rows), so
+// they are sized on the first forward, when the dispatch is known.
+static void ensure_routed(hp_moe_state *st) {
     const hp_moe_dims *m = &st->md;
-    if (st->ready) {
-        if (st->ep.n_ep != hp_comm_size(comm, HP_G_EP))
-            moe_fail("the ep group changed size between calls on one state");
-        return;
-    }
-    if (hp_ep_init(&st->ep, comm, m->dispatcher, st->n, m->K, m->E, m->El, m->e0, m->D) != 0)
-        moe_fail("expert-parallel dispatch does not fit the comm (see the line above)");
-    const size_t cap = st->ep.cap, D = m->D, F = m->Fel;
+    if (st->ready) return;
+    if (!st->ops) moe_fail("no dispatch set on the MoE state (hp_moe_set_dispatch)");
+    st->disp = st->ops->init(st->ctx, m->dispatcher, st->n, m->K, m->E, m->El, m->e0, m->D, &st->cap);
+    if (!st->disp) moe_fail("expert-parallel dispatch does not fit the comm (see the line above)");
+    const size_t cap = st->cap, D = m->D, F = m->Fel;
     st->xe = fbuf(cap * D); st->ye = fbuf(cap * D);
     st->h1 = fbuf(cap * F); st->h3 = fbuf(cap * F); st->act = fbuf(cap * F);
     st->dye = fbuf(cap * D); st->dxe = fbuf(cap * D);
@@ -156,13 +168,12 @@ static void ensure_routed(hp_moe_state *st, hp_comm *comm) {
 // ---------------------------------------------------------------------------------------------
 // forward
 
-void hp_moe_forward(hp_moe_state *st, hp_comm *comm, float *out, const float *x,
-                    const hp_moe_weights *w) {
-    if (!st || !comm || !out || !x || !w) moe_fail("hp_moe_forward: NULL argument");
+void hp_moe_block_forward(hp_moe_state *st, float *out, const float *x, const hp_moe_weights *w) {
+    if (!st || !out || !x || !w) moe_fail("hp_moe_forward: NULL argument");
     const hp_moe_dims *m = &st->md;
     const int N = m->N, D = m->D, E = m->E, K = m->K, F = m->Fel, Fs = m->Fsl;
     const int r0 = st->r0;
-    ensure_routed(st, comm);
+    ensure_routed(st);
     memcpy(st->x, x, (size_t)N * D * sizeof(float));
 
     // router on every row (replicated gate; hp_moe_routing reports all N rows)
@@ -171,25 +182,24 @@ void hp_moe_forward(hp_moe_state *st, hp_comm *comm, float *out, const float *x,
     hp_router_topk(st->idx, st->gates, st->scores, N, E, K, m->route_norm, m->route_scale);
 
     // routed experts on this rank's rows, wherever their experts live
-    hp_ep_dispatch *ep = &st->ep;
-    hp_ep_route(ep, comm, st->idx + (size_t)r0 * K, st->gates + (size_t)r0 * K);
-    hp_ep_dispatch_rows(ep, comm, st->xe, x + (size_t)r0 * D);
+    st->Mr = st->ops->route(st->disp, st->idx + (size_t)r0 * K, st->gates + (size_t)r0 * K, &st->off);
+    st->ops->dispatch_rows(st->disp, st->xe, x + (size_t)r0 * D);
     // one GEMM per local expert over its contiguous row range (a grouped GEMM without the
     // padding TorchTitan needs for its kernels: fp32 sgemm takes any row count, even 0)
     for (int l = 0; l < m->El; l++) {
-        const int o = ep->off[l], c = ep->off[l + 1] - o;
+        const int o = st->off[l], c = st->off[l + 1] - o;
         const size_t we = (size_t)l * F * D;
         hp_linear_forward(st->h1 + (size_t)o * F, st->xe + (size_t)o * D, w->w1 + we, c, D, F);
         hp_linear_forward(st->h3 + (size_t)o * F, st->xe + (size_t)o * D, w->w3 + we, c, D, F);
     }
-    hp_swiglu_forward(st->act, st->h1, st->h3, (size_t)ep->Mr * F);
+    hp_swiglu_forward(st->act, st->h1, st->h3, (size_t)st->Mr * F);
     for (int l = 0; l < m->El; l++) {
-        const int o = ep->off[l], c = ep->off[l + 1] - o;
+        const int o = st->off[l], c = st->off[l + 1] - o;
         hp_linear_forward(st->ye + (size_t)o * D, st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
     }
     // rows handled by another tp rank stay 0 here: the output is a true partial sum over tp
     memset(out, 0, (size_t)N * D * sizeof(float));
-    hp_ep_combine_rows(ep, comm, out + (size_t)r0 * D, st->ye);
+    st->ops->combine_rows(st->disp, out + (size_t)r0 * D, st->ye);
 
     // shared experts on all N rows (hidden dim split over tp, output partial)
     if (Fs > 0) {
@@ -207,37 +217,36 @@ void hp_moe_forward(hp_moe_state *st, hp_comm *comm, float *out, const float *x,
 
 static float *at(float *p, size_t off) { return p ? p + off : NULL; }
 
-void hp_moe_backward(hp_moe_state *st, hp_comm *comm, float *dx, hp_moe_grads *g,
-                     const float *dout, const hp_moe_weights *w) {
-    if (!st || !comm || !dx || !g || !dout || !w) moe_fail("hp_moe_backward: NULL argument");
+void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const float *dout,
+                           const hp_moe_weights *w) {
+    if (!st || !dx || !g || !dout || !w) moe_fail("hp_moe_backward: NULL argument");
     if (!st->forwarded) moe_fail("hp_moe_backward called before hp_moe_forward on this state");
     const hp_moe_dims *m = &st->md;
     const int N = m->N, D = m->D, E = m->E, K = m->K, F = m->Fel, Fs = m->Fsl;
     const int n = st->n, r0 = st->r0;
-    hp_ep_dispatch *ep = &st->ep;
-    const size_t MF = (size_t)ep->Mr * F;
+    const size_t MF = (size_t)st->Mr * F;
 
     // dy of each entry = gate * dout[row], sent to the experts; dgate_k = dout . y_k
-    hp_ep_dispatch_grad(ep, comm, st->dye, st->dgates, dout + (size_t)r0 * D, st->ye);
+    st->ops->dispatch_grad(st->disp, st->dye, st->dgates, dout + (size_t)r0 * D, st->ye);
     memset(st->dact, 0, MF * sizeof(float));
     for (int l = 0; l < m->El; l++) {
-        const int o = ep->off[l], c = ep->off[l + 1] - o;
+        const int o = st->off[l], c = st->off[l + 1] - o;
         hp_linear_backward(st->dact + (size_t)o * F, at(g->w2, (size_t)l * D * F), st->dye + (size_t)o * D,
                            st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
     }
     memset(st->dh1, 0, MF * sizeof(float));
     memset(st->dh3, 0, MF * sizeof(float));
     hp_swiglu_backward(st->dh1, st->dh3, st->dact, st->h1, st->h3, MF);
-    memset(st->dxe, 0, (size_t)ep->Mr * D * sizeof(float));
+    memset(st->dxe, 0, (size_t)st->Mr * D * sizeof(float));
     for (int l = 0; l < m->El; l++) {
-        const int o = ep->off[l], c = ep->off[l + 1] - o;
+        const int o = st->off[l], c = st->off[l + 1] - o;
         const size_t we = (size_t)l * F * D;
         hp_linear_backward(st->dxe + (size_t)o * D, at(g->w1, we), st->dh1 + (size_t)o * F,
                            st->xe + (size_t)o * D, w->w1 + we, c, D, F);
         hp_linear_backward(st->dxe + (size_t)o * D, at(g->w3, we), st->dh3 + (size_t)o * F,
                            st->xe + (size_t)o * D, w->w3 + we, c, D, F);
     }
-    hp_ep_combine_grad(ep, comm, dx + (size_t)r0 * D, st->dxe);
+    st->ops->combine_grad(st->disp, dx + (size_t)r0 * D, st->dxe);
 
     // router: only the handled rows (the other tp ranks cover the rest)
     memset(st->dscores, 0, (size_t)n * E * sizeof(float));

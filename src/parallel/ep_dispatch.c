@@ -2,13 +2,15 @@
 // all-to-all path (TorchTitan's token dispatcher, §4.3) and an all-gather + reduce-scatter
 // path. See ep_dispatch.h for the layout contract, docs/traffic_moe.md for the bytes.
 // defines: hp_ep_init, hp_ep_free, hp_ep_route, hp_ep_dispatch_rows, hp_ep_combine_rows,
-//          hp_ep_dispatch_grad, hp_ep_combine_grad
+//          hp_ep_dispatch_grad, hp_ep_combine_grad; hp_ep_moe_ops (the MoE block's dispatch
+//          over a comm), hp_moe_forward, hp_moe_backward (moe.h, over that dispatch)
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ep_dispatch.h"   // defines: hp_ep_dispatch
 #include "hyperpar/failpoint.h"
+#include "hyperpar/moe.h"
 
 static void *xcalloc(size_t n, size_t sz) { return calloc(n ? n : 1, sz); }
 
@@ -304,4 +306,78 @@ void hp_ep_combine_grad(hp_ep_dispatch *d, hp_comm *comm, float *dx, const float
         hp_reduce_scatter(comm, HP_G_EP, d->tmp, d->part, (size_t)n * D);
         for (size_t i = 0; i < (size_t)n * D; i++) dx[i] += d->tmp[i];
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// the MoE block's dispatch (hp_moe_dispatch_ops) over the HP_G_EP group of a comm
+
+typedef struct ep_moe { hp_ep_dispatch ep; hp_comm *comm; } ep_moe;
+
+static void *ep_moe_init(void *ctx, hp_dispatcher mode, int n, int K, int E, int El, int e0,
+                         int D, int *cap) {
+    ep_moe *s = calloc(1, sizeof *s);
+    if (!s) { fprintf(stderr, "moe dispatch: out of memory\n"); return NULL; }
+    s->comm = ctx;
+    if (hp_ep_init(&s->ep, s->comm, mode, n, K, E, El, e0, D) != 0) { free(s); return NULL; }   // (freed its own)
+    *cap = s->ep.cap;
+    return s;
+}
+static void ep_moe_free(void *self) {
+    ep_moe *s = self;
+    hp_ep_free(&s->ep);
+    free(s);
+}
+static int ep_moe_route(void *self, const int *idx, const float *gates, const int **off) {
+    ep_moe *s = self;
+    hp_ep_route(&s->ep, s->comm, idx, gates);
+    *off = s->ep.off;
+    return s->ep.Mr;
+}
+static void ep_moe_dispatch_rows(void *self, float *xe, const float *x) {
+    ep_moe *s = self;
+    hp_ep_dispatch_rows(&s->ep, s->comm, xe, x);
+}
+static void ep_moe_combine_rows(void *self, float *out, const float *ye) {
+    ep_moe *s = self;
+    hp_ep_combine_rows(&s->ep, s->comm, out, ye);
+}
+static void ep_moe_dispatch_grad(void *self, float *dye, float *dgates, const float *dout,
+                                 const float *ye) {
+    ep_moe *s = self;
+    hp_ep_dispatch_grad(&s->ep, s->comm, dye, dgates, dout, ye);
+}
+static void ep_moe_combine_grad(void *self, float *dx, const float *dxe) {
+    ep_moe *s = self;
+    hp_ep_combine_grad(&s->ep, s->comm, dx, dxe);
+}
+
+static const hp_moe_dispatch_ops ep_moe_ops = {
+    ep_moe_init, ep_moe_free, ep_moe_route, ep_moe_dispatch_rows, ep_moe_combine_rows,
+    ep_moe_dispatch_grad, ep_moe_combine_grad,
+};
+
+const hp_moe_dispatch_ops *hp_ep_moe_ops(void) { return &ep_moe_ops; }
+
+// The public block over comm: the state dispatches over the first comm it is called with.
+static void use_comm(hp_moe_state *st, hp_comm *comm, const char *who) {
+    if (!st || !comm) {
+        fprintf(stderr, "%s: NULL argument\n", who);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (hp_moe_set_dispatch(st, &ep_moe_ops, comm) != 0) {
+        fprintf(stderr, "hp_moe: the ep group changed between calls on one state\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+void hp_moe_forward(hp_moe_state *st, hp_comm *comm, float *out, const float *x,
+                    const hp_moe_weights *w) {
+    use_comm(st, comm, "hp_moe: hp_moe_forward");
+    hp_moe_block_forward(st, out, x, w);
+}
+
+void hp_moe_backward(hp_moe_state *st, hp_comm *comm, float *dx, hp_moe_grads *g,
+                     const float *dout, const hp_moe_weights *w) {
+    use_comm(st, comm, "hp_moe: hp_moe_backward");
+    hp_moe_block_backward(st, dx, g, dout, w);
 }

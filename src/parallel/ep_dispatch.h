@@ -73,4 +73,8 @@ void hp_ep_dispatch_grad(hp_ep_dispatch *d, hp_comm *comm, float *dye, float *dg
 // Backward of dispatch: dx (n, D) += sum over k of the entries' input grads dxe (Mr, D).
 void hp_ep_combine_grad(hp_ep_dispatch *d, hp_comm *comm, float *dx, const float *dxe);
 
+// The MoE block's dispatch (moe.h) through the steps above; its context is the hp_comm *.
+struct hp_moe_dispatch_ops;
+const struct hp_moe_dispatch_ops *hp_ep_moe_ops(void);
+
 #endif

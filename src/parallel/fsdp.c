@@ -12,7 +12,7 @@
 #include <string.h>
 #include "hyperpar/failpoint.h"
 #include "hyperpar/rng.h"
-#include "train/trainer_internal.h"
+#include "fsdp.h"
 
 // ---------------------------------------------------------------------------------------
 // geometry of one parameter's chunks
@@ -46,16 +46,16 @@ static void chunk_copy(const hp_param *p, int k, float *local, float *shard, int
 // of size G they are sharded over.
 typedef struct stack_span { int i0, i1; int64_t s0, n; hp_group_kind group; int G; } stack_span;
 
-static int stack_span_of(const hp_trainer *tr, int u, hp_stack st, stack_span *sp) {
+static int stack_span_of(const hp_fsdp_state *fs, int u, hp_stack st, stack_span *sp) {
     sp->i0 = sp->i1 = -1;
-    for (int i = 0; i < tr->pt.n; i++) {
-        const hp_param *p = &tr->pt.p[i];
+    for (int i = 0; i < fs->pt->n; i++) {
+        const hp_param *p = &fs->pt->p[i];
         if (p->unit != u || p->stack != st) continue;
         if (sp->i0 < 0) sp->i0 = i;
         sp->i1 = i + 1;
     }
     if (sp->i0 < 0) return 0;
-    const hp_param *first = &tr->pt.p[sp->i0], *last = &tr->pt.p[sp->i1 - 1];
+    const hp_param *first = &fs->pt->p[sp->i0], *last = &fs->pt->p[sp->i1 - 1];
     sp->s0 = first->shard_offset;
     sp->n = last->shard_offset + last->shard_numel - sp->s0;
     sp->group = (hp_group_kind)first->fsdp_group;
@@ -66,137 +66,138 @@ static int stack_span_of(const hp_trainer *tr, int u, hp_stack st, stack_span *s
 // ---------------------------------------------------------------------------------------
 // allocation and init
 
-int hp_fsdp_alloc(hp_trainer *tr) {
-    const size_t n = (size_t)tr->pt.shard_numel;
-    tr->p_shard = calloc(n, sizeof(float));
-    tr->g_shard = calloc(n, sizeof(float));
-    tr->m_shard = calloc(n, sizeof(float));
-    tr->v_shard = calloc(n, sizeof(float));
-    tr->work_p = calloc((size_t)tr->pt.max_unit_work, sizeof(float));
-    tr->work_g = calloc((size_t)tr->pt.max_unit_work, sizeof(float));
+int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M) {
+    memset(fs, 0, sizeof *fs);
+    fs->pt = pt;
+    fs->comm = comm;
+    fs->d = *d;
+    fs->M = M;
+    const size_t n = (size_t)pt->shard_numel;
+    fs->p_shard = calloc(n, sizeof(float));
+    fs->g_shard = calloc(n, sizeof(float));
+    fs->m_shard = calloc(n, sizeof(float));
+    fs->v_shard = calloc(n, sizeof(float));
+    fs->work_p = calloc((size_t)pt->max_unit_work, sizeof(float));
+    fs->work_g = calloc((size_t)pt->max_unit_work, sizeof(float));
     // staging: group size x one stack's shard of the largest unit
     int64_t need = 0;
     stack_span sp;
-    for (int u = 0; u < tr->pt.n_units; u++)
+    for (int u = 0; u < pt->n_units; u++)
         for (int st = 0; st < 2; st++)
-            if (stack_span_of(tr, u, (hp_stack)st, &sp) && sp.n * sp.G > need) need = sp.n * sp.G;
-    tr->comm_buf_numel = need;
-    tr->comm_buf = calloc((size_t)need + 1, sizeof(float));
-    tr->gathered_unit = -1;
+            if (stack_span_of(fs, u, (hp_stack)st, &sp) && sp.n * sp.G > need) need = sp.n * sp.G;
+    fs->comm_buf = calloc((size_t)need + 1, sizeof(float));
     // gradient accumulation keeps every unit's unsharded grads until the step's last
     // microbatch; under pp the parameters too are gathered once per step and kept until the
     // unit's last backward (TorchTitan: reshard_after_forward = not pp_enabled)
-    if (tr->M > 1 || tr->d.pp > 1) {
-        const size_t units = tr->pt.n_units > 0 ? (size_t)tr->pt.n_units : 1;
-        tr->acc_offset = calloc(units, sizeof(int64_t));
-        tr->unit_kept = calloc(units, sizeof(int));
+    if (M > 1 || d->pp > 1) {
+        const size_t units = pt->n_units > 0 ? (size_t)pt->n_units : 1;
+        fs->acc_offset = calloc(units, sizeof(int64_t));
+        fs->unit_kept = calloc(units, sizeof(int));
         int64_t total = 0;
-        for (int u = 0; tr->acc_offset && u < tr->pt.n_units; u++) {
-            tr->acc_offset[u] = total;
-            total += tr->pt.unit_work_numel[u];
+        for (int u = 0; fs->acc_offset && u < pt->n_units; u++) {
+            fs->acc_offset[u] = total;
+            total += pt->unit_work_numel[u];
         }
-        tr->acc_g = calloc((size_t)total + 1, sizeof(float));
-        if (tr->d.pp > 1) tr->kept_p = calloc((size_t)total + 1, sizeof(float));
-        if (!tr->acc_offset || !tr->unit_kept || !tr->acc_g || (tr->d.pp > 1 && !tr->kept_p))
+        fs->acc_g = calloc((size_t)total + 1, sizeof(float));
+        if (d->pp > 1) fs->kept_p = calloc((size_t)total + 1, sizeof(float));
+        if (!fs->acc_offset || !fs->unit_kept || !fs->acc_g || (d->pp > 1 && !fs->kept_p))
             return -1;
     }
-    return (tr->p_shard && tr->g_shard && tr->m_shard && tr->v_shard && tr->work_p &&
-            tr->work_g && tr->comm_buf) ? 0 : -1;
+    return (fs->p_shard && fs->g_shard && fs->m_shard && fs->v_shard && fs->work_p &&
+            fs->work_g && fs->comm_buf) ? 0 : -1;
 }
 
-void hp_fsdp_free(hp_trainer *tr) {
-    free(tr->p_shard); free(tr->g_shard); free(tr->m_shard); free(tr->v_shard);
-    free(tr->work_p); free(tr->work_g); free(tr->comm_buf);
-    free(tr->acc_g); free(tr->acc_offset); free(tr->kept_p); free(tr->unit_kept);
+void hp_fsdp_free(hp_fsdp_state *fs) {
+    free(fs->p_shard); free(fs->g_shard); free(fs->m_shard); free(fs->v_shard);
+    free(fs->work_p); free(fs->work_g); free(fs->comm_buf);
+    free(fs->acc_g); free(fs->acc_offset); free(fs->kept_p); free(fs->unit_kept);
+    memset(fs, 0, sizeof *fs);
 }
 
 // Every element's value depends only on (seed, parameter name, global index): model.md.
-void hp_fsdp_init_params(hp_trainer *tr) {
-    for (int i = 0; i < tr->pt.n; i++) {
-        const hp_param *p = &tr->pt.p[i];
+void hp_fsdp_init_params(hp_fsdp_state *fs, uint64_t seed) {
+    for (int i = 0; i < fs->pt->n; i++) {
+        const hp_param *p = &fs->pt->p[i];
         const uint64_t stream = hp_name_id(p->name);
-        float *dst = tr->p_shard + p->shard_offset;
+        float *dst = fs->p_shard + p->shard_offset;
         for (int64_t k = 0; k < p->shard_numel; k++) {
             const int64_t li = hp_param_shard_to_local(p, k);
             if (li < 0) { dst[k] = 0.0f; continue; }
             if (p->init_std == 0.0f) { dst[k] = 1.0f; continue; }
             const int64_t gi = hp_param_global_index(p, li);
-            dst[k] = p->init_std * hp_rng_normal(tr->rc.seed, stream, (uint64_t)gi);
+            dst[k] = p->init_std * hp_rng_normal(seed, stream, (uint64_t)gi);
         }
     }
 }
 
-void hp_trainer_set_params(hp_trainer *tr, const float *full) {
-    for (int i = 0; i < tr->pt.n; i++) {
-        const hp_param *p = &tr->pt.p[i];
-        float *dst = tr->p_shard + p->shard_offset;
+void hp_fsdp_set_params(hp_fsdp_state *fs, const float *full) {
+    for (int i = 0; i < fs->pt->n; i++) {
+        const hp_param *p = &fs->pt->p[i];
+        float *dst = fs->p_shard + p->shard_offset;
         for (int64_t k = 0; k < p->shard_numel; k++) {
             const int64_t li = hp_param_shard_to_local(p, k);
             dst[k] = li < 0 ? 0.0f : full[p->full_offset + hp_param_global_index(p, li)];
         }
     }
-    memset(tr->m_shard, 0, (size_t)tr->pt.shard_numel * sizeof(float));
-    memset(tr->v_shard, 0, (size_t)tr->pt.shard_numel * sizeof(float));
+    memset(fs->m_shard, 0, (size_t)fs->pt->shard_numel * sizeof(float));
+    memset(fs->v_shard, 0, (size_t)fs->pt->shard_numel * sizeof(float));
 }
 
 // ---------------------------------------------------------------------------------------
 // the unit lifecycle
 
 // One unit's unsharded parameters: the shared work buffer, or under pp the unit's own slot.
-static float *unit_params(hp_trainer *tr, int u) {
-    return tr->kept_p ? tr->kept_p + tr->acc_offset[u] : tr->work_p;
+static float *unit_params(hp_fsdp_state *fs, int u) {
+    return fs->kept_p ? fs->kept_p + fs->acc_offset[u] : fs->work_p;
 }
-float *hp_fsdp_param(hp_trainer *tr, int i) {
-    return unit_params(tr, tr->pt.p[i].unit) + tr->pt.p[i].work_offset;
+float *hp_fsdp_param(hp_fsdp_state *fs, int i) {
+    return unit_params(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
 }
 // One unit's unsharded grads: the shared work buffer, or under gradient accumulation the
 // unit's own slot of acc_g, which lives across the step's microbatches.
-static float *unit_grads(hp_trainer *tr, int u) {
-    return tr->acc_g ? tr->acc_g + tr->acc_offset[u] : tr->work_g;
+static float *unit_grads(hp_fsdp_state *fs, int u) {
+    return fs->acc_g ? fs->acc_g + fs->acc_offset[u] : fs->work_g;
 }
-float *hp_fsdp_grad(hp_trainer *tr, int i) {
-    return unit_grads(tr, tr->pt.p[i].unit) + tr->pt.p[i].work_offset;
+float *hp_fsdp_grad(hp_fsdp_state *fs, int i) {
+    return unit_grads(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
 }
 
-void hp_fsdp_gather_unit(hp_trainer *tr, int u) {
-    if (tr->kept_p && tr->unit_kept[u]) return;   // pp: gathered once per step
+void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
+    if (fs->kept_p && fs->unit_kept[u]) return;   // pp: gathered once per step
     stack_span sp;
     for (int st = 0; st < 2; st++) {
-        if (!stack_span_of(tr, u, (hp_stack)st, &sp)) continue;
-        hp_allgather(tr->comm, sp.group, tr->comm_buf, tr->p_shard + sp.s0, (size_t)sp.n);
+        if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
+        hp_allgather(fs->comm, sp.group, fs->comm_buf, fs->p_shard + sp.s0, (size_t)sp.n);
         for (int i = sp.i0; i < sp.i1; i++)
             for (int k = 0; k < sp.G; k++)
-                chunk_copy(&tr->pt.p[i], k, hp_fsdp_param(tr, i),
-                           tr->comm_buf + k * sp.n + (tr->pt.p[i].shard_offset - sp.s0), 0);
+                chunk_copy(&fs->pt->p[i], k, hp_fsdp_param(fs, i),
+                           fs->comm_buf + k * sp.n + (fs->pt->p[i].shard_offset - sp.s0), 0);
     }
-    tr->gathered_unit = u;
-    if (tr->kept_p) tr->unit_kept[u] = 1;
+    if (fs->kept_p) fs->unit_kept[u] = 1;
 }
 
 // Reshard: the unsharded copy is gone. Poisoning it with NaN makes any use of a released
 // unit show up in the verifier instead of silently reading stale values.
-void hp_fsdp_release_unit(hp_trainer *tr, int u) {
-    if (tr->kept_p) return;   // pp: kept until hp_fsdp_release_all at the end of the step
-    const int64_t n = tr->pt.unit_work_numel[u];
-    for (int64_t i = 0; i < n; i++) tr->work_p[i] = NAN;
-    tr->gathered_unit = -1;
+void hp_fsdp_release_unit(hp_fsdp_state *fs, int u) {
+    if (fs->kept_p) return;   // pp: kept until hp_fsdp_release_all at the end of the step
+    const int64_t n = fs->pt->unit_work_numel[u];
+    for (int64_t i = 0; i < n; i++) fs->work_p[i] = NAN;
 }
 
-void hp_fsdp_release_all(hp_trainer *tr) {
-    if (!tr->kept_p) return;
-    for (int u = 0; u < tr->pt.n_units; u++) {
-        if (!tr->unit_kept[u]) continue;
-        float *w = unit_params(tr, u);
-        for (int64_t i = 0; i < tr->pt.unit_work_numel[u]; i++) w[i] = NAN;
-        tr->unit_kept[u] = 0;
+void hp_fsdp_release_all(hp_fsdp_state *fs) {
+    if (!fs->kept_p) return;
+    for (int u = 0; u < fs->pt->n_units; u++) {
+        if (!fs->unit_kept[u]) continue;
+        float *w = unit_params(fs, u);
+        for (int64_t i = 0; i < fs->pt->unit_work_numel[u]; i++) w[i] = NAN;
+        fs->unit_kept[u] = 0;
     }
-    tr->gathered_unit = -1;
 }
 
 // Under accumulation only the first microbatch starts from zero: the later ones add to it,
 // so each grad is ((g_0 + g_1) + g_2) + ... in microbatch order (pipeline.md).
-void hp_fsdp_zero_unit_grads(hp_trainer *tr, int u) {
-    if (tr->mb == 0) memset(unit_grads(tr, u), 0, (size_t)tr->pt.unit_work_numel[u] * sizeof(float));
+void hp_fsdp_zero_unit_grads(hp_fsdp_state *fs, int u, int mb) {
+    if (mb == 0) memset(unit_grads(fs, u), 0, (size_t)fs->pt->unit_work_numel[u] * sizeof(float));
 }
 
 // x *= f: only the failpoints of hp_fsdp_reduce_unit scale (the real reduction is a sum)
@@ -205,36 +206,36 @@ static void scale(float *x, int64_t n, float f) {
 }
 
 // Reduces once per step: after the backward of the last microbatch.
-void hp_fsdp_reduce_unit(hp_trainer *tr, int u) {
-    if (tr->mb != tr->M - 1) return;
+void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
+    if (mb != fs->M - 1) return;
     // 1. replicated-over-tp params whose grads are partial sums over tp (SP norms, gate)
-    for (int i = 0; i < tr->pt.n; i++) {
-        const hp_param *p = &tr->pt.p[i];
+    for (int i = 0; i < fs->pt->n; i++) {
+        const hp_param *p = &fs->pt->p[i];
         if (p->unit == u && p->tp_grad_partial && !hp_failpoint(HP_FP_TP_PARTIAL_GRAD_DROPPED))
-            hp_allreduce_sum(tr->comm, HP_G_TP, hp_fsdp_grad(tr, i), (size_t)p->local_numel);
+            hp_allreduce_sum(fs->comm, HP_G_TP, hp_fsdp_grad(fs, i), (size_t)p->local_numel);
     }
     // 2. reduce-scatter over the shard group, 3. all-reduce over dp_replicate (HSDP / DDP)
     stack_span sp;
     for (int st = 0; st < 2; st++) {
-        if (!stack_span_of(tr, u, (hp_stack)st, &sp)) continue;
-        memset(tr->comm_buf, 0, (size_t)(sp.n * sp.G) * sizeof(float));   // padding stays 0
+        if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
+        memset(fs->comm_buf, 0, (size_t)(sp.n * sp.G) * sizeof(float));   // padding stays 0
         // (the bug of fsdp_shard_offset: chunk k staged in slot k+1, a neighbour's shard)
         const int slot_shift = hp_failpoint(HP_FP_FSDP_SHARD_OFFSET) ? 1 : 0;
         for (int i = sp.i0; i < sp.i1; i++)
             for (int k = 0; k < sp.G; k++)
-                chunk_copy(&tr->pt.p[i], k, hp_fsdp_grad(tr, i),
-                           tr->comm_buf + ((k + slot_shift) % sp.G) * sp.n +
-                               (tr->pt.p[i].shard_offset - sp.s0), 1);
-        float *g = tr->g_shard + sp.s0;
-        hp_reduce_scatter(tr->comm, sp.group, g, tr->comm_buf, (size_t)sp.n);
+                chunk_copy(&fs->pt->p[i], k, hp_fsdp_grad(fs, i),
+                           fs->comm_buf + ((k + slot_shift) % sp.G) * sp.n +
+                               (fs->pt->p[i].shard_offset - sp.s0), 1);
+        float *g = fs->g_shard + sp.s0;
+        hp_reduce_scatter(fs->comm, sp.group, g, fs->comm_buf, (size_t)sp.n);
         if (hp_failpoint(HP_FP_FSDP_GRAD_AVERAGE))   // the bug: FSDP's default mean
             scale(g, sp.n, 1.0f / (float)sp.G);
         if (st == HP_STACK_EXPERT && hp_failpoint(HP_FP_EXPERT_DIVIDE_FACTOR))   // the old R*S*C
-            scale(g, sp.n, 1.0f / (float)(tr->d.dp_replicate * tr->d.dp_shard * tr->d.cp));
+            scale(g, sp.n, 1.0f / (float)(fs->d.dp_replicate * fs->d.dp_shard * fs->d.cp));
         if (!hp_failpoint(HP_FP_HSDP_ALLREDUCE_DROPPED))
-            hp_allreduce_sum(tr->comm, HP_G_DP_REPLICATE, g, (size_t)sp.n);
+            hp_allreduce_sum(fs->comm, HP_G_DP_REPLICATE, g, (size_t)sp.n);
         if (hp_failpoint(HP_FP_DDP_GRAD_AVERAGE))    // the bug: DDP's default mean
-            scale(g, sp.n, 1.0f / (float)tr->d.dp_replicate);
+            scale(g, sp.n, 1.0f / (float)fs->d.dp_replicate);
     }
 }
 
@@ -242,33 +243,35 @@ void hp_fsdp_reduce_unit(hp_trainer *tr, int u) {
 // gathering full tensors for the verifier and --dump (raw MPI: not part of the step's
 // traffic accounting)
 
-double hp_fsdp_gather_full(hp_trainer *tr, const float *shard, float *full) {
-    int world_size;
-    MPI_Comm_size(tr->world, &world_size);
+double hp_fsdp_gather_full(hp_fsdp_state *fs, MPI_Comm world, const hp_model_config *m,
+                           const float *shard, float *full) {
+    int world_size, rank;
+    MPI_Comm_size(world, &world_size);
+    MPI_Comm_rank(world, &rank);
     // under pp each pp rank holds other parameters: every rank sends its shards padded to
     // the largest shard buffer of any pp rank (the same for every rank of one pp block)
-    int64_t n = tr->pt.shard_numel;
-    for (int q = 0; q < tr->d.pp && tr->d.pp > 1; q++) {
+    int64_t n = fs->pt->shard_numel;
+    for (int q = 0; q < fs->d.pp && fs->d.pp > 1; q++) {
         hp_param_table t;
-        if (hp_params_build(&t, &tr->m, &tr->d, q * (world_size / tr->d.pp)) != 0) continue;
+        if (hp_params_build(&t, m, &fs->d, q * (world_size / fs->d.pp)) != 0) continue;
         if (t.shard_numel > n) n = t.shard_numel;
         hp_params_free(&t);
     }
     float *padded = calloc((size_t)n + 1, sizeof(float));
-    memcpy(padded, shard, (size_t)tr->pt.shard_numel * sizeof(float));
+    memcpy(padded, shard, (size_t)fs->pt->shard_numel * sizeof(float));
     float *all = NULL;
     unsigned char *seen = NULL;
     double worst = 0.0;
-    if (tr->rank == 0) {
+    if (rank == 0) {
         all = malloc((size_t)(n * world_size) * sizeof(float) + 1);
-        seen = calloc((size_t)tr->pt.full_numel, 1);
+        seen = calloc((size_t)fs->pt->full_numel, 1);
     }
-    hp_gather_to_root(tr->comm, all, padded, (size_t)n);   // watched; not counted
+    hp_gather_to_root(fs->comm, all, padded, (size_t)n);   // watched; not counted
     free(padded);
-    if (tr->rank == 0) {
+    if (rank == 0) {
         for (int r = 0; r < world_size; r++) {
             hp_param_table t;
-            hp_params_build(&t, &tr->m, &tr->d, r);
+            hp_params_build(&t, m, &fs->d, r);
             for (int i = 0; i < t.n; i++) {
                 const hp_param *p = &t.p[i];
                 const float *src = all + (int64_t)r * n + p->shard_offset;
@@ -286,18 +289,10 @@ double hp_fsdp_gather_full(hp_trainer *tr, const float *shard, float *full) {
             }
             hp_params_free(&t);
         }
-        for (int64_t i = 0; i < tr->pt.full_numel; i++)
+        for (int64_t i = 0; i < fs->pt->full_numel; i++)
             if (!seen[i]) { worst = INFINITY; break; }   // an element nobody owns
     }
     free(all);
     free(seen);
     return worst;
-}
-
-double hp_trainer_gather_params(hp_trainer *tr, float *full) {
-    return hp_fsdp_gather_full(tr, tr->p_shard, full);
-}
-
-double hp_trainer_gather_grads(hp_trainer *tr, float *full) {
-    return hp_fsdp_gather_full(tr, tr->g_shard, full);
 }

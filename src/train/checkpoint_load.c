@@ -276,7 +276,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
 
     const hp_param_table *t = &tr->pt;
     const int kinds = tr->rc.optimizer == HP_OPT_ADAMW ? 3 : 1;
-    float *const state[3] = { tr->p_shard, tr->m_shard, tr->v_shard };
+    float *const state[3] = { tr->fsdp.p_shard, tr->fsdp.m_shard, tr->fsdp.v_shard };
     for (int k = 0; k < 3; k++) memset(state[k], 0, (size_t)t->shard_numel * sizeof(float));
     int *fds = malloc((size_t)ix.n_files * sizeof(int) + 1);
     int *checked = calloc((size_t)ix.n_pieces + 1, sizeof(int));   // CRC32 verified by some rank

@@ -99,7 +99,7 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
     *n_pieces = 0;
     const hp_param_table *t = &tr->pt;
     const int kinds = tr->rc.optimizer == HP_OPT_ADAMW ? 3 : 1;
-    float *const state[3] = { tr->p_shard, tr->m_shard, tr->v_shard };
+    float *const state[3] = { tr->fsdp.p_shard, tr->fsdp.m_shard, tr->fsdp.v_shard };
     int *owned = calloc((size_t)t->n + 1, sizeof(int));
     hp_ck_owned(&tr->m, &tr->d, tr->rank, t, owned);
     int any = 0;

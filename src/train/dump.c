@@ -67,7 +67,7 @@ static cJSON *config_json(const hp_trainer *tr, double loss) {
     cJSON_AddNumberToObject(dj, "pp", tr->d.pp);
     cJSON_AddNumberToObject(dj, "ep", tr->d.ep);
     cJSON_AddNumberToObject(dj, "etp", tr->d.etp);
-    cJSON_AddBoolToObject(dj, "sequence_parallel", tr->d.sp > 0);
+    cJSON_AddBoolToObject(dj, "sequence_parallel", tr->sh.sp);
     cJSON_AddNumberToObject(dj, "world", tr->d.world);
     cJSON *rj = cJSON_AddObjectToObject(j, "run");
     cJSON_AddNumberToObject(rj, "seq_len", tr->rc.seq_len);

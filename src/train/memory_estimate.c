@@ -10,6 +10,7 @@
 // per-category accounting belongs to the planner.
 #include <string.h>
 #include "hyperpar/params.h"
+#include "hyperpar/shapes.h"
 #include "hyperpar/train.h"
 
 #define F4 ((double)sizeof(float))
@@ -27,26 +28,30 @@ int hp_memory_estimate(const hp_model_config *m, const hp_dims *d, const hp_run_
     memset(e, 0, sizeof *e);
     hp_param_table t;
     if (hp_params_build(&t, m, d, rank) != 0) return -1;
-    const int T = d->tp, sp = d->sp > 0 && T > 1;
-    // activations are those of one microbatch; the step's token ids are all kept
-    const double Bl = rc->batch / hp_dims_batch(d) / hp_run_microbatches(rc), Sc = rc->seq_len / d->cp;
-    const double reg = Bl * Sc, res = sp ? reg / T : reg, D = m->dim, hd = hp_model_head_dim(m);
-    const double qd = (double)(m->n_heads / T) * hd, kvd = (double)(m->n_kv_heads / T) * hd;
-    const double Fl = m->ffn_hidden / T, Vl = m->vocab_size / T;
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    hp_local_shapes sh;
+    hp_local_shapes_init(&sh, m, d, rc, &co);
+    // activations are those of one microbatch (over the cp-local tokens: an upper estimate
+    // under Ulysses); the step's token ids are all kept
+    const double Bl = sh.Bl, Sc = sh.Sc_cp;
+    const double reg = Bl * Sc, res = sh.sp ? reg / sh.T : reg, D = sh.D, hd = sh.hd;
+    const double qd = (double)sh.Hl * hd, kvd = (double)sh.Hkvl * hd;
+    const double Fl = sh.Fl, Vl = sh.Vl;
 
     // shards of params, grads and AdamW m, v; one gathered unit and its grads; the staging
     // buffer of a gather / reduce-scatter (the fsdp group times the largest shard of a unit)
     double max_unit_shard = 0;
     for (int u = 0; u < t.n_units; u++) {
-        const double s = (double)(t.unit_shard_start[u + 1] - t.unit_shard_start[u]);
+        double s = 0;   // the unit's shards (contiguous in the shard buffer)
+        for (int i = 0; i < t.n; i++) if (t.p[i].unit == u) s += (double)t.p[i].shard_numel;
         if (s > max_unit_shard) max_unit_shard = s;
     }
     int fsdp_max = 1;
     for (int i = 0; i < t.n; i++) if (t.p[i].fsdp_size > fsdp_max) fsdp_max = t.p[i].fsdp_size;
     e->persistent_bytes = 4 * (double)t.shard_numel * F4;
     e->working_bytes = (2 * (double)t.max_unit_work + 2 * fsdp_max * max_unit_shard) * F4;
-    const int M = hp_run_microbatches(rc);
-    if (M > 1) {   // accumulation keeps every unit's unsharded grads for the whole step
+    if (sh.M > 1) {   // accumulation keeps every unit's unsharded grads for the whole step
         double all_units = 0;
         for (int u = 0; u < t.n_units; u++) all_units += (double)t.unit_work_numel[u];
         e->working_bytes += all_units * F4;
@@ -58,9 +63,9 @@ int hp_memory_estimate(const hp_model_config *m, const hp_dims *d, const hp_run_
     for (int l = 0; l < m->n_layers; l++) {
         acts += 4 * res * D + 2 * res + 2 * reg * D + 2 * reg * qd + 2 * reg * kvd + reg * (qd / hd);
         if (!hp_model_is_moe_layer(m, l)) { acts += 3 * reg * Fl; continue; }
-        const int ep = d->ep, etp = hp_dims_expert_tp(d);
-        const double E = m->num_experts, K = m->top_k, n = reg / hp_dims_token_split(d);
-        const double Fel = m->moe_hidden / etp, Fsl = (double)m->moe_hidden * m->n_shared_experts / T;
+        const int ep = d->ep;
+        const double E = m->num_experts, K = m->top_k, n = reg / sh.token_split;
+        const double Fel = sh.Fel, Fsl = sh.Fsl;
         const double cap = ep * n * K;   // every entry of the ep group could choose this rank
         acts += reg * (2 * D + 2 * E + 2 * K) + 6 * reg * Fsl + n * (K + 2 * E);
         acts += 2 * n * K * D + cap * D * 5 + cap * Fel * 6 + 2 * ep * n * (D + K);

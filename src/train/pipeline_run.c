@@ -55,7 +55,7 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
         return -1;
     }
     const hp_pp_layout *lay = &st->lay;
-    const int M = tr->M;
+    const int M = tr->sh.M;
     st->p = tr->co.p;
     st->act = malloc((size_t)(3 * lay->V * M + 4) * sizeof *st->act);
     st->slot_of = malloc((size_t)M * sizeof(int));
@@ -107,7 +107,7 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
 // The residual-stream buffers exist once the transformer has sized its slots.
 static int alloc_buffers(hp_trainer *tr) {
     hp_pp_state *st = tr->pp;
-    const size_t n = (size_t)tr->Nres * tr->D, bufs = (size_t)st->lay.V * tr->n_slots;
+    const size_t n = (size_t)tr->sh.Nres * tr->sh.D, bufs = (size_t)st->lay.V * tr->n_slots;
     for (size_t i = 0; i < bufs; i++) {
         if (st->dh_buf[i]) continue;
         st->dh_buf[i] = calloc(n ? n : 1, sizeof(float));
@@ -130,8 +130,8 @@ void hp_pp_free(hp_trainer *tr) {
 double hp_pp_run_step(hp_trainer *tr) {
     hp_pp_state *st = tr->pp;
     const hp_pp_layout *lay = &st->lay;
-    const int M = tr->M, last_stage = lay->n_stages - 1, D = tr->D;
-    const size_t n = (size_t)tr->Nres * D;
+    const int M = tr->sh.M, last_stage = lay->n_stages - 1, D = tr->sh.D;
+    const size_t n = (size_t)tr->sh.Nres * D;
     if (alloc_buffers(tr) != 0) {
         fprintf(stderr, "hp: out of memory (pipeline buffers)\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -144,15 +144,15 @@ double hp_pp_run_step(hp_trainer *tr) {
         const int s = x->stage, j = x->mb, v = st->local_index[s];
         const int l0 = lay->stage_first[s], l1 = l0 + lay->stage_layers[s];
         const int first = s == 0, last = s == last_stage;
-        tr->mb = j;
-        tr->slot = st->slot_of[j];
-        const size_t b = (size_t)v * tr->n_slots + tr->slot;
+        tr->tf.mb = j;
+        tr->tf.slot = st->slot_of[j];
+        const size_t b = (size_t)v * tr->n_slots + tr->tf.slot;
         MPI_Request req;
         float *tl = st->timeline + (size_t)a * 5;   // what the report's timeline draws
         tl[0] = (float)x->op; tl[1] = (float)s; tl[2] = (float)j;
         if (x->op == HP_PP_F) {
             if (!first && lay->stage_rank[s - 1] != st->p) {
-                hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(tr, l0), n,
+                hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l0), n,
                              lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), &req);
                 hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (activation)");
             }
@@ -160,42 +160,42 @@ double hp_pp_run_step(hp_trainer *tr) {
             hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
             const double c0 = now_ms();
             tl[3] = (float)(c0 - t0);   // the compute starts (a wait before it is idle)
-            hp_transformer_forward_layers(tr, l0, l1, first, last);
+            hp_transformer_forward_layers(&tr->tf, l0, l1, first, last);
             st->busy_ms += now_ms() - c0;
             hp_trainer_keep_routing(tr, l0, l1);
-            if (last) ce_sum += tr->ce_sum_local;   // ascending microbatch order
+            if (last) ce_sum += tr->tf.ce_sum_local;   // ascending microbatch order
             // (pp_stage_exchange: the bug sends the stream entering the stage's last block;
             //  pp_send_dropped: the last microbatch is never sent and the next stage waits)
             const int l_sent = hp_failpoint(HP_FP_PP_STAGE_EXCHANGE) ? l1 - 1 : l1;
             const int dropped = hp_failpoint(HP_FP_PP_SEND_DROPPED) && j == M - 1;
             if (!last && lay->stage_rank[s + 1] != st->p && !dropped)
-                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(tr, l_sent), n,
+                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l_sent), n,
                              lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
         } else if (x->op == HP_PP_W) {
             const double c0 = now_ms();
             tl[3] = (float)(c0 - t0);   // the compute starts (a wait before it is idle)
-            hp_transformer_weight_grads_layers(tr, l0, l1, first, last);
+            hp_transformer_weight_grads_layers(&tr->tf, l0, l1, first, last);
             st->busy_ms += now_ms() - c0;
         } else {   // B, or zbv's I: the input grads now, the linears' weight grads in its W
-            tr->input_only = x->op == HP_PP_I;
+            tr->tf.input_only = x->op == HP_PP_I;
             if (!last) {
                 if (lay->stage_rank[s + 1] != st->p) {
-                    hp_p2p_irecv(tr->comm, HP_G_PP, tr->res_b, n, lay->stage_rank[s + 1],
+                    hp_p2p_irecv(tr->comm, HP_G_PP, tr->tf.res_b, n, lay->stage_rank[s + 1],
                                  tag_bwd(lay, s, j, M), &req);
                     hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (gradient)");
                 } else {
-                    const size_t bn = (size_t)st->local_index[s + 1] * tr->n_slots + tr->slot;
-                    memcpy(tr->res_b, st->dh_buf[bn], n * sizeof(float));
+                    const size_t bn = (size_t)st->local_index[s + 1] * tr->n_slots + tr->tf.slot;
+                    memcpy(tr->tf.res_b, st->dh_buf[bn], n * sizeof(float));
                 }
             }
             const double c0 = now_ms();
             tl[3] = (float)(c0 - t0);   // the compute starts (a wait before it is idle)
-            hp_transformer_backward_layers(tr, l0, l1, first, last);
+            hp_transformer_backward_layers(&tr->tf, l0, l1, first, last);
             st->busy_ms += now_ms() - c0;
-            tr->input_only = 0;
+            tr->tf.input_only = 0;
             if (!first) {
                 hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->bwd_req[b], "pipeline send (gradient)");
-                memcpy(st->dh_buf[b], tr->res_b, n * sizeof(float));
+                memcpy(st->dh_buf[b], tr->tf.res_b, n * sizeof(float));
                 if (lay->stage_rank[s - 1] != st->p)
                     hp_p2p_isend(tr->comm, HP_G_PP, st->dh_buf[b], n, lay->stage_rank[s - 1],
                                  tag_bwd(lay, s - 1, j, M), &st->bwd_req[b]);
@@ -206,9 +206,9 @@ double hp_pp_run_step(hp_trainer *tr) {
     const size_t bufs = (size_t)lay->V * tr->n_slots;
     hp_p2p_wait(tr->comm, HP_G_PP, (int)bufs, st->fwd_req, "pipeline send (activation)");
     hp_p2p_wait(tr->comm, HP_G_PP, (int)bufs, st->bwd_req, "pipeline send (gradient)");
-    hp_fsdp_release_all(tr);
-    tr->mb = 0;
-    tr->slot = 0;
+    hp_fsdp_release_all(&tr->fsdp);
+    tr->tf.mb = 0;
+    tr->tf.slot = 0;
     st->step_ms = now_ms() - t0;
     return ce_sum;
 }
@@ -218,34 +218,34 @@ double hp_pp_run_step(hp_trainer *tr) {
 double hp_pp_run_forward(hp_trainer *tr) {
     hp_pp_state *st = tr->pp;
     const hp_pp_layout *lay = &st->lay;
-    const int M = tr->M, last_stage = lay->n_stages - 1;
-    const size_t n = (size_t)tr->Nres * tr->D;
+    const int M = tr->sh.M, last_stage = lay->n_stages - 1;
+    const size_t n = (size_t)tr->sh.Nres * tr->sh.D;
     double ce_sum = 0.0;
-    tr->slot = 0;
+    tr->tf.slot = 0;
     for (int j = 0; j < M; j++) {
-        tr->mb = j;
+        tr->tf.mb = j;
         for (int s = 0; s < lay->n_stages; s++) {
             if (lay->stage_rank[s] != st->p) continue;
             const int l0 = lay->stage_first[s], l1 = l0 + lay->stage_layers[s];
             const size_t b = (size_t)st->local_index[s] * tr->n_slots;
             MPI_Request req;
             if (s > 0 && lay->stage_rank[s - 1] != st->p) {
-                hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(tr, l0), n,
+                hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l0), n,
                              lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), &req);
                 hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (activation)");
             }
             hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
-            hp_transformer_forward_layers(tr, l0, l1, s == 0, s == last_stage);
-            if (s == last_stage) ce_sum += tr->ce_sum_local;
+            hp_transformer_forward_layers(&tr->tf, l0, l1, s == 0, s == last_stage);
+            if (s == last_stage) ce_sum += tr->tf.ce_sum_local;
             if (s < last_stage && lay->stage_rank[s + 1] != st->p)
-                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(tr, l1), n,
+                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l1), n,
                              lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
         }
     }
     hp_p2p_wait(tr->comm, HP_G_PP, (int)((size_t)lay->V * tr->n_slots), st->fwd_req,
                 "pipeline send (activation)");
-    hp_fsdp_release_all(tr);
-    tr->mb = 0;
+    hp_fsdp_release_all(&tr->fsdp);
+    tr->tf.mb = 0;
     return ce_sum;
 }
 

@@ -6,6 +6,7 @@
 #include "hyperpar/cp.h"
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
+#include "hyperpar/shapes.h"
 #include "hyperpar/ulysses.h"
 #include "hyperpar/verify.h"
 
@@ -40,14 +41,19 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     memset(bytes, 0, sizeof(uint64_t) * HP_G_COUNT * HP_OP_COUNT);
     hp_param_table t;
     if (hp_params_build(&t, m, d, rank) != 0) return;
-    const int T = d->tp, C = d->cp, R = d->dp_replicate;
-    const int sp = d->sp > 0 && T > 1, M = hp_run_microbatches(rc);
+    hp_coords co;
+    hp_mesh_coords(d, rank, &co);
+    hp_local_shapes ls;
+    hp_local_shapes_init(&ls, m, d, rc, &co);
+    const int T = ls.T, C = d->cp, R = d->dp_replicate;
+    const int sp = ls.sp, M = ls.M;
     const pp_share sh = share_of(m, d, rank);
     const int L = sh.layers;   // the blocks this rank runs (all of them without pp)
     const int U = d->ulysses;
-    // Sc: this rank's tokens of a sequence (cp, then ulysses); the attention core sees U*Sc
-    const uint64_t Bl = (uint64_t)(rc->batch / hp_dims_batch(d)), Sc = (uint64_t)(rc->seq_len / (C * U));
-    const uint64_t D = (uint64_t)m->dim, Nreg = Bl * Sc, Nres = sp ? Nreg / (uint64_t)T : Nreg;
+    // the step's rows (every microbatch): Bl_step sequences of Sc tokens (cp, then ulysses);
+    // the attention core sees U*Sc
+    const uint64_t Bl = (uint64_t)ls.Bl_step, Sc = (uint64_t)ls.Sc;
+    const uint64_t D = (uint64_t)ls.D, Nreg = Bl * Sc, Nres = sp ? Nreg / (uint64_t)T : Nreg;
 
     // FSDP / HSDP / DDP: per unit and stack, all-gather in forward and in backward, one
     // reduce-scatter of the grads, and with dp_replicate > 1 one all-reduce of the shard.
@@ -87,9 +93,9 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     // Ulysses per layer (ulysses.md): four all-to-alls forward (q, k, v in; the output back)
     // and four backward (dout in; dq, dk, dv back), each sending (U-1)/U of its buffer:
     // q-sized ones Bl*Sc*(H/T)*hd floats, kv-sized ones Bl*Sc*max(Hkv/T, U)*hd (after repetition)
-    const uint64_t hd = (uint64_t)hp_model_head_dim(m), kv_t = (uint64_t)(m->n_kv_heads / T);
+    const uint64_t hd = (uint64_t)ls.hd, kv_t = (uint64_t)ls.Hkvl;
     if (U > 1) {
-        const uint64_t q_n = Bl * Sc * (uint64_t)(m->n_heads / T) * hd;
+        const uint64_t q_n = Bl * Sc * (uint64_t)ls.Hl * hd;
         const uint64_t kv_n = Bl * Sc * (kv_t > (uint64_t)U ? kv_t : (uint64_t)U) * hd;
         bytes[HP_G_ULYSSES][HP_OP_ALLTOALL] +=
             (uint64_t)L * (4 * q_n + 4 * kv_n) / (uint64_t)U * (uint64_t)(U - 1) * F4;
@@ -126,7 +132,7 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     // all-to-all path depends on the routing (hp_traffic_predict_ep fills it in)
     if (m->num_experts > 0 && d->ep > 1) {
         const int n_moe = sh.moe_layers;
-        const uint64_t n = Nreg / (uint64_t)hp_dims_token_split(d), K = (uint64_t)m->top_k;
+        const uint64_t n = Nreg / (uint64_t)ls.token_split, K = (uint64_t)m->top_k;
         const uint64_t n_ep = (uint64_t)d->ep;
         if (rc->dispatcher == HP_DISPATCH_ALLGATHER) {
             bytes[HP_G_EP][HP_OP_ALLGATHER] += (uint64_t)n_moe * n * (2 * D + 2 * K) * F4;
@@ -141,15 +147,18 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
 // The global tokens (index g*S + s into the routing) that `rank` routes, in its row order:
 // its batch shard's sequences, cut to its cp positions, then in each microbatch its tp slice
 // under token split.
-static int routed_tokens(const hp_dims *d, const hp_run_config *rc, int rank, int *tok) {
+static int routed_tokens(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                         int rank, int *tok) {
     hp_coords co;
     hp_mesh_coords(d, rank, &co);
-    const int S = rc->seq_len, Sc = S / hp_dims_seq(d), Bl_step = rc->batch / hp_dims_batch(d);
-    const int M = hp_run_microbatches(rc), mb_rows = Bl_step / M * Sc;
+    hp_local_shapes ls;
+    hp_local_shapes_init(&ls, m, d, rc, &co);
+    const int S = rc->seq_len, Sc = ls.Sc, Bl_step = ls.Bl_step;
+    const int M = ls.M, mb_rows = ls.Nreg;
     int *pos = malloc((size_t)Sc * sizeof(int));
     if (!pos) return 0;
     hp_seq_positions(pos, S, d->cp, co.c, d->ulysses, co.u, rc->cp_load_balance);
-    const int split = hp_dims_token_split(d), n = mb_rows / split, r0 = (split > 1 ? co.t : 0) * n;
+    const int n = mb_rows / ls.token_split, r0 = ls.token_rank * n;
     int k = 0;
     for (int mb = 0; mb < M; mb++)
         for (int i = 0; i < n; i++) {
@@ -185,7 +194,7 @@ void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_
         if (lay.stage_rank[hp_pp_layer_stage(&lay, l)] != co.p) continue;   // another pp rank's
         uint64_t sent = 0, received = 0;
         for (int j = 0; j < n_ep; j++) {
-            const int n = routed_tokens(d, rc, members[j], tok);
+            const int n = routed_tokens(m, d, rc, members[j], tok);
             for (int i = 0; i < n; i++)
                 for (int k = 0; k < K; k++) {
                     const int owner = lr[(size_t)tok[i] * K + k] / El;

@@ -16,6 +16,42 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+// The step's data buffers and this rank's positions (cp, then ulysses cut).
+static int alloc_step_data(hp_trainer *tr) {
+    const hp_local_shapes *sh = &tr->sh;
+    const size_t reg_step = (size_t)sh->Nreg * (size_t)sh->M;
+    int n_moe = 0;
+    for (int l = 0; l < tr->m.n_layers; l++) n_moe += hp_model_is_moe_layer(&tr->m, l);
+    tr->pos = calloc((size_t)sh->Sc + 1, sizeof(int));
+    tr->pos_cp = calloc((size_t)sh->Sc_cp + 1, sizeof(int));
+    tr->tokens = calloc(reg_step + 1, sizeof(int));
+    tr->labels = calloc(reg_step + 1, sizeof(int));
+    tr->routing_step = calloc((size_t)n_moe * reg_step * tr->m.top_k + 1, sizeof(int));
+    if (!tr->pos || !tr->pos_cp || !tr->tokens || !tr->labels || !tr->routing_step) return -1;
+    hp_cp_positions(tr->pos_cp, tr->rc.seq_len, tr->d.cp, tr->co.c, tr->rc.cp_load_balance);
+    hp_seq_positions(tr->pos, tr->rc.seq_len, tr->d.cp, tr->co.c, tr->d.ulysses, tr->co.u,
+                     tr->rc.cp_load_balance);
+    return 0;
+}
+
+// The styles' states, then the model over the hooks they fill.
+static int setup_model(hp_trainer *tr) {
+    if (hp_params_build(&tr->pt, &tr->m, &tr->d, tr->rank) != 0 ||
+        hp_fsdp_init(&tr->fsdp, &tr->pt, tr->comm, &tr->d, tr->sh.M) != 0 ||
+        hp_tp_init(&tr->tp, tr->comm, &tr->sh) != 0 || alloc_step_data(tr) != 0)
+        return -1;
+    hp_attn_style_init(&tr->attn, tr);
+    hp_model_hooks hk;
+    hp_trainer_hooks(tr, &hk);
+    if (hp_transformer_init(&tr->tf, &tr->m, &tr->sh, &tr->pt, &hk, tr->n_slots,
+                            tr->split_backward) != 0)
+        return -1;
+    tr->tf.pos = tr->pos;
+    tr->tf.tokens = tr->tokens;
+    tr->tf.labels = tr->labels;
+    return 0;
+}
+
 hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
                             const hp_run_config *rc, char *err, size_t errlen) {
     hp_trainer *tr = calloc(1, sizeof *tr);
@@ -23,8 +59,8 @@ hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_d
     tr->m = *m;
     tr->d = *d;
     tr->rc = *rc;
-    tr->M = hp_run_microbatches(rc);
     tr->world = world;
+    tr->n_slots = 1;
     MPI_Comm_rank(world, &tr->rank);
     if (hp_failpoint_init(err, errlen) != 0) { free(tr); return NULL; }   // HP_FAILPOINT, once
     tr->data = hp_data_open(rc->data_path, m->vocab_size, err, errlen);
@@ -38,25 +74,27 @@ hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_d
     }
     tr->comm = hp_comm_init(world, d, 1);
     hp_mesh_coords(d, tr->rank, &tr->co);
+    hp_local_shapes_init(&tr->sh, m, d, rc, &tr->co);
     if (d->pp > 1 && hp_pp_init(tr, err, errlen) != 0) {
         hp_trainer_free(tr);
         return NULL;
     }
-    if (hp_params_build(&tr->pt, m, d, tr->rank) != 0 || hp_fsdp_alloc(tr) != 0 ||
-        hp_transformer_alloc(tr) != 0) {
+    if (setup_model(tr) != 0) {
         snprintf(err, errlen, "out of memory setting up the model");
         hp_trainer_free(tr);
         return NULL;
     }
-    hp_fsdp_init_params(tr);
+    hp_fsdp_init_params(&tr->fsdp, tr->rc.seed);
     return tr;
 }
 
 void hp_trainer_free(hp_trainer *tr) {
     if (!tr) return;
     hp_pp_free(tr);
-    hp_transformer_free(tr);
-    hp_fsdp_free(tr);
+    hp_transformer_free(&tr->tf);
+    hp_tp_free(&tr->tp);
+    hp_fsdp_free(&tr->fsdp);
+    free(tr->pos); free(tr->pos_cp); free(tr->tokens); free(tr->labels); free(tr->routing_step);
     hp_params_free(&tr->pt);
     if (tr->comm) hp_comm_free(tr->comm);
     if (tr->data) hp_data_close(tr->data);
@@ -75,12 +113,12 @@ static void load_batch(hp_trainer *tr) {
     const int S = tr->rc.seq_len;
     int *ids = malloc((size_t)(S + 1) * sizeof(int));
     int64_t n_valid = 0;
-    for (int b = 0; b < tr->Bl_step; b++) {
-        const int g = tr->co.batch * tr->Bl_step + b;
+    for (int b = 0; b < tr->sh.Bl_step; b++) {
+        const int g = tr->co.batch * tr->sh.Bl_step + b;
         hp_trainer_sequence(tr, ids, tr->step, g);
-        for (int j = 0; j < tr->Sc; j++) {
-            tr->tokens[b * tr->Sc + j] = ids[tr->pos[j]];
-            tr->labels[b * tr->Sc + j] = ids[tr->pos[j] + 1];
+        for (int j = 0; j < tr->sh.Sc; j++) {
+            tr->tokens[b * tr->sh.Sc + j] = ids[tr->pos[j]];
+            tr->labels[b * tr->sh.Sc + j] = ids[tr->pos[j] + 1];
         }
         for (int i = 1; i <= S; i++) n_valid += ids[i] != -100;
     }
@@ -88,18 +126,19 @@ static void load_batch(hp_trainer *tr) {
     if (!hp_failpoint(HP_FP_N_GLOBAL_LOCAL))   // the bug: each rank divides by its own count
         hp_allreduce_sum_i64(tr->comm, HP_G_BATCH, &n_valid, 1);
     tr->n_valid_global = n_valid > 0 ? n_valid : 1;
+    tr->tf.n_valid_global = tr->n_valid_global;
 }
 
 // Copies the routing of the microbatch that just ran forward into the step's routing, so the
 // verifier sees every token's experts, not only the last microbatch's.
 void hp_trainer_keep_routing(hp_trainer *tr, int l0, int l1) {
     const int K = tr->m.top_k, L = tr->m.n_layers;
-    const size_t per_layer = (size_t)tr->Nreg * K, step_layer = per_layer * tr->M;
+    const size_t per_layer = (size_t)tr->sh.Nreg * K, step_layer = per_layer * tr->sh.M;
     for (int l = 0, i = 0; l < L; l++) {
         if (!hp_model_is_moe_layer(&tr->m, l)) continue;
-        if (l >= l0 && l < l1 && tr->layer_local[l])
-            memcpy(tr->routing_step + i * step_layer + tr->mb * per_layer,
-                   hp_moe_routing(tr->blocks[(size_t)tr->slot * L + l].moe), per_layer * sizeof(int));
+        if (l >= l0 && l < l1 && tr->tf.layer_local[l])
+            memcpy(tr->routing_step + i * step_layer + tr->tf.mb * per_layer,
+                   hp_transformer_routing(&tr->tf, l), per_layer * sizeof(int));
         i++;
     }
 }
@@ -125,13 +164,13 @@ double hp_trainer_forward_backward(hp_trainer *tr) {
     if (tr->pp) {
         ce_sum = hp_pp_run_step(tr);   // non-zero on the last stage only
     } else {
-        for (tr->mb = 0; tr->mb < tr->M; tr->mb++) {
-            hp_transformer_forward(tr);
-            ce_sum += tr->ce_sum_local;
+        for (tr->tf.mb = 0; tr->tf.mb < tr->sh.M; tr->tf.mb++) {
+            hp_transformer_forward(&tr->tf);
+            ce_sum += tr->tf.ce_sum_local;
             hp_trainer_keep_routing(tr, 0, tr->m.n_layers);
-            hp_transformer_backward(tr);
+            hp_transformer_backward(&tr->tf);
         }
-        tr->mb = 0;
+        tr->tf.mb = 0;
     }
     return reduce_loss(tr, ce_sum);
 }
@@ -144,11 +183,11 @@ double hp_trainer_eval_loss(hp_trainer *tr, int step) {
     if (tr->pp) {
         ce_sum = hp_pp_run_forward(tr);
     } else {
-        for (tr->mb = 0; tr->mb < tr->M; tr->mb++) {
-            hp_transformer_forward(tr);
-            ce_sum += tr->ce_sum_local;
+        for (tr->tf.mb = 0; tr->tf.mb < tr->sh.M; tr->tf.mb++) {
+            hp_transformer_forward(&tr->tf);
+            ce_sum += tr->tf.ce_sum_local;
         }
-        tr->mb = 0;
+        tr->tf.mb = 0;
     }
     tr->step = saved;
     return reduce_loss(tr, ce_sum);
@@ -164,7 +203,7 @@ double hp_trainer_clip(hp_trainer *tr) {
                           (p->tp_size > 1 || p->stack == HP_STACK_EXPERT || tr->co.t == 0 ||
                            hp_failpoint(HP_FP_GRAD_NORM_DOUBLE_COUNT));
         if (!owner) continue;
-        const float *g = tr->g_shard + p->shard_offset;
+        const float *g = tr->fsdp.g_shard + p->shard_offset;
         for (int64_t k = 0; k < p->shard_numel; k++) sq += (double)g[k] * (double)g[k];
     }
     hp_allreduce_sum_f64(tr->comm, HP_G_WORLD, &sq, 1);
@@ -172,7 +211,7 @@ double hp_trainer_clip(hp_trainer *tr) {
     if (tr->rc.max_norm > 0.0f) {
         const double coef = (double)tr->rc.max_norm / (norm + 1e-6);
         if (coef < 1.0)
-            for (int64_t k = 0; k < tr->pt.shard_numel; k++) tr->g_shard[k] *= (float)coef;
+            for (int64_t k = 0; k < tr->pt.shard_numel; k++) tr->fsdp.g_shard[k] *= (float)coef;
     }
     return norm;
 }
@@ -180,10 +219,10 @@ double hp_trainer_clip(hp_trainer *tr) {
 void hp_trainer_optimizer_step(hp_trainer *tr) {
     const size_t n = (size_t)tr->pt.shard_numel;
     if (tr->rc.optimizer == HP_OPT_ADAMW)
-        hp_adamw_update(tr->p_shard, tr->g_shard, tr->m_shard, tr->v_shard, n, tr->rc.lr, 0.9f,
+        hp_adamw_update(tr->fsdp.p_shard, tr->fsdp.g_shard, tr->fsdp.m_shard, tr->fsdp.v_shard, n, tr->rc.lr, 0.9f,
                         0.95f, 1e-8f, 0.1f, tr->step);
     else
-        hp_sgd_update(tr->p_shard, tr->g_shard, n, tr->rc.lr);
+        hp_sgd_update(tr->fsdp.p_shard, tr->fsdp.g_shard, n, tr->rc.lr);
 }
 
 int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
@@ -207,11 +246,19 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
 const hp_param_table *hp_trainer_params(const hp_trainer *tr) { return &tr->pt; }
 double hp_trainer_pp_idle(const hp_trainer *tr) { return tr->pp ? hp_pp_idle_fraction(tr) : 0.0; }
 int hp_trainer_pp_slots(const hp_trainer *tr) { return tr->n_slots; }
-size_t hp_trainer_activation_bytes(const hp_trainer *tr) { return tr->activation_bytes; }
+size_t hp_trainer_activation_bytes(const hp_trainer *tr) { return tr->tf.activation_bytes; }
 int hp_trainer_pp_timeline(const hp_trainer *tr, float *out, int cap) {
     return tr->pp ? hp_pp_timeline(tr, out, cap) : 0;
 }
 hp_comm *hp_trainer_comm(hp_trainer *tr) { return tr->comm; }
+
+void hp_trainer_set_params(hp_trainer *tr, const float *full) { hp_fsdp_set_params(&tr->fsdp, full); }
+double hp_trainer_gather_params(hp_trainer *tr, float *full) {
+    return hp_fsdp_gather_full(&tr->fsdp, tr->world, &tr->m, tr->fsdp.p_shard, full);
+}
+double hp_trainer_gather_grads(hp_trainer *tr, float *full) {
+    return hp_fsdp_gather_full(&tr->fsdp, tr->world, &tr->m, tr->fsdp.g_shard, full);
+}
 int hp_trainer_rank(const hp_trainer *tr) { return tr->rank; }
 
 void hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *working) {
@@ -233,14 +280,14 @@ int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
     for (int l = 0; l < m->n_layers; l++) n_moe += hp_model_is_moe_layer(m, l);
     if (n_moe == 0) return 0;
     // the step's routing (every microbatch), rows in the rank's step order (Bl_step, Sc)
-    const int K = m->top_k, S = tr->rc.seq_len, rows = tr->Nreg * tr->M, per = rows * K * n_moe;
+    const int K = m->top_k, S = tr->rc.seq_len, rows = tr->sh.Nreg * tr->sh.M, per = rows * K * n_moe;
     const int *mine = tr->routing_step;
     int world_size;
     MPI_Comm_size(tr->world, &world_size);
     int *all = tr->rank == 0 ? malloc((size_t)per * world_size * sizeof(int)) : NULL;
     hp_gather_to_root_int(tr->comm, all, mine, (size_t)per);
     if (tr->rank == 0) {
-        int *pos = malloc((size_t)tr->Sc * sizeof(int));
+        int *pos = malloc((size_t)tr->sh.Sc * sizeof(int));
         for (int r = 0; r < world_size; r++) {
             hp_coords co;
             hp_mesh_coords(&tr->d, r, &co);
@@ -251,11 +298,11 @@ int hp_trainer_gather_routing(hp_trainer *tr, int *routing) {
                 if (!hp_model_is_moe_layer(m, l)) continue;
                 li++;
                 if (tr->d.pp > 1 && !layer_on(tr, l, co.p)) continue;
-                for (int b = 0; b < tr->Bl_step; b++)
-                    for (int j = 0; j < tr->Sc; j++) {
-                        const int g = co.batch * tr->Bl_step + b;
+                for (int b = 0; b < tr->sh.Bl_step; b++)
+                    for (int j = 0; j < tr->sh.Sc; j++) {
+                        const int g = co.batch * tr->sh.Bl_step + b;
                         memcpy(routing + (((size_t)li * tr->rc.batch + g) * S + pos[j]) * K,
-                               src + ((size_t)li * rows + (size_t)b * tr->Sc + j) * K,
+                               src + ((size_t)li * rows + (size_t)b * tr->sh.Sc + j) * K,
                                (size_t)K * sizeof(int));
                     }
             }

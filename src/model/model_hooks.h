@@ -1,0 +1,60 @@
+// model_hooks.h - the calls the model makes into whatever parallelism is on, as a table of
+// function pointers with their contexts. The model (transformer.c, moe.c) sees its local
+// shapes, its activations, parameter and gradient pointers and these hooks, never a style:
+// the train layer fills the table from the style objects (src/train/trainer_hooks.c). With
+// every degree 1 each hook is a copy or the plain computation.
+#ifndef HP_MODEL_HOOKS_H
+#define HP_MODEL_HOOKS_H
+#include "hyperpar/moe.h"
+
+// Parameter units (embeddings = 0, block l = 1 + l, head = L + 1): where a unit's unsharded
+// parameters and grads are, and their lifecycle (FSDP2 / HSDP / DDP). mb is the running
+// microbatch: grads start from zero at the first, are reduced after the last.
+typedef struct hp_unit_hooks {
+    void *ctx;
+    void (*gather)(void *ctx, int u);               // before the unit's forward / backward
+    void (*release)(void *ctx, int u);              // after it
+    void (*zero_grads)(void *ctx, int u, int mb);   // before the unit's backward
+    void (*reduce)(void *ctx, int u, int mb);       // after the unit's (weight) grads are done
+    float *(*param)(void *ctx, int i);              // parameter i of the table, unsharded local
+    float *(*grad)(void *ctx, int i);               // its gradient
+} hp_unit_hooks;
+
+// Tensor-parallel regions (Megatron's f / g) and the vocab-parallel loss. enter: in (res, D)
+// -> out (reg, D); exit: partial in (reg, D) -> out (res, D); each with its backward.
+// cross_entropy returns the CE sum over valid rows of logits (reg, Vl), keeping m and se (reg).
+typedef struct hp_region_hooks {
+    void *ctx;
+    void (*enter)(void *ctx, float *out, const float *in, int D);
+    void (*enter_backward)(void *ctx, float *din, float *dout, int D);
+    void (*exit)(void *ctx, float *out, float *in, int D);
+    void (*exit_backward)(void *ctx, float *din, const float *dout, int D);
+    double (*cross_entropy)(void *ctx, const float *logits, const int *labels, float *m, float *se);
+} hp_region_hooks;
+
+// The attention core on this rank's q (reg, Hl*hd), k, v (reg, Hkvl*hd) after RoPE: plain
+// causal, ring / all-gather CP, or Ulysses around them. state_init makes one block slot's
+// state (what the core keeps for its backward beyond out and lse; *state NULL when nothing),
+// returns 0 or -1. forward overwrites out (reg, Hl*hd) and lse (reg, Hl); backward
+// accumulates into dq, dk, dv.
+typedef struct hp_attention_hooks {
+    void *ctx;
+    int  (*state_init)(void *ctx, void **state);
+    void (*state_free)(void *state);
+    void (*forward)(void *ctx, void *state, float *out, float *lse, const float *q,
+                    const float *k, const float *v);
+    void (*backward)(void *ctx, void *state, float *dq, float *dk, float *dv, const float *dout,
+                     const float *out, const float *lse, const float *q, const float *k,
+                     const float *v);
+} hp_attention_hooks;
+
+typedef struct hp_model_hooks {
+    hp_unit_hooks unit;
+    hp_region_hooks region;
+    hp_attention_hooks attn;
+    const hp_moe_dispatch_ops *moe;   // MoE dispatch / combine, its context and algorithm
+    void *moe_ctx;
+    hp_dispatcher moe_mode;
+} hp_model_hooks;
+
+#endif

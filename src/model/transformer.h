@@ -1,0 +1,102 @@
+// transformer.h - the model's forward and backward on one rank (transformer.c): its state,
+// the activations it keeps, and the stage entry points the trainer and the pipeline
+// executor call. It knows the local shapes and the hooks (model_hooks.h), not the styles.
+#ifndef HP_TRANSFORMER_H
+#define HP_TRANSFORMER_H
+#include <stddef.h>
+#include <stdint.h>
+#include "hyperpar/params.h"
+#include "hyperpar/shapes.h"
+#include "model/model_hooks.h"
+
+// A block's parameters, by role (their table indices are looked up once, at init).
+typedef enum {
+    BP_ATTN_NORM, BP_WQ, BP_WK, BP_WV, BP_WO, BP_FFN_NORM,
+    BP_W1, BP_W2, BP_W3, BP_GATE, BP_EW1, BP_EW2, BP_EW3, BP_SW1, BP_SW2, BP_SW3,
+    BP_COUNT
+} hp_block_param;
+
+// Activations one block keeps for its backward. Rows: "res" = the residual stream of this
+// rank (B_l x S_res tokens; S_res = S_c/T under sequence parallel), "reg" = inside a tensor
+// parallel region (B_l x S_c: the cp-local sequence, replicated over tp).
+typedef struct hp_block_acts {
+    float *h_in;          // (res, D)   block input
+    float *n1, *rstd1;    // (res, D), (res)
+    float *g1;            // (reg, D)   normed input inside the region
+    float *q, *k, *v;     // (reg, Hl*hd), (reg, Hkvl*hd) x2, after RoPE
+    float *att, *lse;     // (reg, Hl*hd), (reg, Hl)
+    float *h_mid;         // (res, D)
+    float *n2, *rstd2;    // (res, D), (res)
+    float *g2;            // (reg, D)
+    float *a1, *a3, *act; // (reg, Fl) dense FFN
+    hp_moe_state *moe;    // MoE block state (NULL for dense blocks)
+    void *attn;           // the attention core's state (hp_attention_hooks; NULL: none)
+    // zbv's split backward: the output gradients of the block's linears, kept by I for W
+    float *dy_wo, *dy_w2;          // (reg, D)
+    float *dy_w1, *dy_w3;          // (reg, Fl)
+    float *dy_q, *dy_k, *dy_v;     // (reg, Hl*hd), (reg, Hkvl*hd) x2
+    int pid[BP_COUNT];    // parameter table index of each role (-1: absent in this block)
+} hp_block_acts;
+
+// The head's activations for one microbatch slot (only on the pp rank holding the head).
+typedef struct hp_head_acts {
+    float *h_final;          // (res, D)   the stream leaving the last block
+    float *nf, *rstdf;       // (res, D), (res)
+    float *gf;               // (reg, D)
+    float *logits;           // (reg, Vl)
+    float *ce_m, *ce_se;     // (reg) per-row max and sum of exponentials (loss parallel)
+    float *dy_out;           // zbv: (reg, Vl) the logits' gradient, kept by I for W
+    float *dy_embed;         // zbv: (reg, D) the embedding output's gradient (first stage)
+} hp_head_acts;
+
+typedef struct hp_transformer {
+    hp_model_config m;
+    hp_local_shapes sh;
+    const hp_param_table *pt;
+    hp_model_hooks hk;
+    // the step's data, owned by the caller
+    const int *pos;            // (Sc) global positions of this rank's tokens (RoPE)
+    const int *tokens, *labels;   // (M*Nreg) the step's; microbatch mb's rows [mb*Nreg, (mb+1)*Nreg)
+    int64_t n_valid_global;    // valid labels of the global batch
+    // what runs now: microbatch mb in activation slot `slot` of n_slots (pipeline; 1 without)
+    int mb, slot, n_slots;
+    int split_backward;        // zbv: backwards run as I (input grads) then W (weight grads)
+    int input_only;            // the running backward is an I: weight grads of linears wait for W
+    hp_block_acts *blocks;     // [n_slots * L]; slot 0's entries also carry the role indices
+    hp_head_acts *heads;       // [n_slots]
+    int *layer_local;          // [L] 1: this rank's pp rank holds block l
+    int head_local;            // this rank holds the head (norm, output): the last stage
+    int pid_tok, pid_norm, pid_out;   // table indices of the top-level parameters
+    size_t activation_bytes;   // what the slots' activations take on this rank
+    float *dlogits;            // (reg, Vl)
+    float *res_a, *res_b;      // (res, D) scratch; res_b carries the stream's gradient
+    float *reg_a, *reg_b;      // (reg, D) scratch
+    float *reg_q, *reg_k, *reg_v, *reg_att;   // backward scratch
+    float *reg_f1, *reg_f2, *reg_f3;          // (reg, Fl) backward scratch
+    double loss_local;         // this rank's share of the loss (sum CE / N_global)
+    double ce_sum_local;       // the sum of CE over the last forward's microbatch
+} hp_transformer;
+
+// Sizes every activation slot for the shapes; the hooks are copied. Returns 0 or -1 (memory).
+int    hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
+                           const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
+                           int split_backward);
+void   hp_transformer_free(hp_transformer *tf);
+double hp_transformer_forward(hp_transformer *tf);     // returns this rank's loss share
+void   hp_transformer_backward(hp_transformer *tf);    // leaves reduced gradient shards
+// One pipeline stage on the running microbatch (tf->mb, tf->slot): blocks [l0, l1), with
+// the embedding when first and the head and loss (tf->ce_sum_local) when last. The stream
+// enters at hp_transformer_stream(tf, l0) and leaves at hp_transformer_stream(tf, l1); the
+// backward's gradient of the stream is in tf->res_b on entry (unless last) and on exit
+// (unless first).
+void   hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first, int last);
+void   hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int first, int last);
+float *hp_transformer_stream(hp_transformer *tf, int l);   // block l's input (l == L: the head's)
+// zbv's W of a stage: the linears' weight grads from what the stage's I kept, then (after the
+// last microbatch) the units' reduction. The I is hp_transformer_backward_layers with
+// tf->input_only set.
+void   hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int first, int last);
+// The routing of block l's MoE in the running slot, (Nreg, K); NULL for a dense block.
+const int *hp_transformer_routing(const hp_transformer *tf, int l);
+
+#endif

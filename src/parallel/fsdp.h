@@ -1,0 +1,46 @@
+// fsdp.h - FSDP2 / HSDP / DDP (fsdp.c): one rank's parameter, gradient and optimiser shards,
+// the unsharded unit being worked on, gradient accumulation over microbatches and, under
+// pp, the units kept gathered for the step. Everything it needs is passed at init; the
+// unit calls take the unit and the running microbatch.
+// defines: hp_fsdp_state, hp_fsdp_init/free, init/set params, the unit lifecycle, gather_full
+#ifndef HP_PARALLEL_FSDP_H
+#define HP_PARALLEL_FSDP_H
+#include "hyperpar/comm.h"
+#include "hyperpar/config.h"
+#include "hyperpar/params.h"
+
+typedef struct hp_fsdp_state {
+    const hp_param_table *pt;   // this rank's table (placements, offsets)
+    hp_comm *comm;
+    hp_dims d;
+    int M;                      // microbatches per step: grads reduced after the last
+    // persistent: this rank's shards (padded), flat, in table order
+    float *p_shard, *g_shard, *m_shard, *v_shard;   // (pt->shard_numel)
+    // one unit gathered at a time: its unsharded local params and their grads
+    float *work_p, *work_g;                         // (pt->max_unit_work)
+    float *comm_buf;                                // gather / reduce-scatter staging
+    // gradient accumulation (M > 1 or pp): every unit's grads live in acc_g over the step
+    float *acc_g;               // (sum of unit_work_numel), else NULL
+    int64_t *acc_offset;        // [n_units] each unit's place in acc_g (and kept_p)
+    float *kept_p;              // pp: every local unit's gathered params, kept for the step
+    int *unit_kept;             // [n_units] 1: unit gathered into kept_p this step
+} hp_fsdp_state;
+
+int  hp_fsdp_init(hp_fsdp_state *st, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M);
+void hp_fsdp_free(hp_fsdp_state *st);
+void hp_fsdp_init_params(hp_fsdp_state *st, uint64_t seed);   // counter-based init of the shards
+void hp_fsdp_set_params(hp_fsdp_state *st, const float *full); // shards of full tensors; m, v = 0
+void hp_fsdp_gather_unit(hp_fsdp_state *st, int u);     // all-gather unit u's parameters
+void hp_fsdp_release_unit(hp_fsdp_state *st, int u);    // reshard after forward / backward
+void hp_fsdp_release_all(hp_fsdp_state *st);            // pp: reshard every kept unit (step end)
+void hp_fsdp_zero_unit_grads(hp_fsdp_state *st, int u, int mb);
+void hp_fsdp_reduce_unit(hp_fsdp_state *st, int u, int mb);   // unit u's grads -> reduced g_shard
+// Pointer to parameter i (and its grad) inside the gathered unit.
+float *hp_fsdp_param(hp_fsdp_state *st, int i);
+float *hp_fsdp_grad(hp_fsdp_state *st, int i);
+// Every rank's shards of one kind (p or g) into full tensors on rank 0 of world; returns
+// the largest difference between copies of one element (0: replicas agree).
+double hp_fsdp_gather_full(hp_fsdp_state *st, MPI_Comm world, const hp_model_config *m,
+                           const float *shard, float *full);
+
+#endif

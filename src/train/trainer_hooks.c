@@ -1,0 +1,85 @@
+// trainer_hooks.c - the model's hooks (model/model_hooks.h) filled from the trainer's style
+// states: units -> FSDP (fsdp.c), regions and the loss -> TP/SP (tp.c), the attention core
+// -> CP ring (cp_attention.c) with Ulysses around it (ulysses.c), MoE dispatch -> EP
+// (ep_dispatch.c). The only place that knows which style serves which hook.
+#include "hyperpar/cp.h"
+#include "hyperpar/ulysses.h"
+#include "parallel/ep_dispatch.h"
+#include "train/trainer_internal.h"
+
+// ---- units: FSDP2 / HSDP / DDP
+static void unit_gather(void *ctx, int u) { hp_fsdp_gather_unit(ctx, u); }
+static void unit_release(void *ctx, int u) { hp_fsdp_release_unit(ctx, u); }
+static void unit_zero_grads(void *ctx, int u, int mb) { hp_fsdp_zero_unit_grads(ctx, u, mb); }
+static void unit_reduce(void *ctx, int u, int mb) { hp_fsdp_reduce_unit(ctx, u, mb); }
+static float *unit_param(void *ctx, int i) { return hp_fsdp_param(ctx, i); }
+static float *unit_grad(void *ctx, int i) { return hp_fsdp_grad(ctx, i); }
+
+// ---- regions and the loss: TP + SP + loss parallel
+static void region_enter(void *ctx, float *out, const float *in, int D) {
+    hp_tp_region_enter(ctx, out, in, D);
+}
+static void region_enter_backward(void *ctx, float *din, float *dout, int D) {
+    hp_tp_region_enter_backward(ctx, din, dout, D);
+}
+static void region_exit(void *ctx, float *out, float *in, int D) {
+    hp_tp_region_exit(ctx, out, in, D);
+}
+static void region_exit_backward(void *ctx, float *din, const float *dout, int D) {
+    hp_tp_region_exit_backward(ctx, din, dout, D);
+}
+static double region_cross_entropy(void *ctx, const float *logits, const int *labels, float *m,
+                                   float *se) {
+    return hp_tp_cross_entropy(ctx, logits, labels, m, se);
+}
+
+// ---- the attention core: Ulysses (a per-block state) around ring CP, or ring CP alone
+static int attn_state_init(void *ctx, void **state) {
+    const hp_attn_style *a = ctx;
+    *state = NULL;
+    if (a->U <= 1) return 0;
+    *state = hp_ulysses_attn_init(a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl, a->sh.hd, a->U, a->C);
+    return *state ? 0 : -1;
+}
+static void attn_state_free(void *state) { hp_ulysses_attn_free(state); }
+
+static void attn_forward(void *ctx, void *state, float *out, float *lse, const float *q,
+                         const float *k, const float *v) {
+    const hp_attn_style *a = ctx;
+    if (state)   // Ulysses: heads <-> tokens around the core (ring attention inside when cp > 1)
+        hp_ulysses_attention_forward(state, a->comm, a->rotate, a->load_balance, out, q, k, v,
+                                     a->pos_cp);
+    else
+        hp_cp_attention_forward(a->comm, a->rotate, a->load_balance, out, lse, q, k, v, a->pos,
+                                a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl, a->sh.hd);
+}
+static void attn_backward(void *ctx, void *state, float *dq, float *dk, float *dv,
+                          const float *dout, const float *out, const float *lse, const float *q,
+                          const float *k, const float *v) {
+    const hp_attn_style *a = ctx;
+    if (state)
+        hp_ulysses_attention_backward(state, a->comm, a->rotate, a->load_balance, dq, dk, dv,
+                                      dout, a->pos_cp);
+    else
+        hp_cp_attention_backward(a->comm, a->rotate, a->load_balance, dq, dk, dv, dout, out, lse,
+                                 q, k, v, a->pos, a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl,
+                                 a->sh.hd);
+}
+
+void hp_attn_style_init(hp_attn_style *a, hp_trainer *tr) {
+    *a = (hp_attn_style){
+        .comm = tr->comm, .rotate = tr->rc.cp_rotate, .load_balance = tr->rc.cp_load_balance,
+        .pos = tr->pos, .pos_cp = tr->pos_cp, .U = tr->d.ulysses, .C = tr->d.cp, .sh = tr->sh,
+    };
+}
+
+void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
+    *hk = (hp_model_hooks){
+        .unit = { &tr->fsdp, unit_gather, unit_release, unit_zero_grads, unit_reduce, unit_param,
+                  unit_grad },
+        .region = { &tr->tp, region_enter, region_enter_backward, region_exit,
+                    region_exit_backward, region_cross_entropy },
+        .attn = { &tr->attn, attn_state_init, attn_state_free, attn_forward, attn_backward },
+        .moe = hp_ep_moe_ops(), .moe_ctx = tr->comm, .moe_mode = tr->rc.dispatcher,
+    };
+}

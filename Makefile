@@ -1,6 +1,6 @@
 # Makefile - the short names for building and testing hyperpar (CMake does the real work).
 #   make build            set the machine up (scripts/setup.sh) and build into build/
-#   make test [L=L0]      build, then run the tests (L selects a label: L0, L1, L2)
+#   make test [L=L0]      build, then run the tests (L selects a label: L0, L1, L2; CTEST_ARGS more)
 #   make matrix           build, then run the completeness matrix into report/
 #   make asan             AddressSanitizer + UBSan build in build-asan/, then the L0 tests
 #   make fuzz             libFuzzer (clang) targets in build-fuzz/, each run 10^6 executions
@@ -10,6 +10,7 @@ BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 L ?=
 CTEST_LABEL = $(if $(L),-L $(L),)
+CTEST_ARGS ?=
 
 FUZZ_DIR  ?= build-fuzz
 # tests/fuzz/: scripts/setup_fuzz.sh installs clang + libFuzzer, then only the fuzz targets are built
@@ -23,7 +24,7 @@ build:
 	BUILD_DIR=$(BUILD_DIR) sh scripts/setup.sh
 
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j2 $(CTEST_LABEL)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j2 $(CTEST_LABEL) $(CTEST_ARGS)
 
 matrix: build
 	$(BUILD_DIR)/hp matrix --report report

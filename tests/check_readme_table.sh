@@ -1,12 +1,13 @@
 #!/bin/sh
-# check_readme_table.sh HP README - the recipe table of README.md (between its
-# "<!-- recipes:begin -->" and "<!-- recipes:end -->" lines) is `hp matrix --markdown`.
-hp=$1 readme=$2
+# check_readme_table.sh HP FILE [NAME FLAG] - the generated table of FILE (between its
+# "<!-- NAME:begin -->" and "<!-- NAME:end -->" lines) is `hp matrix FLAG`
+# (default: README.md's "recipes" block, `hp matrix --markdown`).
+hp=$1 readme=$2 name=${3:-recipes} flag=${4:---markdown}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
-"$hp" matrix --markdown >"$tmp/want" || { echo "FAIL: hp matrix --markdown exited $?"; exit 1; }
-sed -n '/<!-- recipes:begin -->/,/<!-- recipes:end -->/p' "$readme" | sed '1d;$d' >"$tmp/have"
-[ -s "$tmp/have" ] || { echo "FAIL: README.md has no recipes:begin/end block"; exit 1; }
-diff -u "$tmp/want" "$tmp/have" && echo "PASS: README's recipe table is the library's" && exit 0
-echo "FAIL: README.md's recipe table drifted from the library (regenerate: hp matrix --markdown)"
+"$hp" matrix "$flag" >"$tmp/want" || { echo "FAIL: hp matrix $flag exited $?"; exit 1; }
+sed -n "/<!-- $name:begin -->/,/<!-- $name:end -->/p" "$readme" | sed '1d;$d' >"$tmp/have"
+[ -s "$tmp/have" ] || { echo "FAIL: $readme has no $name:begin/end block"; exit 1; }
+diff -u "$tmp/want" "$tmp/have" && echo "PASS: $readme's $name table is the library's" && exit 0
+echo "FAIL: $readme's $name table drifted from the library (regenerate: hp matrix $flag)"
 exit 1

@@ -4,7 +4,8 @@
 //      world, CP variants at both rotate methods, twins (same_as) differing only in the path;
 //   3. every negative case's regex compiles and its arguments start with a subcommand;
 //   4. the bad input files are written and damaged as described;
-//   5. the Markdown / JSON / SVG reports of a made-up result with failures say so.
+//   5. the Markdown / JSON / SVG reports of a made-up result with failures say so;
+//   6. the failpoint registry: unique names on recipes, a matrix recipe's exact flags; the bench list.
 // Usage: test_recipes [SVG_OUT]   (SVG_OUT: also write the made-up report's SVG there)
 #include <math.h>
 #include <regex.h>
@@ -16,9 +17,10 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "hyperpar/dims.h"
+#include "hyperpar/failpoint.h"
 #include "hyperpar/safetensors.h"
 #include "cli.h"
-#include "recipes.h"
+#include "hyperpar/recipes.h"
 #include "report.h"
 
 static int n_pass = 0, n_fail = 0;
@@ -395,10 +397,35 @@ static void test_reports(const char *svg_out) {
     free(m.neg);
 }
 
+// The failpoint registry (its CTests are generated from it): at least 16, unique names, each
+// on a recipe; one whose recipe is a matrix recipe runs exactly that recipe's flags.
+static void test_failpoints(void) {
+    CHECK(HP_FP_COUNT >= 16, "%d failpoints, want at least 16", (int)HP_FP_COUNT);
+    for (int i = 0; i < HP_FP_COUNT; i++) {
+        const hp_failpoint_info *f = &hp_failpoints[i];
+        CHECK(f->name && f->recipe && f->flags && f->touches, "failpoint %d: a field is missing", i);
+        if (!f->name || !f->recipe || !f->flags || !f->touches) continue;
+        for (int k = 0; k < i; k++) CHECK(strcmp(hp_failpoints[k].name, f->name), "%s: name not unique", f->name);
+        regex_t re;
+        CHECK(regcomp(&re, f->touches, REG_EXTENDED | REG_NOSUB) == 0, "%s: regex does not compile", f->name);
+        regfree(&re);
+        const hp_recipe *r = hp_recipe_find(f->recipe);
+        char flags[512];
+        if (r) hp_recipe_flags(r, flags, sizeof flags);
+        CHECK(!r || !strcmp(flags, f->flags), "%s runs '%s' but recipe %s is '%s'", f->name, f->flags, f->recipe,
+              r ? flags : "");
+    }
+    // and the bench list names recipes of the table
+    for (int i = 0; i < hp_n_bench_recipes; i++)
+        CHECK(hp_recipe_find(hp_bench_recipes[i]) != NULL, "bench recipe %s is not in the table", hp_bench_recipes[i]);
+    CHECK(hp_n_bench_recipes >= 8, "%d bench recipes", hp_n_bench_recipes);
+}
+
 int main(int argc, char **argv) {
     test_json_roundtrip();
     test_table();
     test_negatives();
+    test_failpoints();
     test_bad_files();
     test_reports(argc > 1 ? argv[1] : NULL);
     printf("test_recipes: %d passed, %d failed\n", n_pass, n_fail);

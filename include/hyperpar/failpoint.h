@@ -24,11 +24,11 @@
 // The registry below (hp_failpoints[]) is the single list: name, what the bug is, the
 // smallest recipe it affects (its id and `hp run` flags) and a POSIX ERE the verifier's
 // report must match (the failed check, or the worst gradient / parameter it names).
-// tests/failpoints.cmake mirrors it (a test diffs it against `hp run --list-failpoints`).
+// Its CTests failpoint_<name> are generated from it (`hp matrix --ctest`, tests/recipes.cmake).
 //
 // Adding one (later issues add theirs to the same list): an enum value below (before
-// HP_FP_COUNT), its row in src/util/failpoint.c, the call site, and one hp_failpoint_test line
-// in tests/failpoints.cmake; `hp matrix --faults-only --report DIR` then shows it in DIR/faults.md.
+// HP_FP_COUNT), its row in src/util/failpoint.c and the call site; its CTest follows, and
+// `hp matrix --faults-only --report DIR` then shows it in DIR/faults.md.
 #ifndef HYPERPAR_FAILPOINT_H
 #define HYPERPAR_FAILPOINT_H
 #include <stddef.h>

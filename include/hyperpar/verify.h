@@ -1,12 +1,16 @@
 // verify.h - proves a parallel configuration computes the single-process step: gathers the
 // loss, every gradient of step 1 and every parameter after the step to full tensors,
 // runs the reference (every degree 1, same seed, same global batch) and compares per tensor.
-// defines: hp_verify_opts, hp_tensor_diff, hp_verify_result, hp_verify_run, hp_verify_print
+// defines: hp_verify_opts, hp_tensor_diff, hp_verify_result, hp_verify_run, hp_verify_print,
+//          hp_verify_record_from_result (the record, its JSON and the checks: verify_record.h)
 //
 //   hp_verify_opts o = hp_verify_opts_default();
 //   hp_verify_result r;
 //   hp_verify_run(MPI_COMM_WORLD, &model, &dims, &run, &o, &r);   // collective
 //   if (rank == 0) hp_verify_print(stdout, &r);
+//   hp_verify_record rec;                       // the result as a file holds it
+//   hp_verify_record_from_result(&rec, &r);
+//   hp_verify_record_write(&rec, "result.json");
 //   hp_verify_result_free(&r);
 #ifndef HYPERPAR_VERIFY_H
 #define HYPERPAR_VERIFY_H
@@ -15,6 +19,7 @@
 #include "comm.h"
 #include "config.h"
 #include "dims.h"
+#include "verify_record.h"
 
 typedef struct hp_verify_opts {
     int    steps;        // length of the loss trajectory compared (>= 1)
@@ -26,6 +31,7 @@ typedef struct hp_verify_opts {
     const float *load_full; // start from these full parameters (NULL: seeded init)
 } hp_verify_opts;
 
+// steps 5 and the tolerances of hp_verify_tol (param_adamw for parameters after AdamW)
 hp_verify_opts hp_verify_opts_default(const hp_run_config *rc);
 
 typedef struct hp_tensor_diff {
@@ -81,6 +87,9 @@ void hp_verify_print(FILE *out, const hp_verify_result *res);
 int  hp_verify_summary(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
                        const hp_run_config *rc, FILE *out);
 void hp_verify_result_free(hp_verify_result *res);
+// The summary of res that the JSON file holds (rank 0's result; world from res): verified = 1,
+// the step-1 numbers, the worst tensors, the byte totals, the route flips, the pp timeline.
+void hp_verify_record_from_result(hp_verify_record *rec, const hp_verify_result *res);
 
 // The bytes each (group, op) moves in one training step on `rank` by docs/traffic.md.
 // UINT64_MAX where the amount depends on the data (the all-to-all of the MoE dispatch).

@@ -1,7 +1,7 @@
 // verify.c - the verifier: one parallel run and the single-process reference of the same
 // seed and global batch, compared tensor by tensor on world rank 0.
 //
-// Tolerances (recipes.md, fp32): loss of step 1 within 1e-5 relative; each gradient of step
+// Tolerances (recipes.md, fp32; the numbers: hp_verify_tol, src/train/verify_compare.c): loss of step 1 within 1e-5 relative; each gradient of step
 // 1 and each parameter after one SGD step within 1e-5 relative Frobenius error; the loss
 // trajectory within 1e-4 relative per step. Parallel runs reorder sums (tp/fsdp/cp splits),
 // which in fp32 moves results by a few ulps (~1e-7 relative); 1e-5 leaves two orders of
@@ -21,9 +21,10 @@
 #include "hyperpar/verify.h"
 
 hp_verify_opts hp_verify_opts_default(const hp_run_config *rc) {
-    hp_verify_opts o = { .steps = 5, .tol_loss = 1e-5, .tol_grad = 1e-5, .tol_param = 1e-5,
-                         .tol_traj = 1e-4, .dump_dir = NULL, .load_full = NULL };
-    if (rc && rc->optimizer == HP_OPT_ADAMW) o.tol_param = 1e-4;
+    const hp_verify_tolerances *t = &hp_verify_tol;
+    hp_verify_opts o = { .steps = 5, .tol_loss = t->loss, .tol_grad = t->grad, .tol_param = t->param,
+                         .tol_traj = t->traj, .dump_dir = NULL, .load_full = NULL };
+    if (rc && rc->optimizer == HP_OPT_ADAMW) o.tol_param = t->param_adamw;
     return o;
 }
 
@@ -300,6 +301,58 @@ void hp_verify_result_free(hp_verify_result *res) {
     free(res->route_flips);
     free(res->pp_timeline);
     memset(res, 0, sizeof *res);
+}
+
+void hp_verify_record_from_result(hp_verify_record *rec, const hp_verify_result *r) {
+    hp_verify_record_init(rec);
+    rec->pass = r->pass;
+    rec->world = r->world;
+    rec->verified = 1;
+    rec->steps = rec->steps_ref = r->steps < HP_VERIFY_MAX_STEPS ? r->steps : HP_VERIFY_MAX_STEPS;
+    for (int s = 0; s < rec->steps; s++) {
+        rec->losses[s] = r->losses[s];
+        rec->losses_ref[s] = r->losses_ref[s];
+    }
+    rec->loss = r->loss;
+    rec->loss_ref = r->loss_ref;
+    rec->loss_rel_err = r->loss_err / fabs(r->loss_ref);
+    rec->grad_norm = r->grad_norm;
+    rec->grad_norm_ref = r->grad_norm_ref;
+    rec->traj_worst = r->traj_worst;
+    if (r->n) {
+        rec->tol_grad = r->grads[0].tol;
+        rec->tol_param = r->params[0].tol;
+        snprintf(rec->worst_grad, sizeof rec->worst_grad, "%s", r->grads[r->worst_grad].name);
+        snprintf(rec->worst_param, sizeof rec->worst_param, "%s", r->params[r->worst_param].name);
+        rec->worst_grad_rel = r->grads[r->worst_grad].rel_fro;
+        rec->worst_param_rel = r->params[r->worst_param].rel_fro;
+    }
+    rec->init_equal = r->init_equal;
+    rec->replica_diff = r->replica_diff;
+    rec->traffic_ok = r->traffic_ok;
+    uint64_t counted = 0, predicted = 0;
+    for (int i = 0; i < r->n_traffic; i++) {
+        counted += r->traffic[i].counted;
+        // every row is predicted (the EP all-to-all from the step's routing): a row left
+        // data-dependent adds nothing, so the totals then differ and say so
+        if (r->traffic[i].predicted != UINT64_MAX) predicted += r->traffic[i].predicted;
+    }
+    rec->bytes_counted = (double)counted;
+    rec->bytes_predicted = (double)predicted;
+    rec->n_moe_layers = r->n_moe_layers < HP_VERIFY_MAX_MOE ? r->n_moe_layers : HP_VERIFY_MAX_MOE;
+    for (int i = 0; i < rec->n_moe_layers; i++) rec->route_flips[i] = r->route_flips[i];
+    rec->seconds = r->seconds;
+    if (r->failure) snprintf(rec->failure, sizeof rec->failure, "%s", r->failure);
+    if (r->pp_timeline) {
+        const int row = 1 + r->pp_cap * 5;
+        rec->pp_ranks = r->pp_ranks < HP_VERIFY_PP_RANKS ? r->pp_ranks : HP_VERIFY_PP_RANKS;
+        for (int p = 0; p < rec->pp_ranks; p++) {
+            const float *x = r->pp_timeline + (size_t)p * row;
+            rec->pp_n[p] = (int)x[0] < HP_VERIFY_PP_ACTIONS ? (int)x[0] : HP_VERIFY_PP_ACTIONS;
+            for (int a = 0; a < rec->pp_n[p]; a++)
+                for (int k = 0; k < 5; k++) rec->pp_timeline[p][a][k] = x[1 + a * 5 + k];
+        }
+    }
 }
 
 static void print_table(FILE *out, const char *title, const hp_tensor_diff *t, int n) {

@@ -21,7 +21,7 @@ typedef enum {
     F_TIMEOUT, F_LIST_FAILPOINTS,
     F_MODEL_CONFIG, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
     F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS, F_ULYSSES,
-    F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME,
+    F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC,
 } flag_id;
 
 typedef struct { const char *name; flag_id id; int takes_value; } flag_def;
@@ -35,7 +35,7 @@ static const flag_def flags[] = {
     { "--seed", F_SEED, 1 }, { "--steps", F_STEPS, 1 }, { "--lr", F_LR, 1 },
     { "--optimizer", F_OPTIMIZER, 1 }, { "--max-norm", F_MAX_NORM, 1 }, { "--data", F_DATA, 1 },
     { "--cp-rotate", F_CP_ROTATE, 1 }, { "--cp-no-balance", F_CP_NO_BALANCE, 0 },
-    { "--dispatcher", F_DISPATCHER, 1 },
+    { "--dispatcher", F_DISPATCHER, 1 }, { "--ac", F_AC, 1 },
     { "--nproc", F_NPROC, 1 }, { "--rank", F_RANK, 1 }, { "--verify", F_VERIFY, 0 },
     { "--verify-steps", F_VERIFY_STEPS, 1 }, { "--dump", F_DUMP, 1 }, { "--load", F_LOAD, 1 },
     { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 }, { "--timeout", F_TIMEOUT, 1 },
@@ -84,6 +84,8 @@ void hp_cli_print_common_help(FILE *out) {
         "  --cp-rotate NAME   allgather | ring (default allgather)\n"
         "  --cp-no-balance    contiguous CP split instead of head-tail chunks\n"
         "  --dispatcher NAME  alltoall | allgather expert dispatch (default alltoall)\n"
+        "  --ac MODE          activation checkpointing: none | full | every:N (block l when\n"
+        "                     (l+1) % N == 0; docs/planner.md); plan only for now (default none)\n"
         "launch and output:\n"
         "  --nproc N          ranks to launch (plan: the world; default: the product of degrees)\n"
         "  --rank N           plan: the rank whose local shapes are shown (default 0)\n"
@@ -263,6 +265,13 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->plan_world);
     case F_MEM_PER_RANK: cli->mem_per_rank = v; return 0;
     case F_HW:           cli->hw = v; return 0;
+    case F_AC: {
+        char err[160];
+        cli->ac_given = 1;
+        if (hp_run_config_parse_ac(v, &cli->run.ac_every, err, sizeof err) == 0) return 0;
+        fprintf(stderr, "hp: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
     case F_HELP:         return 0;
     }
     return 0;
@@ -310,7 +319,13 @@ static char *keep_joined(const char *name, const char *value) {
 }
 
 // Flags that only mean something together, applied once all are read (any order).
-static int combine_flags(hp_cli *cli) {
+static int combine_flags(hp_cli *cli, const char *cmd) {
+    // the model has no recompute yet (the planner already plans it): refused before any rank
+    if (cli->run.ac_every > 0 && !strcmp(cmd, "run")) {
+        if (cli->run.ac_every == 1) fprintf(stderr, "hp: --ac full is not implemented yet\n");
+        else fprintf(stderr, "hp: --ac every:%d is not implemented yet\n", cli->run.ac_every);
+        return HP_EXIT_CONFIG;
+    }
     if (cli->layers > 0) cli->model.n_layers = cli->layers;   // --layers deepens any model
     const int pp = cli->dims.pp;
     if (cli->pp_microbatches && pp <= 1) {
@@ -390,5 +405,5 @@ int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *cons
         int e = apply(cli, f->id, name, value);
         if (e) return e;
     }
-    return combine_flags(cli);
+    return combine_flags(cli, cmd);
 }

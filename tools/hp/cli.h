@@ -40,6 +40,7 @@ typedef struct hp_cli {
     int   plan_world;            // --world N (search; 0 = not given)
     const char *mem_per_rank;    // --mem-per-rank SIZE, e.g. 80GiB (parsed by plan)
     const char *hw;              // --hw h100|h200|mi300x|cpu (checked by plan)
+    int   ac_given;              // --ac was given (run.ac_every holds it; --search tries only it)
     // positional arguments left after the flags (subcommand-specific)
     int   n_rest;
     char *rest[16];

@@ -32,6 +32,7 @@
 #include "cli.h"
 #include "fma_peak.h"
 #include "hyperpar/blas.h"
+#include "hyperpar/recipes.h"
 #include "hyperpar/train.h"
 
 static const char *const bench_usage =
@@ -58,6 +59,14 @@ static const char *const bench_usage =
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// CPU seconds of the whole process (every thread): on a shared machine a step's CPU time
+// moves much less than its wall time, since waiting for a core is not counted.
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -153,7 +162,7 @@ static double time_sgemm(gemm_shape *g, int reps) {
 // the single-rank step benchmark
 
 typedef struct {
-    double ms_best, ms_median, tok_s, gflops, sgemm, ratio;
+    double ms_best, ms_median, cpu_ms_best, tok_s, gflops, sgemm, ratio;
     double peak;            // the FMA-throughput peak at the same thread count (fma_peak.c)
     size_t persistent, working;
 } step_result;
@@ -181,16 +190,18 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
     hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, m, &cli->dims, &cli->run, err, sizeof err);
     if (!tr) { fprintf(stderr, "hp bench: %s\n", err); return HP_EXIT_CONFIG; }
     hp_trainer_memory(tr, &res->persistent, &res->working);
-    double *ms = calloc((size_t)steps, sizeof(double));
+    double *ms = calloc(2 * (size_t)steps, sizeof(double)), *cpu = ms + steps;
     double loss = 0.0;
     for (int s = 0; s < warmup + steps; s++) {
         hp_step_stats st;
+        const double c0 = cpu_s();
         hp_trainer_step(tr, &st);
+        const double c_ms = (cpu_s() - c0) * 1e3;
         loss = st.loss;
-        if (s >= warmup) ms[s - warmup] = st.ms;
+        if (s >= warmup) { ms[s - warmup] = st.ms; cpu[s - warmup] = c_ms; }
         if (!cli->quiet)
-            printf("  step %d%s: %.1f ms, loss %.4f\n", st.step, s < warmup ? " (warm-up)" : "",
-                   st.ms, st.loss);
+            printf("  step %d%s: %.1f ms (cpu %.1f ms), loss %.4f\n", st.step, s < warmup ? " (warm-up)" : "",
+                   st.ms, c_ms, st.loss);
     }
     hp_trainer_free(tr);
     // again after the steps: the machine may be shared, so the best of both is the rate
@@ -201,6 +212,8 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
     qsort(ms, (size_t)steps, sizeof(double), cmp_double);
     res->ms_best = ms[0];
     res->ms_median = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
+    qsort(cpu, (size_t)steps, sizeof(double), cmp_double);
+    res->cpu_ms_best = cpu[0];
     free(ms);
     const step_flops f = count_flops(m, B, S);
     res->tok_s = T / (res->ms_best * 1e-3);
@@ -218,9 +231,9 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
     for (int i = 0; i < ns; i++)
         printf("  sgemm %s M %5d N %5d K %5d : %7.1f GFLOP/s\n", shapes[i].what, shapes[i].M,
                shapes[i].N, shapes[i].K, shapes[i].gflops);
-    printf("  step (forward + backward + %s): %.1f ms best, %.1f ms median of %d; %.0f tokens/s\n",
-           cli->run.optimizer == HP_OPT_ADAMW ? "AdamW" : "SGD", res->ms_best, res->ms_median, steps,
-           res->tok_s);
+    printf("  step (forward + backward + %s): %.1f ms best, %.1f ms median of %d; %.0f tokens/s; "
+           "cpu %.1f ms best\n", cli->run.optimizer == HP_OPT_ADAMW ? "AdamW" : "SGD", res->ms_best,
+           res->ms_median, steps, res->tok_s, res->cpu_ms_best);
     printf("  FLOPs/step %.1f G = matmul %.1f G (6 x %.2f M params x %d tokens) + attention %.1f G\n",
            (f.matmul + f.attn) * 1e-9, f.matmul * 1e-9, f.matmul_params * 1e-6, T, f.attn * 1e-9);
     printf("  achieved %.1f GFLOP/s = %.2f of sgemm (%.1f GFLOP/s)\n", res->gflops, res->ratio,
@@ -251,6 +264,7 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
         cJSON_AddNumberToObject(j, "steps", steps);
         cJSON_AddNumberToObject(j, "ms_best", res->ms_best);
         cJSON_AddNumberToObject(j, "ms_median", res->ms_median);
+        cJSON_AddNumberToObject(j, "cpu_ms_best", res->cpu_ms_best);
         cJSON_AddNumberToObject(j, "tokens_per_s", res->tok_s);
         cJSON_AddNumberToObject(j, "flops_per_step", f.matmul + f.attn);
         cJSON_AddNumberToObject(j, "flops_matmul", f.matmul);
@@ -417,20 +431,7 @@ static int open_devnull(void) { return open("/dev/null", O_WRONLY); }
 // ---------------------------------------------------------------------------------------
 // --recipes: one verified run per recipe, as a child `hp run` (which launches its own ranks)
 
-typedef struct { const char *name, *model; const char *args[8]; } recipe;
-
-static const recipe recipes[] = {
-    { "ddp",            "tiny",     { "--dp-replicate", "2", "--dp-shard", "1" } },
-    { "fsdp",           "tiny",     { "--dp-shard", "2" } },
-    { "hsdp",           "tiny",     { "--dp-replicate", "2", "--dp-shard", "2" } },
-    { "tp + sp",        "tiny",     { "--tp", "2", "--dp-shard", "1" } },
-    { "tp, no sp",      "tiny",     { "--tp", "2", "--dp-shard", "1", "--no-sp" } },
-    { "cp",             "tiny",     { "--cp", "2", "--dp-shard", "1" } },
-    { "fsdp + tp",      "tiny",     { "--dp-shard", "2", "--tp", "2" } },
-    { "fsdp + cp",      "tiny",     { "--dp-shard", "2", "--cp", "2" } },
-    { "ep (fsdp 2)",    "tiny-moe", { "--dp-shard", "2", "--ep", "2" } },
-    { "ep + tp",        "tiny-moe", { "--dp-shard", "2", "--tp", "2", "--ep", "4" } },
-};
+// the recipes are the library's named subset hp_bench_recipes (recipes.h), run with their flags
 
 // Runs argv (argv[0] = this executable) as a child and returns its exit status.
 static int run_child(char **args) {
@@ -461,17 +462,19 @@ static int bench_recipes(const hp_cli *cli) {
            "predicted", "seconds");
     cJSON *out = cJSON_CreateArray();
     int rc = HP_EXIT_OK;
-    const int nr = (int)(sizeof recipes / sizeof recipes[0]);
-    for (int i = 0; i < nr; i++) {
-        const recipe *r = &recipes[i];
-        char path[96];
+    for (int i = 0; i < hp_n_bench_recipes; i++) {
+        const hp_recipe *r = hp_recipe_find(hp_bench_recipes[i]);   // test_recipes: every id exists
+        if (!r) continue;
+        char path[96], flags[512];
         snprintf(path, sizeof path, "%s/r%d.json", dir, i);
-        char *args[24];
+        hp_recipe_flags(r, flags, sizeof flags);
+        char *args[64];
         int k = 0;
-        args[k++] = exe; args[k++] = "run"; args[k++] = "--model"; args[k++] = (char *)r->model;
+        args[k++] = exe; args[k++] = "run";
+        for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && k < 56; t = strtok_r(NULL, " ", &save))
+            args[k++] = t;
         args[k++] = "--verify"; args[k++] = "--verify-steps"; args[k++] = "1"; args[k++] = "--quiet";
         args[k++] = "--json"; args[k++] = path;
-        for (int a = 0; a < 8 && r->args[a]; a++) args[k++] = (char *)r->args[a];
         args[k] = NULL;
         const double t0 = now_s();
         const int e = run_child(args);
@@ -479,16 +482,16 @@ static int bench_recipes(const hp_cli *cli) {
         cJSON *j = hp_json_load(path);
         hp_bench_run_result res;
         if (!j || hp_bench_read_run(j, &res) != 0) {   // bench_json.c
-            printf("%-14s %-9s %5s %7s %14s %14s %8.1f   (exit %d, no result)\n", r->name, r->model, "-",
+            printf("%-14s %-9s %5s %7s %14s %14s %8.1f   (exit %d, no result)\n", r->id, r->model, "-",
                    "FAIL", "-", "-", dt, e);
             rc = HP_EXIT_FAIL;
         } else {
             const int pass = e == 0 && res.pass;
             if (!pass) rc = HP_EXIT_FAIL;
-            printf("%-14s %-9s %5d %7s %14.0f %14.0f %8.1f\n", r->name, r->model, res.world,
+            printf("%-14s %-9s %5d %7s %14.0f %14.0f %8.1f\n", r->id, r->model, res.world,
                    pass ? "PASS" : "FAIL", res.bytes_counted, res.bytes_predicted, dt);
             cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "recipe", r->name);
+            cJSON_AddStringToObject(o, "recipe", r->id);
             cJSON_AddStringToObject(o, "model", r->model);
             cJSON_AddNumberToObject(o, "world", res.world);
             cJSON_AddBoolToObject(o, "pass", pass);

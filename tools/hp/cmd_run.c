@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cjson/cJSON.h>
 #include "cli.h"
 #include "run_checkpoint.h"
 #include "hyperpar/blas.h"
@@ -15,7 +14,6 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
-#include "util/file_io.h"
 
 static const char *const run_usage =
     "usage: hp run [flags]\n"
@@ -30,86 +28,35 @@ static const char *const run_usage =
     "  --json FILE      write the result (loss, verification table) as JSON\n"
     "\n";
 
-// Returns 0, or HP_EXIT_FAIL after one line when the file cannot be written.
 // Under pp, each pp rank's measured idle fraction and microbatches in flight (last step).
 typedef struct pp_measured { int P; float *idle_slots; } pp_measured;   // (P, 3)
 
+// --json: the verification record (verify_record.h) of a verified run, or of a plain run its
+// losses (first_step > 1 after --resume) and, under pp, what each pp rank measured. The keys
+// are the library's (src/train/verify_json.c); a new one goes there. Returns 0, or
+// HP_EXIT_FAIL after one line when the file cannot be written.
 static int write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
                       const double *losses, int steps, int first_step, const pp_measured *pp) {
-    cJSON *j = cJSON_CreateObject();
-    if (r && r->pp_timeline) {   // the verified run's last step, per pp rank: [op, stage, mb, t0, t1]
-        cJSON *tl = cJSON_AddArrayToObject(j, "pp_timeline");
-        const int row = 1 + r->pp_cap * 5;
-        for (int p = 0; p < r->pp_ranks; p++) {
-            const float *x = r->pp_timeline + (size_t)p * row;
-            cJSON *acts = cJSON_CreateArray();
-            for (int a = 0; a < (int)x[0]; a++) {
-                const float v[5] = { x[1 + a * 5], x[2 + a * 5], x[3 + a * 5], x[4 + a * 5], x[5 + a * 5] };
-                cJSON_AddItemToArray(acts, cJSON_CreateFloatArray(v, 5));
-            }
-            cJSON_AddItemToArray(tl, acts);
-        }
+    hp_verify_record rec;
+    if (r) hp_verify_record_from_result(&rec, r);
+    else {
+        hp_verify_record_init(&rec);
+        rec.pass = 1;
+        rec.steps = steps < HP_VERIFY_MAX_STEPS ? steps : HP_VERIFY_MAX_STEPS;
+        for (int s = 0; s < rec.steps; s++) rec.losses[s] = losses[s];
     }
+    rec.world = cli->dims.world;
+    rec.first_step = first_step;
     if (pp && pp->P > 1 && pp->idle_slots) {
-        cJSON *a = cJSON_AddArrayToObject(j, "pp_ranks");
-        for (int p = 0; p < pp->P; p++) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "idle", pp->idle_slots[3 * p]);
-            cJSON_AddNumberToObject(o, "microbatches_in_flight", pp->idle_slots[3 * p + 1]);
-            cJSON_AddNumberToObject(o, "activation_bytes", pp->idle_slots[3 * p + 2]);
-            cJSON_AddItemToArray(a, o);
+        rec.pp_stats = pp->P < HP_VERIFY_MAX_PP ? pp->P : HP_VERIFY_MAX_PP;
+        for (int p = 0; p < rec.pp_stats; p++) {
+            rec.pp_idle[p] = pp->idle_slots[3 * p];
+            rec.pp_in_flight[p] = pp->idle_slots[3 * p + 1];
+            rec.pp_activation_bytes[p] = pp->idle_slots[3 * p + 2];
         }
     }
-    cJSON_AddBoolToObject(j, "pass", r ? r->pass : 1);
-    cJSON_AddNumberToObject(j, "world", cli->dims.world);
-    cJSON_AddNumberToObject(j, "first_step", first_step);   // > 1 after --resume
-    cJSON *l = cJSON_AddArrayToObject(j, "losses");
-    for (int s = 0; s < steps; s++) cJSON_AddItemToArray(l, cJSON_CreateNumber(losses[s]));
-    // cJSON prints 15 significant digits when they read back within ~2 ulps; the exact
-    // losses (for bit-identical rerun checks) travel as %.17g strings
-    cJSON *lx = cJSON_AddArrayToObject(j, "losses_exact");
-    for (int s = 0; s < steps; s++) {
-        char buf[40];
-        snprintf(buf, sizeof buf, "%.17g", losses[s]);
-        cJSON_AddItemToArray(lx, cJSON_CreateString(buf));
-    }
-    if (r) {
-        cJSON_AddNumberToObject(j, "loss", r->loss);
-        cJSON_AddNumberToObject(j, "loss_ref", r->loss_ref);
-        cJSON_AddNumberToObject(j, "loss_rel_err", r->loss_err / fabs(r->loss_ref));
-        cJSON_AddNumberToObject(j, "grad_norm", r->grad_norm);
-        cJSON_AddNumberToObject(j, "grad_norm_ref", r->grad_norm_ref);
-        cJSON *lr = cJSON_AddArrayToObject(j, "losses_ref");
-        for (int s = 0; s < r->steps; s++) cJSON_AddItemToArray(lr, cJSON_CreateNumber(r->losses_ref[s]));
-        cJSON_AddNumberToObject(j, "traj_worst", r->traj_worst);
-        cJSON_AddNumberToObject(j, "tol_grad", r->n ? r->grads[0].tol : 0);
-        cJSON_AddNumberToObject(j, "tol_param", r->n ? r->params[0].tol : 0);
-        if (r->n) {
-            cJSON_AddStringToObject(j, "worst_grad", r->grads[r->worst_grad].name);
-            cJSON_AddNumberToObject(j, "worst_grad_rel", r->grads[r->worst_grad].rel_fro);
-            cJSON_AddStringToObject(j, "worst_param", r->params[r->worst_param].name);
-            cJSON_AddNumberToObject(j, "worst_param_rel", r->params[r->worst_param].rel_fro);
-        }
-        cJSON_AddBoolToObject(j, "init_equal", r->init_equal);
-        cJSON_AddNumberToObject(j, "replica_diff", r->replica_diff);
-        cJSON_AddBoolToObject(j, "traffic_ok", r->traffic_ok);
-        uint64_t counted = 0, predicted = 0;
-        for (int i = 0; i < r->n_traffic; i++) {
-            counted += r->traffic[i].counted;
-            // every row is predicted (the EP all-to-all from the step's routing): a row left
-            // data-dependent adds nothing, so the totals then differ and say so
-            if (r->traffic[i].predicted != UINT64_MAX) predicted += r->traffic[i].predicted;
-        }
-        cJSON_AddNumberToObject(j, "bytes_counted", (double)counted);
-        cJSON_AddNumberToObject(j, "bytes_predicted", (double)predicted);
-        cJSON *rf = cJSON_AddArrayToObject(j, "route_flips");
-        for (int i = 0; i < r->n_moe_layers; i++) cJSON_AddItemToArray(rf, cJSON_CreateNumber(r->route_flips[i]));
-        cJSON_AddNumberToObject(j, "seconds", r->seconds);
-        if (r->failure) cJSON_AddStringToObject(j, "failure", r->failure);
-    }
-    const int e = hp_json_save(j, path);
+    const int e = hp_verify_record_write(&rec, path);
     if (e != 0) fprintf(stderr, "hp: cannot write --json file '%s'\n", path);
-    cJSON_Delete(j);
     return e ? HP_EXIT_FAIL : 0;
 }
 

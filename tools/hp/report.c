@@ -133,14 +133,30 @@ static void md_cell(FILE *f, const char *s) {
     }
 }
 
+// A tolerance as the docs write it: 1e-5, not printf's 1e-05.
+static const char *tol_text(double v, char *buf, size_t cap) {
+    char e[24];
+    snprintf(e, sizeof e, "%.0e", v);
+    char *x = strchr(e, 'e');
+    if (x && (x[1] == '-' || x[1] == '+')) {
+        char *d = x + 2;
+        while (d[0] == '0' && d[1]) memmove(d, d + 1, strlen(d));
+        if (x[1] == '+') memmove(x + 1, x + 2, strlen(x + 1));
+    }
+    snprintf(buf, cap, "%s", e);
+    return buf;
+}
+
 // The "faults caught" table: one row per failpoint run (hp matrix --faults).
 static void md_faults_table(FILE *f, const hp_matrix_report *m) {
+    char tol[32];
     fprintf(f, "Each failpoint (include/hyperpar/failpoint.h) is a one-line bug compiled into the code; "
                "its row is the smallest recipe it affects run with `HP_FAILPOINT=<name>` and "
                "`--verify`. *Caught*: exit 1 and the verifier names what the fault touches (the regex "
                "of the registry). *What failed*: the first failed check, and the worst gradient with its "
                "relative Frobenius error; *worst error*: the largest relative error of the loss, the "
-               "global grad norm and the gradients (tolerance 1e-5 each).\n\n");
+               "global grad norm and the gradients (tolerance %s each).\n\n",
+            tol_text(hp_verify_tol.grad, tol, sizeof tol));
     fprintf(f, "| failpoint | recipe | what failed | worst error | caught |\n");
     fprintf(f, "|---|---|---|---|---|\n");
     for (int i = 0; i < m->n_faults; i++) {
@@ -186,13 +202,16 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
             all_ok ? "PASS" : "FAIL", m->n_pass, m->n_rec, m->n_fail, m->n_neg_ok, m->n_neg, m->selection,
             m->repeat, m->repeat == 1 ? "" : "s", m->seconds);
     fprintf(f, "![matrix](report.svg)\n\n");
+    char tg[32], tl[32], tt[32];
     fprintf(f, "Each recipe runs `hp run <flags> --verify --verify-steps 5`: one global batch, forward + "
                "backward + one SGD step on the parallel mesh and in a single process (every degree 1, same "
                "seed and batch); the loss, every gradient and every updated parameter are gathered to full "
-               "tensors and compared (relative Frobenius error <= 1e-5 per tensor, loss <= 1e-5, 5-step loss "
-               "trajectory <= 1e-4), and the bytes each collective moved are compared with the formula. "
+               "tensors and compared (relative Frobenius error <= %s per tensor, loss <= %s, 5-step loss "
+               "trajectory <= %s), and the bytes each collective moved are compared with the formula. "
                "*det* = the repeated runs are bit-identical (every gradient of step 1 byte for byte, and the losses). Degrees: P pp, R dp_replicate, "
-               "S dp_shard, U ulysses, C cp, T tp, EP ep, ET etp; world = P*R*S*U*C*T.\n\n");
+               "S dp_shard, U ulysses, C cp, T tp, EP ep, ET etp; world = P*R*S*U*C*T.\n\n",
+            tol_text(hp_verify_tol.grad, tg, sizeof tg), tol_text(hp_verify_tol.loss, tl, sizeof tl),
+            tol_text(hp_verify_tol.traj, tt, sizeof tt));
     fprintf(f, "| recipe | level | dims | world | loss rel err | worst grad rel (tensor) | worst param rel (tensor) | "
                "traj worst | bytes counted / formula | time | det | verdict |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -273,7 +292,7 @@ int hp_report_json(const char *path, const hp_matrix_report *m) {
     cJSON_AddNumberToObject(j, "failed", m->n_fail);
     cJSON_AddNumberToObject(j, "negative_ok", m->n_neg_ok);
     cJSON_AddNumberToObject(j, "negative_wrong", m->n_neg_wrong);
-    cJSON_AddNumberToObject(j, "tolerance", HP_MATRIX_TOL);
+    cJSON_AddNumberToObject(j, "tolerance", hp_verify_tol.grad);
     cJSON *ra = cJSON_AddArrayToObject(j, "recipes");
     for (int i = 0; i < m->n_rec; i++) {
         const hp_recipe_result *x = &m->rec[i];
@@ -598,7 +617,7 @@ int hp_report_svg(const char *path, const hp_matrix_report *m) {
         snprintf(buf, sizeof buf, "1e%d", e);
         svg_text(f, bx - 4, y + 3, "font-size=\"9\" text-anchor=\"end\" fill=\"#555\"", buf);
     }
-    const double tol_y = bar_y + bar_h - bar_h * (log10(HP_MATRIX_TOL) - dec_lo) / (double)(dec_hi - dec_lo);
+    const double tol_y = bar_y + bar_h - bar_h * (log10(hp_verify_tol.grad) - dec_lo) / (double)(dec_hi - dec_lo);
     const int n = m->n_rec > 0 ? m->n_rec : 1;
     const double slot = bw / n, barw = slot * 0.7;
     for (int i = 0; i < m->n_rec; i++) {
@@ -628,7 +647,7 @@ int hp_report_svg(const char *path, const hp_matrix_report *m) {
     }
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" C_FAIL "\" stroke-width=\"1.5\" stroke-dasharray=\"6,3\"/>\n",
             bx, tol_y, bx + bw, tol_y);
-    snprintf(buf, sizeof buf, "tolerance %.0e", HP_MATRIX_TOL);
+    snprintf(buf, sizeof buf, "tolerance %.0e", hp_verify_tol.grad);
     svg_text(f, bx + bw + 6, tol_y + 4, "font-size=\"11\" fill=\"" C_FAIL "\"", buf);
 
     // negative cases: one mark each

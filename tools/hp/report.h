@@ -5,10 +5,10 @@
 #define HP_TOOL_REPORT_H
 #include <stdio.h>
 #include "hyperpar/failpoint.h"
-#include "recipes.h"
+#include "hyperpar/recipes.h"
+#include "hyperpar/verify_record.h"
 
 #define HP_MATRIX_MAX_STEPS 16
-#define HP_MATRIX_TOL 1e-5      // per-tensor relative tolerance the bar chart draws (recipes.md)
 
 typedef enum {
     HP_V_PASS = 0,     // every check of --verify passed, runs bit-identical
@@ -90,6 +90,8 @@ typedef struct hp_matrix_report {
 } hp_matrix_report;
 
 const char *hp_verdict_name(hp_verdict v);
+// Takes the numbers of a recipe's (first) run from its record; x->world stays when unknown.
+void   hp_recipe_result_take(hp_recipe_result *x, const hp_verify_record *v);
 // The largest of the step-1 loss, gradient and parameter relative errors; -1 without numbers.
 double hp_recipe_worst_rel(const hp_recipe_result *r);
 // "R1 S2 C2 T2 sp EP4 ET1 ring" style summary of the degrees.

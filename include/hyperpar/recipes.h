@@ -1,12 +1,24 @@
-// recipes.h - the completeness matrix of shared/spec/recipes.md as DATA: every recipe variant
-// (degrees, model, CP rotate method, expert dispatcher, CI level) and every negative case
-// (the flags, the exit code and a regex the one stderr line must match).
-// defines: hp_recipe, hp_negative, hp_recipes[], hp_negatives[], argument builders, lookups
+// recipes.h - the completeness matrix of shared/spec/recipes.md as DATA, defined once: every
+// recipe variant (degrees, model, CP rotate method, expert dispatcher, CI level, the example
+// that shows it), every negative case (the flags, the exit code and a regex the one stderr
+// line must match) and the recipes `hp bench --recipes` measures. Everything else is generated
+// from these tables: `hp matrix` runs them, `hp matrix --ctest` writes the CTest list,
+// `--markdown` / `--examples-markdown` the tables of README.md and examples/README.md (CTests
+// fail on drift). The tolerances they are verified against are hp_verify_tol (verify.h).
+// defines: hp_level, hp_recipe, hp_negative, hp_recipes[], hp_negatives[], hp_bench_recipes[],
+//          argument builders, lookups, renderings
 //
-// `hp matrix` runs them, tests/recipes.cmake registers each as a CTest (a test checks the
-// CMake list and this table agree through `hp matrix --list`), examples/README.md links them.
-#ifndef HP_TOOL_RECIPES_H
-#define HP_TOOL_RECIPES_H
+//   const hp_recipe *r = hp_recipe_find("M6-ring");       // NULL if unknown
+//   char flags[512];
+//   hp_recipe_flags(r, flags, sizeof flags);   // "--model tiny --dp-replicate 1 --dp-shard 2 ..."
+//   printf("%s needs %d ranks, level %s\n", r->id, hp_recipe_world(r), hp_level_name(r->level));
+//   for (int i = 0; i < hp_n_negatives; i++)             // each must exit 2 with one line
+//       printf("hp %s  ->  /%s/\n", hp_negatives[i].args, hp_negatives[i].err_regex);
+//
+// Adding a recipe: one row of hp_recipes (src/train/recipes.c), then regenerate the two
+// Markdown tables (the CTests readme_recipes_table / examples_recipes_table print the command).
+#ifndef HYPERPAR_RECIPES_H
+#define HYPERPAR_RECIPES_H
 #include <stdio.h>
 
 typedef enum { HP_LEVEL_L0 = 0, HP_LEVEL_L1 = 1, HP_LEVEL_L2 = 2, HP_LEVEL_COUNT } hp_level;
@@ -63,6 +75,8 @@ extern const hp_recipe   hp_recipes[];
 extern const int         hp_n_recipes;
 extern const hp_negative hp_negatives[];
 extern const int         hp_n_negatives;
+extern const char *const hp_bench_recipes[];   // ids `hp bench --recipes` measures
+extern const int         hp_n_bench_recipes;
 
 const char *hp_level_name(hp_level l);             // "L0", "L1", "L2"
 int  hp_level_parse(const char *s);                // "L0".."L2" -> level, -1 otherwise
@@ -80,12 +94,25 @@ int hp_negative_args(const hp_negative *n, const char *dir, char *out, int cap);
 // parameter table, then damaged as hp_badfile says. Returns 0, or -1 with one line in err.
 int hp_negative_write_files(const char *dir, char *err, int errlen);
 
-// The machine-readable lists that tests/recipes.cmake mirrors (tab-separated, one per line):
-//   recipe<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS
-//   negative<TAB>ID<TAB>CODE<TAB>REGEX<TAB>ARGS      (ARGS keep the {DIR} placeholder)
+// Renderings of the tables (src/train/recipes_text.c):
+//   hp_recipes_list: tab-separated, one per line (for scripts):
+//     recipe<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS
+//     resume<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS<TAB>FLAGS_B
+//     negative<TAB>ID<TAB>CODE<TAB>REGEX<TAB>ARGS      (ARGS keep the {DIR} placeholder)
+//   hp_recipes_markdown: README.md's table (between "<!-- recipes:begin -->" and "end")
+//   hp_examples_markdown: examples/README.md's table of which example covers which recipe, one
+//     row per folder the recipes name (between "<!-- examples:begin -->" and "end")
+//   hp_recipes_ctest: a CTest script (what CTestTestfile.cmake includes through the directory
+//     property TEST_INCLUDE_FILES): recipe_<ID> per verify recipe, `hp run FLAGS --verify
+//     --quiet`, label = level, PROCESSORS 2 when it takes more than one rank, TIMEOUT 120;
+//     recipe_<ID> per negative case through tests/expect_exit.sh (L0, TIMEOUT 30); and
+//     failpoint_<NAME> per failpoint of the registry (failpoint.h) through
+//     tests/run_failpoint.sh (L1). It names ${HP_RECIPES_HP}, ${HP_RECIPES_EXPECT},
+//     ${HP_RECIPES_BAD_FILES}, ${HP_RECIPES_FP_RUN}, ${HP_RECIPES_FP_OUT} and ${HP_RECIPES_ENV}
+//     (extra test environment, may be empty), which the including script sets.
 void hp_recipes_list(FILE *out);
-// The recipe table as Markdown: README.md holds it between "<!-- recipes:begin -->" and
-// "<!-- recipes:end -->" (`hp matrix --markdown`; a CTest fails on drift).
 void hp_recipes_markdown(FILE *out);
+void hp_examples_markdown(FILE *out);
+void hp_recipes_ctest(FILE *out);
 
 #endif

@@ -1,22 +1,15 @@
 // recipes.c - the completeness matrix of shared/spec/recipes.md as a table, variant by variant,
-// and its negative cases; plus the bad input files the negative cases load.
-// defines: hp_recipes, hp_negatives, hp_recipe_flags, hp_negative_args, hp_negative_write_files,
-//          hp_recipes_list, lookups
+// its negative cases and the recipes hp bench measures (recipes.h).
+// defines: hp_recipes, hp_negatives, hp_bench_recipes, hp_recipe_flags,
+//          hp_negative_args, lookups
 //
 // A recipes.md row with "2 and 4" becomes one variant per value (M2-tp2, M2-tp4); every CP
 // recipe runs with both rotate methods (-ag all-gather K/V, -ring send/recv ring) and the ring
 // variant must also match the all-gather one; S3 is S1 and S1b again with the all-gather
 // expert dispatch, which must match S1 / S1b as well as the reference.
-#include <errno.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include "recipes.h"
-#include "hyperpar/dims.h"
-#include "hyperpar/params.h"
-#include "hyperpar/safetensors.h"
+#include "hyperpar/recipes.h"
 
 #define L0 HP_LEVEL_L0
 #define L1 HP_LEVEL_L1
@@ -195,6 +188,13 @@ const hp_negative hp_negatives[] = {
 };
 const int hp_n_negatives = (int)(sizeof hp_negatives / sizeof hp_negatives[0]);
 
+
+// `hp bench --recipes`: the bytes each moves in a step against the formula, one per style
+const char *const hp_bench_recipes[] = {
+    "M1b", "M4-s2", "M7-tp1", "M3-tp2", "M2-tp2", "M5-s1-ag", "B2", "M5-s2-ag", "A-EP", "S1b",
+};
+const int hp_n_bench_recipes = (int)(sizeof hp_bench_recipes / sizeof hp_bench_recipes[0]);
+
 const char *hp_level_name(hp_level l) {
     static const char *const names[] = { "L0", "L1", "L2" };
     return (l >= 0 && l < HP_LEVEL_COUNT) ? names[l] : "L?";
@@ -262,122 +262,3 @@ int hp_negative_args(const hp_negative *neg, const char *dir, char *out, int cap
     return n;
 }
 
-void hp_recipes_list(FILE *out) {
-    char flags[512];
-    for (int i = 0; i < hp_n_recipes; i++) {
-        const hp_recipe *r = &hp_recipes[i];
-        hp_recipe_flags(r, flags, sizeof flags);
-        if (r->resume_to)
-            fprintf(out, "resume\t%s\t%s\t%d\t%s\t%s\n", r->id, hp_level_name(r->level), hp_recipe_world(r),
-                    flags, r->resume_to);
-        else
-            fprintf(out, "recipe\t%s\t%s\t%d\t%s\n", r->id, hp_level_name(r->level), hp_recipe_world(r), flags);
-    }
-    for (int i = 0; i < hp_n_negatives; i++) {
-        const hp_negative *g = &hp_negatives[i];
-        fprintf(out, "negative\t%s\t%d\t%s\t%s\n", g->id, g->code, g->err_regex, g->args);
-    }
-}
-
-// The README's recipe table (between its "recipes:begin" and "recipes:end" markers; the test
-// readme_recipes_table fails when the two differ).
-void hp_recipes_markdown(FILE *out) {
-    fprintf(out, "| ID | model | P | R | S | U | C | T | SP | EP | ET | world | level | what |\n");
-    fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    char flags[512];
-    for (int i = 0; i < hp_n_recipes; i++) {
-        const hp_recipe *r = &hp_recipes[i];
-        hp_recipe_flags(r, flags, sizeof flags);
-        const char *layers = strstr(flags, "--layers ");
-        char model[48];
-        if (layers) snprintf(model, sizeof model, "%s L%d", r->model, atoi(layers + 9));
-        else snprintf(model, sizeof model, "%s", r->model);
-        const int sp_on = r->sp == 1 || (r->sp == -1 && r->T > 1);
-        char ep[16] = "–", et[16] = "–";
-        if (r->EP > 1) { snprintf(ep, sizeof ep, "%d", r->EP); snprintf(et, sizeof et, "%d", r->ET); }
-        fprintf(out, "| %s | %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %d | %s | %s%s%s%s |\n",
-                r->id, model, r->P > 1 ? r->P : 1, r->R, r->S, r->U > 1 ? r->U : 1, r->C, r->T,
-                r->T > 1 ? (sp_on ? "on" : "off") : "–", ep, et, hp_recipe_world(r),
-                hp_level_name(r->level), r->what, r->extra ? " (`" : "", r->extra ? r->extra : "",
-                r->extra ? "`)" : "");
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// bad input files
-
-static int write_model(const char *path, const hp_param_table *t, hp_badfile kind, char *err, int errlen) {
-    float *zeros = calloc((size_t)t->full_numel, sizeof(float));
-    if (!zeros) { snprintf(err, (size_t)errlen, "out of memory"); return -1; }
-    hp_st_writer *w = hp_st_writer_init();
-    for (int i = 0; i < t->n; i++) {
-        const hp_param *p = &t->p[i];
-        int64_t shape[3] = { p->shape[0], p->shape[1], p->shape[2] };
-        const char *name = p->name;
-        // same numel, so the data offsets stay consistent: only the shape is wrong
-        if (kind == HP_BADFILE_SHAPE && !strcmp(name, "tok_embeddings.weight")) {
-            shape[0] = p->shape[1];
-            shape[1] = p->shape[0];
-        }
-        if (kind == HP_BADFILE_NAMES && !strcmp(name, "output.weight")) name = "lm_head.weight";
-        hp_st_writer_add(w, name, HP_DT_F32, p->ndim, shape, zeros);
-    }
-    char e[256] = "";
-    int rc = hp_st_writer_save(w, path, e, sizeof e);
-    hp_st_writer_free(w);
-    free(zeros);
-    if (rc != 0) { snprintf(err, (size_t)errlen, "%s", e); return -1; }
-    return 0;
-}
-
-int hp_negative_write_files(const char *dir, char *err, int errlen) {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, (size_t)errlen, "cannot create '%s': %s", dir, strerror(errno));
-        return -1;
-    }
-    hp_model_config m;
-    hp_model_config_by_name("tiny", &m);
-    hp_run_config rc;
-    hp_run_config_default(&rc);
-    hp_dims d = hp_dims_default();
-    d.world = 1;
-    char e[256];
-    if (hp_dims_validate(&d, &m, &rc, e, sizeof e) != 0) {
-        snprintf(err, (size_t)errlen, "%s", e);
-        return -1;
-    }
-    hp_param_table t;
-    if (hp_params_build(&t, &m, &d, 0) != 0) {
-        snprintf(err, (size_t)errlen, "cannot build the parameter table of 'tiny'");
-        return -1;
-    }
-    char path[1024];
-    int bad = 0;
-    snprintf(path, sizeof path, "%s/truncated.safetensors", dir);
-    if (!bad && write_model(path, &t, HP_BADFILE_TRUNCATED, err, errlen) != 0) bad = 1;
-    if (!bad) {
-        // cut the complete file in half: the header promises data that is not there
-        struct stat st;
-        if (stat(path, &st) != 0 || truncate(path, st.st_size / 2) != 0) {
-            snprintf(err, (size_t)errlen, "cannot truncate '%s': %s", path, strerror(errno));
-            bad = 1;
-        }
-    }
-    snprintf(path, sizeof path, "%s/wrong_shape.safetensors", dir);
-    if (!bad && write_model(path, &t, HP_BADFILE_SHAPE, err, errlen) != 0) bad = 1;
-    snprintf(path, sizeof path, "%s/wrong_names.safetensors", dir);
-    if (!bad && write_model(path, &t, HP_BADFILE_NAMES, err, errlen) != 0) bad = 1;
-    snprintf(path, sizeof path, "%s/not_safetensors.txt", dir);
-    if (!bad) {
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            snprintf(err, (size_t)errlen, "cannot write '%s': %s", path, strerror(errno));
-            bad = 1;
-        } else {
-            fputs("this is a text file, not a safetensors model: no 8-byte header length here\n", f);
-            fclose(f);
-        }
-    }
-    hp_params_free(&t);
-    return bad ? -1 : 0;
-}

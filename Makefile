@@ -11,6 +11,7 @@ ASAN_DIR  ?= build-asan
 L ?=
 CTEST_LABEL = $(if $(L),-L $(L),)
 CTEST_ARGS ?=
+ASAN_CTEST_ARGS ?=
 
 FUZZ_DIR  ?= build-fuzz
 # tests/fuzz/: scripts/setup_fuzz.sh installs clang + libFuzzer, then only the fuzz targets are built
@@ -31,7 +32,7 @@ matrix: build
 
 asan:
 	BUILD_DIR=$(ASAN_DIR) HP_CMAKE_ARGS=-DHP_SANITIZE=ON sh scripts/setup.sh
-	ctest --test-dir $(ASAN_DIR) --output-on-failure -j2 -L L0
+	ctest --test-dir $(ASAN_DIR) --output-on-failure -j2 -L L0 $(ASAN_CTEST_ARGS)
 
 fuzz:
 	$(FUZZ_BUILD)

@@ -11,7 +11,9 @@
 // sgemm: the calls are small (hd = 64 deep) and thread poorly inside OpenBLAS. An item does its
 // query heads and tiles in the serial order, so results do not depend on the thread count.
 // The exps of a row go through hp_expf_n (kernels/vexpf.h: vectorised, the same bits as expf);
-// masked entries take exp(0) and are then zeroed.
+// masked entries take exp(0) and are then zeroed. The other passes over a row (max, shift,
+// mask, dS) run 16 lanes at a time with AVX-512 where the CPU has it, and the double sums of
+// several rows run side by side, each in its own order: the same bits as the scalar loops.
 // defines: hp_attention_forward, hp_attention_backward
 #include <math.h>
 #include <stdio.h>
@@ -49,6 +51,116 @@ static void key_span(int *j0, int *j1, const int *qpos, int i0, int tq,
     while (a < b && kpos[a] > qmax) a++;
     while (b > a && kpos[b - 1] > qmax) b--;
     *j0 = a; *j1 = b;
+}
+
+// ---- the elementwise work of a score row, vectorised over independent elements ----------
+// Each helper gives exactly the serial loop's result (in its comment): the operations per
+// element are the same IEEE ones, nothing is reassociated, and a row's double sum keeps its
+// order (several rows are summed side by side instead). The AVX-512 paths use masks for the
+// causal visibility (kpos[j] <= qp) and for the tail of a row.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ATTN_X86 1
+static int attn_avx512(void) { return __builtin_cpu_supports("avx512f"); } // a cached flag read
+
+// Lanes j0 .. j0+15 of a row of n: the tail mask and the visibility mask.
+__attribute__((target("avx512f"))) static __mmask16 lanes_visible(__mmask16 *tail, const int *kp,
+                                                                   __m512i qpv, int j0, int n) {
+    *tail = n - j0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j0)) - 1);
+    const __m512i kv = _mm512_maskz_loadu_epi32(*tail, kp + j0);
+    return _mm512_mask_cmple_epi32_mask(*tail, kv, qpv);
+}
+
+__attribute__((target("avx512f"))) static float row_max_avx512(const float *s, const int *kp, int qp, int n) {
+    const __m512i qpv = _mm512_set1_epi32(qp);
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < n; j += 16) {
+        __mmask16 tail;
+        const __mmask16 vis = lanes_visible(&tail, kp, qpv, j, n);
+        const __m512 v = _mm512_maskz_loadu_ps(tail, s + j);
+        mx = _mm512_mask_mov_ps(mx, _mm512_mask_cmp_ps_mask(vis, v, mx, _CMP_GT_OQ), v); // NaN: kept out
+    }
+    return _mm512_reduce_max_ps(mx);
+}
+
+// p[j] = kp[j] <= qp ? expf(p[j] - sub) : 0
+__attribute__((target("avx512f"))) static void row_exp_avx512(float *p, const int *kp, int qp, float sub, int n) {
+    const __m512i qpv = _mm512_set1_epi32(qp);
+    const __m512 subv = _mm512_set1_ps(sub);
+    for (int j = 0; j < n; j += 16) {
+        __mmask16 tail;
+        const __mmask16 vis = lanes_visible(&tail, kp, qpv, j, n);
+        _mm512_mask_storeu_ps(p + j, tail, _mm512_maskz_sub_ps(vis, _mm512_maskz_loadu_ps(tail, p + j), subv));
+    }
+    hp_expf_n(p, p, n);
+    for (int j = 0; j < n; j += 16) {
+        __mmask16 tail;
+        const __mmask16 vis = lanes_visible(&tail, kp, qpv, j, n);
+        _mm512_mask_storeu_ps(p + j, tail, _mm512_maskz_loadu_ps(vis, p + j));
+    }
+}
+
+// d[j] = p[j] * (d[j] - D)
+__attribute__((target("avx512f"))) static void row_ds_avx512(float *d, const float *p, float D, int n) {
+    const __m512 Dv = _mm512_set1_ps(D);
+    for (int j = 0; j < n; j += 16) {
+        const __mmask16 tail = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
+        const __m512 dj = _mm512_sub_ps(_mm512_maskz_loadu_ps(tail, d + j), Dv);
+        _mm512_mask_storeu_ps(d + j, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, p + j), dj));
+    }
+}
+#endif
+
+// The serial scan's value: mx = -INFINITY; for j: if (kp[j] <= qp && s[j] > mx) mx = s[j].
+static float row_max(const float *s, const int *kp, int qp, int n) {
+#ifdef ATTN_X86
+    if (attn_avx512()) {
+        float mx = row_max_avx512(s, kp, qp, n);
+        if (mx != 0.0f) return mx;
+        // equal maxima differ only in the sign of a zero: the scan keeps the first one
+    }
+#endif
+    float mx = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (kp[j] <= qp && s[j] > mx) mx = s[j];
+    return mx;
+}
+
+// p[j] = kp[j] <= qp ? expf(p[j] - sub) : 0 (masked entries take exp(0), then are zeroed)
+static void row_exp(float *p, const int *kp, int qp, float sub, int n) {
+#ifdef ATTN_X86
+    if (attn_avx512()) { row_exp_avx512(p, kp, qp, sub, n); return; }
+#endif
+    for (int j = 0; j < n; j++) p[j] = kp[j] <= qp ? p[j] - sub : 0.0f;
+    hp_expf_n(p, p, n);
+    for (int j = 0; j < n; j++) if (kp[j] > qp) p[j] = 0.0f;
+}
+
+// d[j] = p[j] * (d[j] - D), j < n
+static void row_ds(float *d, const float *p, float D, int n) {
+#ifdef ATTN_X86
+    if (attn_avx512()) { row_ds_avx512(d, p, D, n); return; }
+#endif
+    for (int j = 0; j < n; j++) d[j] = p[j] * (d[j] - D);
+}
+
+#define ROWS_SIDE 8 // rows summed side by side: independent double chains, not one latency-bound
+
+// sum[r] = sum over j < n, in order, of (double)x[r * ldx + j], for r < nr
+static void row_sums(double *sum, const float *x, int ldx, int nr, int n) {
+    int r0 = 0;
+    for (; r0 + ROWS_SIDE <= nr; r0 += ROWS_SIDE) {
+        double acc[ROWS_SIDE] = { 0.0 };
+        const float *x0 = x + (size_t)r0 * ldx;
+        for (int j = 0; j < n; j++)
+            for (int r = 0; r < ROWS_SIDE; r++) acc[r] += x0[(size_t)r * ldx + j];
+        for (int r = 0; r < ROWS_SIDE; r++) sum[r0 + r] = acc[r];
+    }
+    for (; r0 < nr; r0++) {
+        double acc = 0.0;
+        for (int j = 0; j < n; j++) acc += x[(size_t)r0 * ldx + j];
+        sum[r0] = acc;
+    }
 }
 
 // Everything an item needs: the arguments of the public call.
@@ -91,29 +203,20 @@ static void forward_items(void *ctx, int it_lo, int it_hi) {
             // scores (tq, nke) = scale * q k^T
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tq, nke, hd,
                         scale, qt, qs, kt, ks, 0.0f, sc, nke);
+            // P = exp(S - rowmax) on the visible keys, 0 elsewhere; rowsum in double, in j order
             double rowsum[TQ];
             float rowmax[TQ];
             for (int r = 0; r < tq; r++) {
                 float *s = sc + (size_t)r * nke;
                 const int qp = qpos[i0 + r];
-                float mx = -INFINITY;
-                for (int j = 0; j < nke; j++)
-                    if (kpos[j0 + j] <= qp && s[j] > mx) mx = s[j];
-                double sum = 0.0;
-                if (mx == -INFINITY) { // this row sees nothing here: zero weights
+                const float mx = row_max(s, kpos + j0, qp, nke);
+                if (mx == -INFINITY) // this row sees nothing here: zero weights
                     for (int j = 0; j < nke; j++) s[j] = 0.0f;
-                } else {
-                    for (int j = 0; j < nke; j++) s[j] = kpos[j0 + j] <= qp ? s[j] - mx : 0.0f;
-                    hp_expf_n(s, s, nke);
-                    for (int j = 0; j < nke; j++) {
-                        float p = kpos[j0 + j] <= qp ? s[j] : 0.0f;
-                        s[j] = p;
-                        sum += p;
-                    }
-                }
+                else
+                    row_exp(s, kpos + j0, qp, mx, nke);
                 rowmax[r] = mx;
-                rowsum[r] = sum;
             }
+            row_sums(rowsum, sc, nke, tq, nke); // a row of zeros sums to 0.0 as before
             // ob (tq, hd) = P v
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tq, hd, nke,
                         1.0f, sc, nke, vt, ks, 0.0f, ob, hd);
@@ -198,22 +301,26 @@ static void backward_items(void *ctx, int it_lo, int it_hi) {
                 size_t row = ((size_t)b * Sq + i0 + r) * H + h;
                 float l = lse[row];
                 float *p = pm + (size_t)r * nke;
-                const int qp = qpos[i0 + r];
                 if (l == -INFINITY) { // the row saw no key at all: no gradient
                     for (int j = 0; j < nke; j++) p[j] = 0.0f;
-                    Di[r] = 0.0f;
                     continue;
                 }
-                for (int j = 0; j < nke; j++) p[j] = kpos[j0 + j] <= qp ? p[j] - l : 0.0f;
-                hp_expf_n(p, p, nke);
-                for (int j = 0; j < nke; j++) if (kpos[j0 + j] > qp) p[j] = 0.0f;
-                const float *g = dout + row * hd, *o = out + row * hd;
-                double acc = 0.0; // D_i = dout_i . out_i
-                for (int d = 0; d < hd; d++) acc += (double)g[d] * o[d];
-                Di[r] = (float)acc;
+                row_exp(p, kpos + j0, qpos[i0 + r], l, nke);
                 any = 1;
             }
             if (!any) continue;
+            // D_i = dout_i . out_i in double, d in order; rows side by side
+            for (int r0 = 0; r0 < tq; r0 += ROWS_SIDE) {
+                const int nr = tq - r0 < ROWS_SIDE ? tq - r0 : ROWS_SIDE;
+                double acc[ROWS_SIDE] = { 0.0 };
+                const float *g = dout + qoff + (size_t)r0 * qs, *o = out + qoff + (size_t)r0 * qs;
+                for (int d = 0; d < hd; d++)
+                    for (int r = 0; r < nr; r++) acc[r] += (double)g[(size_t)r * qs + d] * o[(size_t)r * qs + d];
+                for (int r = 0; r < nr; r++) {
+                    const size_t row = ((size_t)b * Sq + i0 + r0 + r) * H + h;
+                    Di[r0 + r] = lse[row] == -INFINITY ? 0.0f : (float)acc[r];
+                }
+            }
             // dv_j += sum_i P_ij dout_i
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nke, hd, tq,
                         1.0f, pm, nke, dout + qoff, qs, 1.0f, dv + koff, ks);
@@ -221,11 +328,7 @@ static void backward_items(void *ctx, int it_lo, int it_hi) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tq, nke, hd,
                         1.0f, dout + qoff, qs, v + koff, ks, 0.0f, ds, nke);
             // dS = P * (dP - D_i); masked entries have P = 0
-            for (int r = 0; r < tq; r++) {
-                const float *p = pm + (size_t)r * nke;
-                float *d = ds + (size_t)r * nke;
-                for (int j = 0; j < nke; j++) d[j] = p[j] * (d[j] - Di[r]);
-            }
+            for (int r = 0; r < tq; r++) row_ds(ds + (size_t)r * nke, pm + (size_t)r * nke, Di[r], nke);
             // dq_i += scale * sum_j dS_ij k_j ; dk_j += scale * sum_i dS_ij q_i
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tq, hd, nke,
                         scale, ds, nke, k + koff, ks, 1.0f, dq + qoff, qs);

@@ -8,9 +8,9 @@ usage:
              [--seq-len 256] [--batch-per-rank 2] [--no-torch] [--json FILE]
 
 Why rounds: the machine is shared and noisy, so one pair of runs proves nothing. Each round
-runs every case's 1-rank job right next to its N-rank job (1, N, 1, N, ...), the efficiency of
-that round is the ratio of the pair, and the table gives the median over rounds with the
-spread (lowest - highest). Every rank runs 1 BLAS thread; PyTorch runs the OpenBLAS core hp
+runs every case's 1-rank job right next to its N-rank job (1, N in odd rounds, N, 1 in even
+ones), the efficiency of that round is the ratio of the pair, and the table gives the median
+over rounds with the spread (lowest - highest). Every rank runs 1 BLAS thread; PyTorch runs the OpenBLAS core hp
 reported (OPENBLAS_CORETYPE), so the kernels are the same on both sides.
 
   weak scaling   (same sequences per rank):    efficiency = t(1 rank) / t(N ranks)
@@ -114,9 +114,15 @@ def main():
     for rnd in range(1, args.rounds + 1):
         for name, kind, ranks, flags, dp, impl in cases:
             if flags is not None:
-                (t1, b1), (tn, bn) = run_hp(args, [], bpr, info), run_hp(args, flags, bpr * dp, info)
+                one, many = (lambda: run_hp(args, [], bpr, info)), (lambda: run_hp(args, flags, bpr * dp, info))
             else:
-                (t1, b1), (tn, bn) = run_torch(args, 1, info.get("core")), run_torch(args, ranks, info.get("core"))
+                one, many = (lambda: run_torch(args, 1, info.get("core"))), (lambda: run_torch(args, ranks, info.get("core")))
+            # 1, N in odd rounds, N, 1 in even ones: a load that rises or falls during a round
+            # favours neither side in the median
+            if rnd % 2:
+                (t1, b1), (tn, bn) = one(), many()
+            else:
+                (tn, bn), (t1, b1) = many(), one()
             e = efficiency(kind, ranks, t1, tn)
             raw[f"{impl} {name}"].append({"round": rnd, "ms_1": t1, "ms_n": tn, "efficiency": e,
                                           "ms_1_best": b1, "ms_n_best": bn,

@@ -43,3 +43,12 @@ set_tests_properties(plan_world_16k_ranks PROPERTIES LABELS L1)
 # at dp_shard 1, 2, 4 (under mpirun) equal hp plan's, rank by rank
 add_test(NAME plan_vs_bench_memory COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_plan_vs_bench.sh $<TARGET_FILE:hp> small)
 set_tests_properties(plan_vs_bench_memory PROPERTIES LABELS L1 TIMEOUT 300)
+# measured against predicted, activations: every rank of each layout (tiny, SP, Ulysses, M6,
+# C2 with EP, pp 1f1b alone and with tp x dp_shard) under --ac none, full and every:2 allocates
+# exactly hp_plan_activations_predict's bytes (the tracking allocator's activations category,
+# and hp_trainer_activation_bytes where it counts everything), and full AC takes less
+add_executable(test_ac_memory tests/test_ac_memory.c)
+target_link_libraries(test_ac_memory PRIVATE hyperpar)
+add_test(NAME plan_vs_run_activations COMMAND ${HP_MPIEXEC} -np 8 $<TARGET_FILE:test_ac_memory>)
+set_tests_properties(plan_vs_run_activations PROPERTIES LABELS L1 TIMEOUT 300 PROCESSORS 2
+                     ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")

@@ -1,5 +1,6 @@
 // comm.h - collectives over one MPI sub-communicator per mesh group.
-// defines: hp_comm (opaque), hp_comm_init/free, collectives, traffic counters (logical
+// defines: hp_comm (opaque), hp_comm_init/free, collectives (blocking; nonblocking gradient
+//          reductions), traffic counters (logical
 //          and wire), the watchdog's timeout and step, diagnostic gathers
 //
 //   hp_comm *comm = hp_comm_init(MPI_COMM_WORLD, &dims, /*deterministic=*/1);
@@ -88,6 +89,26 @@ void hp_broadcast(hp_comm *comm, hp_group_kind g, float *buf, size_t n, int root
 void hp_sendrecv(hp_comm *comm, hp_group_kind g, float *recv, int src, const float *send,
                  int dst, size_t n);
 void hp_barrier(hp_comm *comm, hp_group_kind g);
+
+// Nonblocking gradient reductions (comm_async.c): posted now, completed later, so that an
+// exchange travels while the caller computes. The arithmetic, bits, wire bytes and counters
+// are those of the blocking calls (counted when posted). Each returns a ticket; operations
+// complete in posting order, and every member of a group must post the same ones in the
+// same order (as for collectives). The caller must not touch the result (recv, buf) before
+// its wait; send may be reused at once (it is copied). At most HP_COMM_ASYNC_MAX (4) are in
+// flight: one more first waits for the oldest.
+//   int t = hp_reduce_scatter_start(comm, HP_G_FSDP, shard, full, shard_n, HP_G_DP_REPLICATE);
+//   hp_comm_progress(comm);          // between computations: sums what has arrived
+//   hp_comm_async_wait(comm, t);     // t and everything posted before it are done
+//   hp_comm_async_wait_all(comm);    // before the results are read
+// hp_reduce_scatter_start's then_allreduce: a group whose all-reduce of recv follows the
+// reduce-scatter (HSDP's dp_replicate), or HP_G_COUNT for none.
+int  hp_reduce_scatter_start(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
+                             size_t n, hp_group_kind then_allreduce);
+int  hp_allreduce_sum_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n);
+void hp_comm_progress(hp_comm *comm);
+void hp_comm_async_wait(hp_comm *comm, int ticket);
+void hp_comm_async_wait_all(hp_comm *comm);
 // Nonblocking point to point with group member dst / src (never this rank), tag in
 // [0, 32767]; hp_p2p_wait completes requests under the watchdog (comm_p2p.c). The pipeline
 // posts a stage's sends and waits for them at the end of the step.

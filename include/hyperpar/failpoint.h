@@ -62,6 +62,8 @@ typedef enum hp_failpoint_id {
     HP_FP_ULYSSES_KV_GRAD_SUM,         // ulysses.c: a repeated kv head keeps its first copy's grad
     HP_FP_PP_SEND_DROPPED,             // pipeline_run.c: the last microbatch's activation never sent:
                                        //   the next stage waits, and the watchdog must end the job
+    HP_FP_AC_RECOMPUTE_STALE,          // transformer.c: a checkpointed block recomputes from the
+                                       //   next block's kept input (off by one), not its own
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -22,6 +22,7 @@
 #include "comm.h"
 #include "config.h"
 #include "dims.h"
+#include "memtrack.h"
 
 // Bytes on one rank, by category (hyperpar keeps everything in fp32: 4 bytes an element).
 // The persistent and FSDP buffers are exactly what fsdp.c allocates; the activations are
@@ -71,12 +72,14 @@ int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_
 
 // One rank's activation buffers (bytes), as the model allocates them (plan_activations.c):
 //   total = n_slots * slot + recompute + boundary
-//   slot  = head + L * block_input + sum over this rank's blocks l not checkpointed of
+//   slot  = head + L_in * block_input + sum over this rank's blocks l not checkpointed of
 //           (dense_block or moe_block)
-//   recompute = max over this rank's checkpointed blocks of (dense_block or moe_block)
-// block_input is h_in (Nres x D; every block has one in every slot, also the blocks of other
-// pp ranks: alloc_block); dense_block / moe_block are a block's other buffers; head is the
-// slot's h_final plus, on the head's pp rank, the final norm, logits and CE buffers.
+//   recompute = the attention half + the dense FFN (if a checkpointed block here is dense)
+//           + the MoE state (if one is MoE); one set, whatever the number of blocks and slots
+// block_input is h_in (Nres x D); L_in counts this rank's blocks and each block that follows
+// one of its stages on another pp rank (the stage's output lands there: alloc_block);
+// dense_block / moe_block are a block's other buffers; head is the slot's h_final plus, on
+// the head's pp rank, the final norm, logits and CE buffers.
 typedef struct hp_plan_activations {
     double block_input, dense_block, moe_block, head;
     double slot;            // one microbatch slot under rc->ac_every
@@ -161,5 +164,34 @@ void hp_plan_time_predict_with(const hp_model_config *m, const hp_dims *d, const
                                int rank, const hp_plan_hw *hw, double pp_bubble, hp_plan_time *out);
 // 1 when every member of rank's group of kind g sits in rank's node.
 int hp_plan_group_in_node(const hp_dims *d, hp_group_kind g, int rank, int ranks_per_node);
+
+// ---- predicted against measured (plan_check.c) --------------------------------------------
+// What a run measured on one rank (hp_trainer_measured, train.h, fills it): the tracking
+// allocator's bytes (memtrack.h: current = held when measured, peak = the high-water marks
+// since hp_trainer_init began) and the logical bytes per (group, op) of one training step.
+typedef struct hp_plan_measured {
+    int64_t      params_total;
+    hp_mem_stats mem;
+    uint64_t     bytes[HP_G_COUNT][HP_OP_COUNT];
+} hp_plan_measured;
+
+typedef struct hp_plan_check {
+    int    pass;
+    double persistent_predicted, persistent_measured;   // params + grads + optimizer
+    double peak_predicted, peak_measured;               // hp_plan_memory.peak; mem.total_peak
+    double peak_ratio;                                  // predicted / measured
+    int    n_ops;          // (group, op) pairs compared (predicted or counted non-zero)
+    int    n_data_dependent;   // pairs left out: the EP all-to-all, which follows the routing
+    char   why[256];       // "" when pass, else the first difference, one line
+} hp_plan_check;
+
+// The planner's prediction for rank (hp_plan_memory_predict, hp_plan_traffic_predict) against
+// what that rank measured: params_total and the persistent bytes equal, every (group, op)
+// equal except the data-dependent EP all-to-all, and the predicted peak within peak_tol (0.10:
+// 10%) of the measured high-water mark. Returns 0 when it holds, 1 (why says the first difference)
+// otherwise, -1 when the prediction cannot be made.
+#define HP_PLAN_PEAK_TOL 0.10
+int hp_plan_check_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
+                      const hp_plan_measured *x, double peak_tol, hp_plan_check *out);
 
 #endif

@@ -4,10 +4,10 @@
 // microbatch. The FSDP unit is already gathered for the backward: FSDP adds nothing.
 // defines: hp_traffic_ac_predict, hp_traffic_ac_blocks
 //
-//   uint64_t base[HP_G_COUNT][HP_OP_COUNT], extra[HP_G_COUNT][HP_OP_COUNT];
-//   hp_traffic_predict(m, d, rc, rank, base);
+//   uint64_t extra[HP_G_COUNT][HP_OP_COUNT];
 //   hp_traffic_ac_predict(m, d, rc, rank, extra);       // zero when rc->ac_every == 0
-//   for (g, op) base[g][op] += extra[g][op];              // (the EP all-to-all: see below)
+// hp_traffic_predict (verify.h) already adds these rows (the verifier checks them), and
+// hp_traffic_predict_ep the EP all-to-all's share from the counted routing.
 #ifndef HYPERPAR_TRAFFIC_AC_H
 #define HYPERPAR_TRAFFIC_AC_H
 #include <stdint.h>

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "dims.h"
 #include "params.h"
+#include "plan.h"
 
 typedef struct hp_trainer hp_trainer;
 
@@ -72,11 +73,24 @@ int      hp_trainer_rank(const hp_trainer *tr);
 // Persistent bytes on this rank: parameter, gradient and optimiser shards; and the largest
 // unsharded unit (the working buffers of one gathered FSDP unit).
 void     hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *working);
+// The tracking allocator's counters (memtrack.h): every buffer of the model, the styles and
+// the trainer by category, current and high-water bytes. The tracker is per PROCESS: the marks
+// restart when hp_trainer_init begins (hp_mem_reset_peak), and a second trainer alive in the
+// same process (the verifier's reference on rank 0 runs after the parallel one is freed) adds
+// its buffers to the same counters.
+void     hp_trainer_memory_stats(const hp_trainer *tr, hp_mem_stats *out);
+// The logical bytes per (group, op) this rank moved in the last hp_trainer_step (comm.h's
+// counters over forward, backward, clipping and the optimiser step; what a caller moves
+// between steps, like the verifier's gathers, is not in it); zeros before the first step.
+void     hp_trainer_step_bytes(const hp_trainer *tr, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]);
+// Both, with the model's parameter count, as hp_plan_check_run (plan.h) reads them.
+void     hp_trainer_measured(const hp_trainer *tr, hp_plan_measured *out);
 // Pipeline parallel: this rank's idle fraction in the last step (waiting on the other
 // stages), and the microbatch activation slots its schedule keeps in flight (0 / 1 without pp).
 double hp_trainer_pp_idle(const hp_trainer *tr);
 int    hp_trainer_pp_slots(const hp_trainer *tr);
-// The bytes this rank's activation slots take (every block's kept tensors, for every slot).
+// The bytes this rank's activations take: its blocks' kept tensors in every slot, the AC
+// recompute set and the pipeline's stage-gradient buffers (what hp plan predicts exactly).
 size_t hp_trainer_activation_bytes(const hp_trainer *tr);
 // The last step's actions on this rank as rows (op 0 F / 1 B / 2 I / 3 W, stage, microbatch,
 // start ms, end ms from the step's start), at most cap rows; returns the count (0 without pp).

@@ -19,6 +19,7 @@
 #include "comm.h"
 #include "config.h"
 #include "dims.h"
+#include "plan.h"
 #include "verify_record.h"
 
 typedef struct hp_verify_opts {
@@ -74,6 +75,8 @@ typedef struct hp_verify_result {
     int     pp_ranks, pp_cap;                   // pipeline: the last step's timeline of each pp
     float  *pp_timeline;                        //   rank: [pp_ranks][1 + pp_cap*5] (count, rows
                                                 //   of hp_trainer_pp_timeline); NULL without pp
+    hp_plan_measured measured;                  // this rank's parallel run (hp_trainer_measured;
+                                                //   traffic: the last step, step 1 if only one)
 } hp_verify_result;
 
 // Collective over world. Fills *res on world rank 0 (others get pass only). Returns 0 when
@@ -90,6 +93,10 @@ void hp_verify_result_free(hp_verify_result *res);
 // The summary of res that the JSON file holds (rank 0's result; world from res): verified = 1,
 // the step-1 numbers, the worst tensors, the byte totals, the route flips, the pp timeline.
 void hp_verify_record_from_result(hp_verify_record *rec, const hp_verify_result *res);
+// Adds what a run measured (its "params_total", "memory", "traffic") and, when chk is not
+// NULL, the plan check's verdict to rec (plan_check.c).
+void hp_verify_record_add_measured(hp_verify_record *rec, const hp_plan_measured *x,
+                                   const hp_plan_check *chk);
 
 // The bytes each (group, op) moves in one training step on `rank` by docs/traffic.md.
 // UINT64_MAX where the amount depends on the data (the all-to-all of the MoE dispatch).

@@ -21,6 +21,7 @@
 #ifndef HYPERPAR_VERIFY_RECORD_H
 #define HYPERPAR_VERIFY_RECORD_H
 #include <stddef.h>
+#include "memtrack.h"
 
 // The tolerances of recipes.md (fp32), used by hp_verify_opts_default, the checks below and the
 // reports. Why these numbers: src/train/verify.c.
@@ -39,6 +40,7 @@ extern const hp_verify_tolerances hp_verify_tol;
 #define HP_VERIFY_MAX_PP     64   // pp ranks of the measured pipeline statistics
 #define HP_VERIFY_PP_RANKS    8   // pp ranks of the timeline
 #define HP_VERIFY_PP_ACTIONS 96   // actions per pp rank of the timeline
+#define HP_VERIFY_MAX_TRAFFIC 96  // (group, op) rows of the measured traffic
 
 typedef struct hp_verify_record {
     int    pass;
@@ -71,6 +73,21 @@ typedef struct hp_verify_record {
     // (op 0 F, 1 B, 2 I, 3 W; times in ms)
     int    pp_ranks, pp_n[HP_VERIFY_PP_RANKS];
     float  pp_timeline[HP_VERIFY_PP_RANKS][HP_VERIFY_PP_ACTIONS][5];
+    // what the run measured on world rank 0 (plan.h's hp_plan_measured; measured = 0: unknown):
+    // "params_total", "memory" {persistent_bytes, peak_bytes, current {category: B}, peak {..}},
+    // "traffic" {group: {op: bytes}} of one step (the last; without the verifier's gathers)
+    int    measured;
+    double params_total;
+    double mem_current[HP_MEM_COUNT], mem_peak[HP_MEM_COUNT];   // memtrack.h's categories
+    double mem_persistent, mem_peak_total;
+    int    n_traffic;
+    char   traffic_group[HP_VERIFY_MAX_TRAFFIC][16], traffic_op[HP_VERIFY_MAX_TRAFFIC][16];
+    double traffic_bytes[HP_VERIFY_MAX_TRAFFIC];
+    // the planner's prediction against it (hp_plan_check_run; plan_checked = 0: not checked):
+    // "plan_check" {pass, peak_predicted_bytes, peak_ratio (predicted / measured), why}
+    int    plan_checked, plan_pass;
+    double plan_peak_predicted, plan_peak_ratio;
+    char   plan_why[256];
 } hp_verify_record;
 
 // Every field zero or unknown (-1 where the struct says so).

@@ -104,6 +104,7 @@ void hp_comm_free(hp_comm *comm) {
     if (comm == NULL) return;
     for (int g = 0; g < HP_G_COUNT; g++)
         if (comm->group[g] != MPI_COMM_NULL) HP_MPI_CHECK(MPI_Comm_free(&comm->group[g]));
+    hp_comm_async_free(comm);
     free(comm->scratch);
     free(comm->reqs);
     free((void *)comm->rows);

@@ -12,7 +12,8 @@
 // The buffer goes through in pieces of at most HP_COMM_CHUNK elements per member (bounded
 // scratch, two slots). Piece k+1's scatter is posted before piece k is reduced, and piece
 // k's gather runs while piece k+1 is received, so the phases overlap.
-// defines: hp_fixed_allreduce, hp_fixed_reduce_scatter, hp_fixed_allreduce_wire
+// defines: hp_fixed_allreduce, hp_fixed_reduce_scatter, hp_fixed_allreduce_wire,
+//          hp_fixed_reduce_rows
 #include <string.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK, HP_COMM_CHUNK
 
@@ -30,16 +31,9 @@ static MPI_Datatype elem_type(hp_red_kind k) {
     }
 }
 
-// Chunk j of a piece of len elements: len/size each, the first len%size one more.
-static size_t chunk_len(size_t len, int size, int j) {
-    return len / (size_t)size + ((size_t)j < len % (size_t)size);
-}
-static size_t chunk_off(size_t len, int size, int j) {
-    return (size_t)j * (len / (size_t)size) + min_sz((size_t)j, len % (size_t)size);
-}
 
 // out (len) = rows[0] op rows[1] op ... op rows[size-1], in that order. out overlaps no row.
-static void reduce_rows(void *out, const void *const *rows, int size, size_t len, hp_red_kind k) {
+void hp_fixed_reduce_rows(void *out, const void *const *rows, int size, size_t len, hp_red_kind k) {
     memcpy(out, rows[0], len * elem_size(k));
     for (int r = 1; r < size; r++) {
         switch (k) {
@@ -108,12 +102,12 @@ static int post_send(const exch *x, const void *buf, size_t cnt, int j, int tag,
 // member r into row r of the slot (row stride HP_COMM_CHUNK elements).
 static int post_scatter(const exch *x, const char *base, size_t len, char *slot, MPI_Request *r) {
     int n = 0;
-    const size_t mine = chunk_len(len, x->size, x->me);
+    const size_t mine = hp_chunk_len(len, x->size, x->me);
     for (int j = 0; j < x->size; j++) {
         if (j == x->me) continue;
         n += post_recv(x, slot + (size_t)j * HP_COMM_CHUNK * x->esz, mine, j,
                        HP_COMM_TAG_SCATTER, r + n);
-        n += post_send(x, base + chunk_off(len, x->size, j) * x->esz, chunk_len(len, x->size, j),
+        n += post_send(x, base + hp_chunk_off(len, x->size, j) * x->esz, hp_chunk_len(len, x->size, j),
                        j, HP_COMM_TAG_SCATTER, r + n);
     }
     return n;
@@ -122,12 +116,12 @@ static int post_scatter(const exch *x, const char *base, size_t len, char *slot,
 // Gather of one piece: my reduced chunk to every member, chunk j from member j in place.
 static int post_gather(const exch *x, char *base, size_t len, MPI_Request *r) {
     int n = 0;
-    const char *mine = base + chunk_off(len, x->size, x->me) * x->esz;
+    const char *mine = base + hp_chunk_off(len, x->size, x->me) * x->esz;
     for (int j = 0; j < x->size; j++) {
         if (j == x->me) continue;
-        n += post_recv(x, base + chunk_off(len, x->size, j) * x->esz, chunk_len(len, x->size, j),
+        n += post_recv(x, base + hp_chunk_off(len, x->size, j) * x->esz, hp_chunk_len(len, x->size, j),
                        j, HP_COMM_TAG_GATHER, r + n);
-        n += post_send(x, mine, chunk_len(len, x->size, x->me), j, HP_COMM_TAG_GATHER, r + n);
+        n += post_send(x, mine, hp_chunk_len(len, x->size, x->me), j, HP_COMM_TAG_GATHER, r + n);
     }
     return n;
 }
@@ -137,7 +131,7 @@ uint64_t hp_fixed_allreduce_wire(size_t n, int size, int me, size_t esz) {
     const size_t piece = (size_t)size * HP_COMM_CHUNK;
     uint64_t elems = 0;
     for (size_t off = 0; off < n; off += piece) {
-        const size_t len = min_sz(n - off, piece), mine = chunk_len(len, size, me);
+        const size_t len = min_sz(n - off, piece), mine = hp_chunk_len(len, size, me);
         elems += (uint64_t)(len - mine) + (uint64_t)(size - 1) * mine;   // scatter + gather
     }
     return elems * esz;
@@ -166,11 +160,11 @@ void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_
                                          scratch + (size_t)(1 - s) * slot_bytes, scat[1 - s]);
         hp_comm_wait(comm, n_scat[s], scat[s], x.op, x.group);
         // My own piece joins as row me (a copy: the result overwrites it in place).
-        const size_t mine = chunk_len(len, x.size, x.me);
-        char *own = base + chunk_off(len, x.size, x.me) * x.esz;
+        const size_t mine = hp_chunk_len(len, x.size, x.me);
+        char *own = base + hp_chunk_off(len, x.size, x.me) * x.esz;
         for (int r = 0; r < x.size; r++) comm->rows[r] = slot + (size_t)r * HP_COMM_CHUNK * x.esz;
         memcpy(slot + (size_t)x.me * HP_COMM_CHUNK * x.esz, own, mine * x.esz);
-        if (mine > 0) reduce_rows(own, comm->rows, x.size, mine, k);
+        if (mine > 0) hp_fixed_reduce_rows(own, comm->rows, x.size, mine, k);
         n_gath[s] = post_gather(&x, base, len, gath[s]);
         if (p > 0) hp_comm_wait(comm, n_gath[1 - s], gath[1 - s], x.op, x.group);
     }
@@ -216,6 +210,6 @@ void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const 
         hp_comm_wait(comm, n_scat[s], scat[s], x.op, x.group);
         for (int r = 0; r < x.size; r++) comm->rows[r] = slot + (size_t)r * HP_COMM_CHUNK * x.esz;
         comm->rows[x.me] = send + (size_t)x.me * n + off;   // mine, read in place
-        reduce_rows(recv + off, comm->rows, x.size, len, HP_RED_F32_SUM);
+        hp_fixed_reduce_rows(recv + off, comm->rows, x.size, len, HP_RED_F32_SUM);
     }
 }

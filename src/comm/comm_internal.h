@@ -1,6 +1,7 @@
 // comm_internal.h - the hp_comm struct and the checks shared by src/comm/*.c (private).
 // defines: struct hp_comm, HP_MPI_CHECK, hp_comm_fail, hp_comm_scratch, hp_comm_count,
-//          hp_comm_count_wire, hp_comm_wait, HP_COMM_CHUNK, HP_COMM_TAG_*
+//          hp_comm_count_wire, hp_comm_wait, hp_comm_test, HP_COMM_CHUNK, HP_COMM_TAG_*,
+//          HP_COMM_ASYNC_MAX, hp_chunk_len/off
 #ifndef HYPERPAR_COMM_INTERNAL_H
 #define HYPERPAR_COMM_INTERNAL_H
 #include <limits.h>
@@ -14,9 +15,15 @@
 
 // Tags of the point-to-point messages the comm layer sends itself (fixed-order reductions,
 // broadcast, send/recv). Distinct per phase so one phase never matches another's message;
-// every call completes all its requests before it returns, so calls never interleave.
+// every blocking call completes all its requests before it returns, so calls never
+// interleave. The nonblocking reductions (comm_async.c) have tags of their own.
 enum { HP_COMM_TAG_SENDRECV = 0, HP_COMM_TAG_SCATTER = 0x4801, HP_COMM_TAG_GATHER = 0x4802,
        HP_COMM_TAG_BCAST = 0x4803 };
+
+// Nonblocking reductions in flight at once on one hp_comm; one more waits for the oldest
+// (each holds a copy of its operands: this bounds the memory).
+#define HP_COMM_ASYNC_MAX 4
+typedef struct hp_comm_async_op hp_comm_async_op;   // comm_async.c
 
 struct hp_comm {
     MPI_Comm  world;                    // the communicator handed to hp_comm_init
@@ -35,6 +42,9 @@ struct hp_comm {
     size_t    scratch_bytes;
     MPI_Request *reqs;                  // (8*world) requests of the fixed-order exchanges
     const void **rows;                  // (world) operand rows of one fixed-order reduction
+    hp_comm_async_op *async[HP_COMM_ASYNC_MAX];   // slots of the nonblocking reductions,
+    int       async_head, async_tail;   // tickets [head, tail) in flight, in posting order
+    int       async_busy;               // inside the queue's code: no nested progress
 };
 
 // Prints "file:line: what" and takes the whole job down (MPI_Abort, never exit): a
@@ -72,6 +82,13 @@ void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
                      MPI_Request *reqs, const char *op, const char *group);
 #define hp_comm_wait(comm, n, reqs, op, group) \
     hp_comm_wait_at(__FILE__, __LINE__, (comm), (n), (reqs), (op), (group))
+// One nonblocking test of the n requests (finished ones become MPI_REQUEST_NULL): 1 when all
+// are done. An MPI error is reported like hp_comm_wait's.
+int hp_comm_test_at(const char *file, int line, int n, MPI_Request *reqs, const char *op,
+                    const char *group);
+#define hp_comm_test(n, reqs, op, group) hp_comm_test_at(__FILE__, __LINE__, (n), (reqs), (op), (group))
+// hp_comm_free's: the nonblocking reductions' slots (none may be in flight).
+void hp_comm_async_free(hp_comm *comm);
 
 // hp_comm_init's check of HP_TIMEOUT (when no setter ran): a bad value ends the job with
 // exit 2 and one line from rank 0 of world.
@@ -88,12 +105,24 @@ typedef enum { HP_RED_F32_SUM, HP_RED_F32_MAX, HP_RED_F64_SUM, HP_RED_I64_SUM } 
 // In place over a group of size > 1: a reduce-scatter (member j reduces chunk j in member
 // order 0..size-1) then an all-gather of the reduced chunks, in pipelined pieces.
 void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_red_kind k);
+// out (len) = rows[0] + rows[1] + ... in that order (op k); out overlaps no row.
+void hp_fixed_reduce_rows(void *out, const void *const *rows, int size, size_t len, hp_red_kind k);
 // recv (n) = member-ordered sum of every member's send[me*n .. +n); group of size > 1.
 void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
                              size_t n);
 // Bytes member `me` of a group of `size` puts on the wire in hp_fixed_allreduce of n
 // elements of esz bytes (see docs/traffic.md).
 uint64_t hp_fixed_allreduce_wire(size_t n, int size, int me, size_t esz);
+
+// Chunk j of a piece of len elements split over size members: len/size each, the first
+// len%size one more (the fixed-order all-reduce's ownership; comm_fixed_order.c, comm_async.c).
+static inline size_t hp_chunk_len(size_t len, int size, int j) {
+    return len / (size_t)size + ((size_t)j < len % (size_t)size);
+}
+static inline size_t hp_chunk_off(size_t len, int size, int j) {
+    const size_t extra = len % (size_t)size;
+    return (size_t)j * (len / (size_t)size) + ((size_t)j < extra ? (size_t)j : extra);
+}
 
 // Checks that n fits an MPI count (int) for the operations that cannot split it.
 static inline int hp_comm_int_count(size_t n, const char *who) {

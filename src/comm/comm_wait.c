@@ -5,7 +5,7 @@
 // The timeout is process-wide (hp_comm_set_timeout, else HP_TIMEOUT, else 600 s).
 // defines: hp_comm_wait_at, hp_comm_set_timeout, hp_comm_timeout, hp_comm_parse_timeout,
 //          hp_comm_set_step, hp_comm_last_step, hp_comm_check_timeout_env,
-//          hp_comm_install_world_errhandler
+//          hp_comm_install_world_errhandler, hp_comm_test_at
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -160,6 +160,11 @@ static int test_all(const char *file, int line, int n, MPI_Request *reqs, const 
     return all;
 }
 
+int hp_comm_test_at(const char *file, int line, int n, MPI_Request *reqs, const char *op,
+                    const char *group) {
+    return n <= 0 || test_all(file, line, n, reqs, op, group);
+}
+
 void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
                      MPI_Request *reqs, const char *op, const char *group) {
     if (n <= 0) return;
@@ -184,5 +189,8 @@ void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
             if (pause_ns > WAIT_SLEEP_MAX_NS) pause_ns = WAIT_SLEEP_MAX_NS;
         }
         if (test_all(file, line, n, reqs, op, group)) { g_wait_op = NULL; return; }
+        // the nonblocking reductions in flight go on meanwhile (comm_async.c): a partner
+        // may be waiting for this rank's share of one while this rank waits here
+        hp_comm_progress((hp_comm *)comm);
     }
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/kernels.h"
+#include "hyperpar/memtrack.h"
 #include "hyperpar/moe.h"
 
 struct hp_moe_state {
@@ -55,7 +56,8 @@ struct hp_moe_state {
     float *dsact, *dsh1, *dsh3; // (N, Fsl)
 };
 
-static float *fbuf(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+// every buffer of the block is an activation (docs/planner.md, "Measured memory")
+static float *fbuf(size_t n) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float)); }
 
 hp_moe_state *hp_moe_state_init(const hp_moe_dims *md) {
     const hp_moe_dims *m = md;
@@ -83,7 +85,7 @@ hp_moe_state *hp_moe_state_init(const hp_moe_dims *md) {
     }
     if (rule) { fprintf(stderr, "hp_moe_state_init: %s\n", rule); return NULL; }
 
-    hp_moe_state *st = calloc(1, sizeof *st);
+    hp_moe_state *st = hp_mem_alloc(HP_MEM_OTHER, sizeof *st);
     if (!st) { fprintf(stderr, "hp_moe_state_init: out of memory\n"); return NULL; }
     st->md = *m;
     st->n = m->N / m->token_split;
@@ -92,7 +94,7 @@ hp_moe_state *hp_moe_state_init(const hp_moe_dims *md) {
     st->x = fbuf(N * D);
     st->logits = fbuf(N * E);
     st->scores = fbuf(N * E);
-    st->idx = calloc(N * K, sizeof(int));
+    st->idx = hp_mem_alloc(HP_MEM_ACTIVATIONS, N * K * sizeof(int));
     st->gates = fbuf(N * K);
     st->sh1 = fbuf(N * Fs); st->sh3 = fbuf(N * Fs); st->sact = fbuf(N * Fs);
     st->sy = fbuf(N * D);
@@ -112,8 +114,8 @@ hp_moe_state *hp_moe_state_init(const hp_moe_dims *md) {
 static void free_routed(hp_moe_state *st) {
     if (st->disp) st->ops->free(st->disp);
     st->disp = NULL;
-    free(st->xe); free(st->ye); free(st->h1); free(st->h3); free(st->act);
-    free(st->dye); free(st->dxe); free(st->dact); free(st->dh1); free(st->dh3);
+    hp_mem_free(st->xe); hp_mem_free(st->ye); hp_mem_free(st->h1); hp_mem_free(st->h3); hp_mem_free(st->act);
+    hp_mem_free(st->dye); hp_mem_free(st->dxe); hp_mem_free(st->dact); hp_mem_free(st->dh1); hp_mem_free(st->dh3);
     st->xe = st->ye = st->h1 = st->h3 = st->act = NULL;
     st->dye = st->dxe = st->dact = st->dh1 = st->dh3 = NULL;
     st->ready = 0;
@@ -122,11 +124,11 @@ static void free_routed(hp_moe_state *st) {
 void hp_moe_state_free(hp_moe_state *st) {
     if (!st) return;
     free_routed(st);
-    free(st->x); free(st->logits); free(st->scores); free(st->idx); free(st->gates);
-    free(st->sh1); free(st->sh3); free(st->sact); free(st->sy);
-    free(st->dgates); free(st->dscores); free(st->dlogits);
-    free(st->dsact); free(st->dsh1); free(st->dsh3);
-    free(st);
+    hp_mem_free(st->x); hp_mem_free(st->logits); hp_mem_free(st->scores); hp_mem_free(st->idx); hp_mem_free(st->gates);
+    hp_mem_free(st->sh1); hp_mem_free(st->sh3); hp_mem_free(st->sact); hp_mem_free(st->sy);
+    hp_mem_free(st->dgates); hp_mem_free(st->dscores); hp_mem_free(st->dlogits);
+    hp_mem_free(st->dsact); hp_mem_free(st->dsh1); hp_mem_free(st->dsh3);
+    hp_mem_free(st);
 }
 
 const int *hp_moe_routing(const hp_moe_state *st) { return st ? st->idx : NULL; }

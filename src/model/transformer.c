@@ -7,10 +7,12 @@
 // core, the MoE dispatch. It does not know which style fills them: with every degree 1 each
 // is a copy or the plain computation, and this is the single-process reference.
 #include <math.h>
+#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
+#include "hyperpar/memtrack.h"
 #include "model/transformer.h"
 
 // The table names of a block's parameter roles (layers.{l}.<suffix>), in hp_block_param order.
@@ -81,8 +83,10 @@ static void lookup_params(hp_transformer *tf) {
 static size_t falloc_bytes;
 static float *falloc(size_t n) {
     falloc_bytes += (n ? n : 1) * sizeof(float);
-    return calloc(n ? n : 1, sizeof(float));
+    return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float));
 }
+// The per-rank backward scratch (one set, whatever the slots): category scratch.
+static float *salloc(size_t n) { return hp_mem_alloc(HP_MEM_SCRATCH, (n ? n : 1) * sizeof(float)); }
 
 static hp_moe_weights moe_weights(hp_transformer *tf, int l) {
     hp_moe_weights w = {
@@ -113,16 +117,18 @@ static hp_moe_grads moe_grads(hp_transformer *tf, int l) {
 // ---------------------------------------------------------------------------------------
 // allocation
 
-// One block's activations; only h_in (the stage boundary's buffer) for a block of another
-// pp rank.
-static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
-    const hp_model_config *m = &tf->m;
+// Activation checkpointing (config.h, hp_run_ac_block): block l is checkpointed when
+// (l+1) % ac_every == 0. It keeps only h_in per slot; its forward and its recompute run in
+// the one shared set tf->recompute.
+static int ac_block(const hp_transformer *tf, int l) {
+    return tf->ac_every > 0 && (l + 1) % tf->ac_every == 0;
+}
+
+// The attention half of a block's activations (n1 .. g2 and the core's state).
+static int alloc_attention(hp_transformer *tf, hp_block_acts *A) {
     const hp_local_shapes *sh = &tf->sh;
     const size_t D = (size_t)sh->D, res = (size_t)sh->Nres, reg = (size_t)sh->Nreg;
     const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
-    A->h_in = falloc(res * D);
-    if (!A->h_in) return -1;
-    if (!tf->layer_local[l]) return 0;
     A->n1 = falloc(res * D); A->rstd1 = falloc(res);
     A->g1 = falloc(reg * D);
     A->q = falloc(reg * qd); A->k = falloc(reg * kvd); A->v = falloc(reg * kvd);
@@ -132,18 +138,27 @@ static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
     if (!A->n1 || !A->rstd1 || !A->g1 || !A->q || !A->k || !A->v || !A->att || !A->lse ||
         !A->h_mid || !A->n2 || !A->rstd2 || !A->g2)
         return -1;
-    if (tf->hk.attn.state_init && tf->hk.attn.state_init(tf->hk.attn.ctx, &A->attn) != 0) return -1;
-    if (!hp_model_is_moe_layer(m, l)) {
-        A->a1 = falloc(reg * (size_t)sh->Fl);
-        A->a3 = falloc(reg * (size_t)sh->Fl);
-        A->act = falloc(reg * (size_t)sh->Fl);
-        if (!A->a1 || !A->a3 || !A->act) return -1;
-        if (!tf->split_backward) return 0;
-        A->dy_wo = falloc(reg * D); A->dy_w2 = falloc(reg * D);
-        A->dy_w1 = falloc(reg * (size_t)sh->Fl); A->dy_w3 = falloc(reg * (size_t)sh->Fl);
-        A->dy_q = falloc(reg * qd); A->dy_k = falloc(reg * kvd); A->dy_v = falloc(reg * kvd);
-        return A->dy_wo && A->dy_w2 && A->dy_w1 && A->dy_w3 && A->dy_q && A->dy_k && A->dy_v ? 0 : -1;
-    }
+    return tf->hk.attn.state_init && tf->hk.attn.state_init(tf->hk.attn.ctx, &A->attn) != 0 ? -1 : 0;
+}
+
+// A dense block's FFN activations, and under zbv the dy its linears keep for W.
+static int alloc_dense_ffn(hp_transformer *tf, hp_block_acts *A) {
+    const hp_local_shapes *sh = &tf->sh;
+    const size_t D = (size_t)sh->D, reg = (size_t)sh->Nreg, fl = (size_t)sh->Fl;
+    const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
+    A->a1 = falloc(reg * fl); A->a3 = falloc(reg * fl); A->act = falloc(reg * fl);
+    if (!A->a1 || !A->a3 || !A->act) return -1;
+    if (!tf->split_backward) return 0;
+    A->dy_wo = falloc(reg * D); A->dy_w2 = falloc(reg * D);
+    A->dy_w1 = falloc(reg * fl); A->dy_w3 = falloc(reg * fl);
+    A->dy_q = falloc(reg * qd); A->dy_k = falloc(reg * kvd); A->dy_v = falloc(reg * kvd);
+    return A->dy_wo && A->dy_w2 && A->dy_w1 && A->dy_w3 && A->dy_q && A->dy_k && A->dy_v ? 0 : -1;
+}
+
+// A MoE block's state (its buffers, the routed rows sized at the first forward).
+static int alloc_moe(hp_transformer *tf, hp_block_acts *A) {
+    const hp_model_config *m = &tf->m;
+    const hp_local_shapes *sh = &tf->sh;
     hp_moe_dims md = {
         .N = sh->Nreg, .D = m->dim, .E = m->num_experts, .K = m->top_k,
         .El = sh->El, .e0 = sh->e0, .Fel = sh->Fel, .Fsl = sh->Fsl,
@@ -158,9 +173,39 @@ static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
     return A->moe && hp_moe_set_dispatch(A->moe, tf->hk.moe, tf->hk.moe_ctx) == 0 ? 0 : -1;
 }
 
+// Block l's buffers in one slot: nothing for a block of another pp rank, unless a stage of
+// this rank ends just before it (h_in is then where that stage's output goes); only h_in for
+// a checkpointed block; everything for the others.
+static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
+    const int local = tf->layer_local[l], feeds = l > 0 && tf->layer_local[l - 1];
+    if (!local && !feeds) return 0;
+    A->h_in = falloc((size_t)tf->sh.Nres * tf->sh.D);
+    if (!A->h_in) return -1;
+    if (!local || ac_block(tf, l)) return 0;
+    if (alloc_attention(tf, A) != 0) return -1;
+    return hp_model_is_moe_layer(&tf->m, l) ? alloc_moe(tf, A) : alloc_dense_ffn(tf, A);
+}
+
+// The one recompute set of a rank with checkpointed blocks: the attention half, and the FFN
+// of each kind (dense, MoE) among its checkpointed blocks. Its h_in points at the running
+// block's kept input.
+static int alloc_recompute(hp_transformer *tf) {
+    int dense = 0, moe = 0;
+    for (int l = 0; l < tf->m.n_layers; l++)
+        if (tf->layer_local[l] && ac_block(tf, l)) {
+            if (hp_model_is_moe_layer(&tf->m, l)) moe = 1;
+            else dense = 1;
+        }
+    if (!dense && !moe) return 0;
+    hp_block_acts *R = tf->recompute = hp_mem_alloc(HP_MEM_OTHER, sizeof *R);
+    if (!R || alloc_attention(tf, R) != 0) return -1;
+    if (dense && alloc_dense_ffn(tf, R) != 0) return -1;
+    return moe ? alloc_moe(tf, R) : 0;
+}
+
 int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
                         const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
-                        int split_backward) {
+                        int split_backward, int ac_every) {
     memset(tf, 0, sizeof *tf);
     tf->m = *m;
     tf->sh = *sh;
@@ -168,10 +213,11 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     tf->hk = *hk;
     tf->n_slots = n_slots < 1 ? 1 : n_slots;
     tf->split_backward = split_backward;
+    tf->ac_every = ac_every;
     const int L = m->n_layers;
     const size_t D = (size_t)sh->D, res = (size_t)sh->Nres, reg = (size_t)sh->Nreg;
     const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
-    tf->layer_local = calloc((size_t)L + 1, sizeof(int));
+    tf->layer_local = hp_mem_alloc(HP_MEM_OTHER, ((size_t)L + 1) * sizeof(int));
     if (!tf->layer_local) return -1;
     for (int l = 0; l < L; l++) {
         char name[96];
@@ -183,13 +229,14 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     tf->head_local = i_out >= 0 && pt->p[i_out].on_rank;
 
     const size_t bytes_before = falloc_bytes;
-    tf->blocks = calloc((size_t)tf->n_slots * L + 1, sizeof(hp_block_acts));
-    tf->heads = calloc((size_t)tf->n_slots, sizeof(hp_head_acts));
+    tf->blocks = hp_mem_alloc(HP_MEM_OTHER, ((size_t)tf->n_slots * L + 1) * sizeof(hp_block_acts));
+    tf->heads = hp_mem_alloc(HP_MEM_OTHER, (size_t)tf->n_slots * sizeof(hp_head_acts));
     if (!tf->blocks || !tf->heads) return -1;
     lookup_params(tf);
     for (int slot = 0; slot < tf->n_slots; slot++)
         for (int l = 0; l < L; l++)
             if (alloc_block(tf, &tf->blocks[(size_t)slot * L + l], l) != 0) return -1;
+    if (alloc_recompute(tf) != 0) return -1;
     for (int slot = 0; slot < tf->n_slots; slot++) {
         hp_head_acts *H = &tf->heads[slot];
         H->h_final = falloc(res * D);
@@ -206,53 +253,54 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
         if (!H->nf || !H->rstdf || !H->gf || !H->logits || !H->ce_m || !H->ce_se) return -1;
         if (tf->split_backward && !(H->dy_out = falloc(reg * (size_t)sh->Vl))) return -1;
     }
-    tf->activation_bytes = falloc_bytes - bytes_before;   // every slot's blocks and head
-    tf->dlogits = falloc(reg * (size_t)sh->Vl);
-    tf->res_a = falloc(res * D); tf->res_b = falloc(res * D);
-    tf->reg_a = falloc(reg * D); tf->reg_b = falloc(reg * D);
-    tf->reg_q = falloc(reg * qd); tf->reg_k = falloc(reg * kvd); tf->reg_v = falloc(reg * kvd);
-    tf->reg_att = falloc(reg * qd);
+    tf->activation_bytes = falloc_bytes - bytes_before;   // every slot's blocks and head, the recompute set
+    tf->dlogits = salloc(reg * (size_t)sh->Vl);
+    tf->res_a = salloc(res * D); tf->res_b = salloc(res * D);
+    tf->reg_a = salloc(reg * D); tf->reg_b = salloc(reg * D);
+    tf->reg_q = salloc(reg * qd); tf->reg_k = salloc(reg * kvd); tf->reg_v = salloc(reg * kvd);
+    tf->reg_att = salloc(reg * qd);
     const size_t fl = (size_t)sh->Fl;
-    tf->reg_f1 = falloc(reg * fl); tf->reg_f2 = falloc(reg * fl); tf->reg_f3 = falloc(reg * fl);
+    tf->reg_f1 = salloc(reg * fl); tf->reg_f2 = salloc(reg * fl); tf->reg_f3 = salloc(reg * fl);
     return tf->dlogits && tf->res_a && tf->res_b && tf->reg_a && tf->reg_b && tf->reg_q &&
            tf->reg_k && tf->reg_v && tf->reg_att && tf->reg_f1 && tf->reg_f2 && tf->reg_f3 ? 0 : -1;
+}
+
+static void free_block(hp_transformer *tf, hp_block_acts *A) {
+    hp_mem_free(A->h_in); hp_mem_free(A->n1); hp_mem_free(A->rstd1); hp_mem_free(A->g1);
+    hp_mem_free(A->q); hp_mem_free(A->k); hp_mem_free(A->v); hp_mem_free(A->att); hp_mem_free(A->lse);
+    hp_mem_free(A->h_mid); hp_mem_free(A->n2); hp_mem_free(A->rstd2); hp_mem_free(A->g2);
+    hp_mem_free(A->a1); hp_mem_free(A->a3); hp_mem_free(A->act);
+    hp_mem_free(A->dy_wo); hp_mem_free(A->dy_w2); hp_mem_free(A->dy_w1); hp_mem_free(A->dy_w3);
+    hp_mem_free(A->dy_q); hp_mem_free(A->dy_k); hp_mem_free(A->dy_v);
+    if (A->moe) hp_moe_state_free(A->moe);
+    if (A->attn) tf->hk.attn.state_free(A->attn);
 }
 
 void hp_transformer_free(hp_transformer *tf) {
     const int L = tf->m.n_layers;
     if (tf->blocks) {
-        for (size_t b = 0; b < (size_t)tf->n_slots * L; b++) {
-            hp_block_acts *A = &tf->blocks[b];
-            free(A->h_in); free(A->n1); free(A->rstd1); free(A->g1);
-            free(A->q); free(A->k); free(A->v); free(A->att); free(A->lse);
-            free(A->h_mid); free(A->n2); free(A->rstd2); free(A->g2);
-            free(A->a1); free(A->a3); free(A->act);
-            free(A->dy_wo); free(A->dy_w2); free(A->dy_w1); free(A->dy_w3);
-            free(A->dy_q); free(A->dy_k); free(A->dy_v);
-            if (A->moe) hp_moe_state_free(A->moe);
-            if (A->attn) tf->hk.attn.state_free(A->attn);
-        }
-        free(tf->blocks);
+        for (size_t b = 0; b < (size_t)tf->n_slots * L; b++) free_block(tf, &tf->blocks[b]);
+        hp_mem_free(tf->blocks);
+    }
+    if (tf->recompute) {
+        tf->recompute->h_in = NULL;   // a slot's, lent to the running block
+        free_block(tf, tf->recompute);
+        hp_mem_free(tf->recompute);
     }
     if (tf->heads) {
         for (int slot = 0; slot < tf->n_slots; slot++) {
             hp_head_acts *H = &tf->heads[slot];
-            free(H->h_final); free(H->nf); free(H->rstdf); free(H->gf); free(H->logits);
-            free(H->ce_m); free(H->ce_se); free(H->dy_out); free(H->dy_embed);
+            hp_mem_free(H->h_final); hp_mem_free(H->nf); hp_mem_free(H->rstdf); hp_mem_free(H->gf); hp_mem_free(H->logits);
+            hp_mem_free(H->ce_m); hp_mem_free(H->ce_se); hp_mem_free(H->dy_out); hp_mem_free(H->dy_embed);
         }
-        free(tf->heads);
+        hp_mem_free(tf->heads);
     }
-    free(tf->layer_local);
-    free(tf->dlogits);
-    free(tf->res_a); free(tf->res_b); free(tf->reg_a); free(tf->reg_b);
-    free(tf->reg_q); free(tf->reg_k); free(tf->reg_v); free(tf->reg_att);
-    free(tf->reg_f1); free(tf->reg_f2); free(tf->reg_f3);
+    hp_mem_free(tf->layer_local);
+    hp_mem_free(tf->dlogits);
+    hp_mem_free(tf->res_a); hp_mem_free(tf->res_b); hp_mem_free(tf->reg_a); hp_mem_free(tf->reg_b);
+    hp_mem_free(tf->reg_q); hp_mem_free(tf->reg_k); hp_mem_free(tf->reg_v); hp_mem_free(tf->reg_att);
+    hp_mem_free(tf->reg_f1); hp_mem_free(tf->reg_f2); hp_mem_free(tf->reg_f3);
     memset(tf, 0, sizeof *tf);
-}
-
-const int *hp_transformer_routing(const hp_transformer *tf, int l) {
-    const hp_block_acts *A = &tf->blocks[(size_t)tf->slot * tf->m.n_layers + l];
-    return A->moe ? hp_moe_routing(A->moe) : NULL;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -266,9 +314,52 @@ static void add_into(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-static void block_forward(hp_transformer *tf, int l, float *h_out) {
-    const hp_model_config *m = &tf->m;
+// The buffers block l runs in: its own in the slot, or for a checkpointed block the shared
+// recompute set over the slot's kept h_in.
+static hp_block_acts *block_work(hp_transformer *tf, int l) {
     hp_block_acts *A = acts(tf, l);
+    if (!ac_block(tf, l)) return A;
+    tf->recompute->h_in = A->h_in;
+    return tf->recompute;
+}
+
+// The step's routing of MoE block l for the running microbatch (the caller's record), or NULL.
+static int *routing_record(hp_transformer *tf, int l) {
+    if (!tf->routing) return NULL;
+    int i = 0;
+    for (int k = 0; k < l; k++) i += hp_model_is_moe_layer(&tf->m, k);
+    const size_t per_mb = (size_t)tf->sh.Nreg * tf->m.top_k;
+    return tf->routing + ((size_t)i * tf->sh.M + tf->mb) * per_mb;
+}
+
+// The forward records block l's routing; its recompute must route every token the same way
+// (deterministic kernels, the same input): a difference is a broken recompute, and the job
+// stops here rather than train on gradients of another routing.
+static void keep_routing(hp_transformer *tf, int l, const hp_moe_state *st, int recompute) {
+    int *rec = routing_record(tf, l);
+    if (!rec) return;
+    const size_t n = (size_t)tf->sh.Nreg * tf->m.top_k;
+    if (!recompute) {
+        memcpy(rec, hp_moe_routing(st), n * sizeof(int));
+        return;
+    }
+    const int *again = hp_moe_routing(st);
+    for (size_t i = 0; i < n; i++)
+        if (again[i] != rec[i]) {
+            fprintf(stderr, "hp: activation checkpointing: the recompute of block %d routed row %zu "
+                    "(microbatch %d) to expert %d, its forward to %d; the recompute must repeat the "
+                    "forward exactly\n", l, i / (size_t)tf->m.top_k, tf->mb, again[i], rec[i]);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, 1);   // every rank stops: a peer may wait in a collective
+            abort();
+        }
+}
+
+// Block l's forward from its h_in into h_out. recompute: a checkpointed block's rerun in
+// its backward (every collective again, the routing checked against the forward's).
+static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute) {
+    const hp_model_config *m = &tf->m;
+    hp_block_acts *A = block_work(tf, l);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nres = (size_t)tf->sh.Nres * D;
 
@@ -290,9 +381,10 @@ static void block_forward(hp_transformer *tf, int l, float *h_out) {
     hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, PARAM(l, BP_FFN_NORM), m->norm_eps,
                        tf->sh.Nres, D);
     region_enter(tf, A->g2, A->n2, D);
-    if (A->moe) {
+    if (hp_model_is_moe_layer(m, l)) {
         hp_moe_weights w = moe_weights(tf, l);
         hp_moe_block_forward(A->moe, tf->reg_a, A->g2, &w);
+        keep_routing(tf, l, A->moe, recompute);
     } else {
         hp_linear_forward(A->a1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
         hp_linear_forward(A->a3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
@@ -322,7 +414,7 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     }
     for (int l = l0; l < l1; l++) {
         unit_gather(tf, 1 + l);
-        block_forward(tf, l, stream_in(tf, l + 1));
+        block_forward(tf, l, stream_in(tf, l + 1), 0);
         unit_release(tf, 1 + l);
     }
     tf->ce_sum_local = 0.0;
@@ -359,16 +451,26 @@ static void linear_bwd(hp_transformer *tf, float *dx, float *dw, float *keep_dy,
     hp_linear_backward(dx, dw, dy, x, w, N, in, out);
 }
 
+// A checkpointed block first reruns its forward from its kept h_in into the recompute set
+// (its output, already handed on, lands in scratch); the FSDP unit is gathered already.
 static void block_backward(hp_transformer *tf, int l, float *dh) {
     const hp_model_config *m = &tf->m;
-    hp_block_acts *A = acts(tf, l);
+    if (ac_block(tf, l)) {
+        // (ac_recompute_stale: the bug reruns the block from the next block's kept input,
+        //  an off-by-one into the slot's inputs; shapes and collectives stay the same)
+        float *kept = acts(tf, l)->h_in;
+        if (hp_failpoint(HP_FP_AC_RECOMPUTE_STALE)) acts(tf, l)->h_in = stream_in(tf, l + 1);
+        block_forward(tf, l, tf->res_a, 1);
+        acts(tf, l)->h_in = kept;
+    }
+    hp_block_acts *A = block_work(tf, l);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl;
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
     region_exit_backward(tf, tf->reg_a, dh, D);
     zeros(tf->reg_b, nreg);
-    if (A->moe) {
+    if (hp_model_is_moe_layer(m, l)) {
         hp_moe_weights w = moe_weights(tf, l);
         hp_moe_grads g = moe_grads(tf, l);
         hp_moe_block_backward(A->moe, tf->reg_b, &g, tf->reg_a, &w);

@@ -62,12 +62,21 @@ typedef struct hp_transformer {
     int mb, slot, n_slots;
     int split_backward;        // zbv: backwards run as I (input grads) then W (weight grads)
     int input_only;            // the running backward is an I: weight grads of linears wait for W
-    hp_block_acts *blocks;     // [n_slots * L]; slot 0's entries also carry the role indices
+    hp_block_acts *blocks;     // [n_slots * L]; slot 0's entries also carry the role indices.
+                               // Buffers only for this rank's blocks (and h_in of the block after
+                               // each of its stages: where that stage's output goes); a
+                               // checkpointed block has only h_in
+    int ac_every;              // activation checkpointing (config.h, hp_run_ac_block): 0 none
+    hp_block_acts *recompute;  // the one set the checkpointed blocks run in (NULL: none here);
+                               // its h_in points at the running block's kept input
+    int *routing;              // (n_moe, M*Nreg, K) the step's routing, the caller's: each
+                               // forward records its MoE blocks' here (NULL: not recorded), a
+                               // recompute is checked against it
     hp_head_acts *heads;       // [n_slots]
     int *layer_local;          // [L] 1: this rank's pp rank holds block l
     int head_local;            // this rank holds the head (norm, output): the last stage
     int pid_tok, pid_norm, pid_out;   // table indices of the top-level parameters
-    size_t activation_bytes;   // what the slots' activations take on this rank
+    size_t activation_bytes;   // what the slots' activations and the recompute set take here
     float *dlogits;            // (reg, Vl)
     float *res_a, *res_b;      // (res, D) scratch; res_b carries the stream's gradient
     float *reg_a, *reg_b;      // (reg, D) scratch
@@ -77,10 +86,11 @@ typedef struct hp_transformer {
     double ce_sum_local;       // the sum of CE over the last forward's microbatch
 } hp_transformer;
 
-// Sizes every activation slot for the shapes; the hooks are copied. Returns 0 or -1 (memory).
+// Sizes every activation slot for the shapes and the AC mode (ac_every as hp_run_config's);
+// the hooks are copied. Returns 0 or -1 (memory).
 int    hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
                            const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
-                           int split_backward);
+                           int split_backward, int ac_every);
 void   hp_transformer_free(hp_transformer *tf);
 double hp_transformer_forward(hp_transformer *tf);     // returns this rank's loss share
 void   hp_transformer_backward(hp_transformer *tf);    // leaves reduced gradient shards
@@ -88,7 +98,8 @@ void   hp_transformer_backward(hp_transformer *tf);    // leaves reduced gradien
 // the embedding when first and the head and loss (tf->ce_sum_local) when last. The stream
 // enters at hp_transformer_stream(tf, l0) and leaves at hp_transformer_stream(tf, l1); the
 // backward's gradient of the stream is in tf->res_b on entry (unless last) and on exit
-// (unless first).
+// (unless first). A checkpointed block's backward first reruns its forward (collectives
+// included) from its kept input into the recompute set.
 void   hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first, int last);
 void   hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int first, int last);
 float *hp_transformer_stream(hp_transformer *tf, int l);   // block l's input (l == L: the head's)
@@ -96,7 +107,5 @@ float *hp_transformer_stream(hp_transformer *tf, int l);   // block l's input (l
 // last microbatch) the units' reduction. The I is hp_transformer_backward_layers with
 // tf->input_only set.
 void   hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int first, int last);
-// The routing of block l's MoE in the running slot, (Nreg, K); NULL for a dense block.
-const int *hp_transformer_routing(const hp_transformer *tf, int l);
 
 #endif

@@ -23,6 +23,7 @@
 #include "hyperpar/cp_stats.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
+#include "hyperpar/memtrack.h"
 #include "cp_internal.h"
 
 static hp_cp_stats g_stats;
@@ -107,7 +108,7 @@ static void source_positions(int *kpos, int Sl, int C, int r, int s, int load_ba
 }
 
 static void *xmalloc(size_t nbytes, const char *who) {
-    void *p = malloc(nbytes ? nbytes : 1);
+    void *p = hp_mem_alloc(HP_MEM_SCRATCH, nbytes);   // the per-call K/V (docs/planner.md)
     if (!p) hp_cp_fail("%s: out of memory (%zu bytes)", who, nbytes);
     return p;
 }
@@ -192,8 +193,8 @@ void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balanc
             source_positions(kpos, Sl, C, r, s, load_balance);
             fwd_source(&x, out, lse, q, kv, kv + n, kpos);
         }
-        free(all);
-        free(mine);
+        hp_mem_free(all);
+        hp_mem_free(mine);
     } else {
         float *cur = xmalloc(2 * n * sizeof *cur, who);  // (2, n): the K/V held this step
         float *nxt = xmalloc(2 * n * sizeof *nxt, who);
@@ -207,10 +208,10 @@ void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balanc
             hp_sendrecv(comm, HP_G_CP, nxt, (r - 1 + C) % C, cur, (r + 1) % C, 2 * n);
             float *t = cur; cur = nxt; nxt = t;
         }
-        free(nxt);
-        free(cur);
+        hp_mem_free(nxt);
+        hp_mem_free(cur);
     }
-    free(kpos);
+    hp_mem_free(kpos);
 }
 
 // ----------------------------------------------------------------------------
@@ -237,7 +238,7 @@ void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balan
         // group-rank order (deterministic comm).
         float *mine = xmalloc(2 * n * sizeof *mine, who);
         float *all = xmalloc((size_t)C * 2 * n * sizeof *all, who);   // (C, 2, n) K/V
-        float *dall = calloc((size_t)C * 2 * n, sizeof *dall);           // (C, 2, n) dK/dV
+        float *dall = xmalloc((size_t)C * 2 * n * sizeof *dall, who);          // (C, 2, n) dK/dV
         if (!dall) hp_cp_fail("%s: out of memory (%zu floats)", who, (size_t)C * 2 * n);
         memcpy(mine, k, n * sizeof *mine);
         memcpy(mine + n, v, n * sizeof *mine);
@@ -251,9 +252,9 @@ void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balan
         }
         hp_reduce_scatter(comm, HP_G_CP, mine, dall, 2 * n); // mine <- summed dK/dV
         for (size_t j = 0; j < n; j++) { dk[j] += mine[j]; dv[j] += mine[n + j]; }
-        free(dall);
-        free(all);
-        free(mine);
+        hp_mem_free(dall);
+        hp_mem_free(all);
+        hp_mem_free(mine);
     } else {
         // The block travels as (K, V, dK, dV): each holder adds its contribution to the
         // block's dK/dV before passing it on. After step i rank r holds source (r-i)'s
@@ -277,8 +278,8 @@ void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balan
         }
         // cur now holds this rank's own dK/dV (in its dK/dV half), summed over all ranks
         for (size_t j = 0; j < n; j++) { dk[j] += cur[2 * n + j]; dv[j] += cur[3 * n + j]; }
-        free(nxt);
-        free(cur);
+        hp_mem_free(nxt);
+        hp_mem_free(cur);
     }
-    free(kpos);
+    hp_mem_free(kpos);
 }

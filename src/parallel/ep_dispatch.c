@@ -10,9 +10,10 @@
 #include <string.h>
 #include "ep_dispatch.h"   // defines: hp_ep_dispatch
 #include "hyperpar/failpoint.h"
+#include "hyperpar/memtrack.h"
 #include "hyperpar/moe.h"
 
-static void *xcalloc(size_t n, size_t sz) { return calloc(n ? n : 1, sz); }
+static void *xcalloc(size_t n, size_t sz) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sz); }
 
 int hp_ep_init(hp_ep_dispatch *d, hp_comm *comm, hp_dispatcher mode, int n, int K, int E,
                int El, int e0, int D) {
@@ -78,11 +79,11 @@ int hp_ep_init(hp_ep_dispatch *d, hp_comm *comm, hp_dispatcher mode, int n, int 
 
 void hp_ep_free(hp_ep_dispatch *d) {
     if (!d) return;
-    free(d->off); free(d->perm); free(d->idx); free(d->gates);
-    free(d->counts_local); free(d->counts_recv); free(d->send_counts); free(d->recv_counts);
-    free(d->sorted); free(d->pos); free(d->xs); free(d->ys); free(d->xr);
-    free(d->idx_g); free(d->gates_g); free(d->loc); free(d->xg); free(d->part);
-    free(d->dpart); free(d->tmp);
+    hp_mem_free(d->off); hp_mem_free(d->perm); hp_mem_free(d->idx); hp_mem_free(d->gates);
+    hp_mem_free(d->counts_local); hp_mem_free(d->counts_recv); hp_mem_free(d->send_counts); hp_mem_free(d->recv_counts);
+    hp_mem_free(d->sorted); hp_mem_free(d->pos); hp_mem_free(d->xs); hp_mem_free(d->ys); hp_mem_free(d->xr);
+    hp_mem_free(d->idx_g); hp_mem_free(d->gates_g); hp_mem_free(d->loc); hp_mem_free(d->xg); hp_mem_free(d->part);
+    hp_mem_free(d->dpart); hp_mem_free(d->tmp);
     memset(d, 0, sizeof *d);
 }
 
@@ -315,17 +316,17 @@ typedef struct ep_moe { hp_ep_dispatch ep; hp_comm *comm; } ep_moe;
 
 static void *ep_moe_init(void *ctx, hp_dispatcher mode, int n, int K, int E, int El, int e0,
                          int D, int *cap) {
-    ep_moe *s = calloc(1, sizeof *s);
+    ep_moe *s = hp_mem_alloc(HP_MEM_OTHER, sizeof *s);
     if (!s) { fprintf(stderr, "moe dispatch: out of memory\n"); return NULL; }
     s->comm = ctx;
-    if (hp_ep_init(&s->ep, s->comm, mode, n, K, E, El, e0, D) != 0) { free(s); return NULL; }   // (freed its own)
+    if (hp_ep_init(&s->ep, s->comm, mode, n, K, E, El, e0, D) != 0) { hp_mem_free(s); return NULL; }   // (freed its own)
     *cap = s->ep.cap;
     return s;
 }
 static void ep_moe_free(void *self) {
     ep_moe *s = self;
     hp_ep_free(&s->ep);
-    free(s);
+    hp_mem_free(s);
 }
 static int ep_moe_route(void *self, const int *idx, const float *gates, const int **off) {
     ep_moe *s = self;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/failpoint.h"
+#include "hyperpar/memtrack.h"
 #include "hyperpar/rng.h"
 #include "fsdp.h"
 
@@ -73,33 +74,33 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
     fs->d = *d;
     fs->M = M;
     const size_t n = (size_t)pt->shard_numel;
-    fs->p_shard = calloc(n, sizeof(float));
-    fs->g_shard = calloc(n, sizeof(float));
-    fs->m_shard = calloc(n, sizeof(float));
-    fs->v_shard = calloc(n, sizeof(float));
-    fs->work_p = calloc((size_t)pt->max_unit_work, sizeof(float));
-    fs->work_g = calloc((size_t)pt->max_unit_work, sizeof(float));
+    fs->p_shard = hp_mem_alloc(HP_MEM_PARAMS, n * sizeof(float));
+    fs->g_shard = hp_mem_alloc(HP_MEM_GRADS, n * sizeof(float));
+    fs->m_shard = hp_mem_alloc(HP_MEM_OPTIMIZER, n * sizeof(float));
+    fs->v_shard = hp_mem_alloc(HP_MEM_OPTIMIZER, n * sizeof(float));
+    fs->work_p = hp_mem_alloc(HP_MEM_FSDP_WORKING, (size_t)pt->max_unit_work * sizeof(float));
+    fs->work_g = hp_mem_alloc(HP_MEM_FSDP_WORKING, (size_t)pt->max_unit_work * sizeof(float));
     // staging: group size x one stack's shard of the largest unit
     int64_t need = 0;
     stack_span sp;
     for (int u = 0; u < pt->n_units; u++)
         for (int st = 0; st < 2; st++)
             if (stack_span_of(fs, u, (hp_stack)st, &sp) && sp.n * sp.G > need) need = sp.n * sp.G;
-    fs->comm_buf = calloc((size_t)need + 1, sizeof(float));
+    fs->comm_buf = hp_mem_alloc(HP_MEM_COMM_SCRATCH, ((size_t)need + 1) * sizeof(float));
     // gradient accumulation keeps every unit's unsharded grads until the step's last
     // microbatch; under pp the parameters too are gathered once per step and kept until the
     // unit's last backward (TorchTitan: reshard_after_forward = not pp_enabled)
     if (M > 1 || d->pp > 1) {
         const size_t units = pt->n_units > 0 ? (size_t)pt->n_units : 1;
-        fs->acc_offset = calloc(units, sizeof(int64_t));
-        fs->unit_kept = calloc(units, sizeof(int));
+        fs->acc_offset = hp_mem_alloc(HP_MEM_OTHER, units * sizeof(int64_t));
+        fs->unit_kept = hp_mem_alloc(HP_MEM_OTHER, units * sizeof(int));
         int64_t total = 0;
         for (int u = 0; fs->acc_offset && u < pt->n_units; u++) {
             fs->acc_offset[u] = total;
             total += pt->unit_work_numel[u];
         }
-        fs->acc_g = calloc((size_t)total + 1, sizeof(float));
-        if (d->pp > 1) fs->kept_p = calloc((size_t)total + 1, sizeof(float));
+        fs->acc_g = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
+        if (d->pp > 1) fs->kept_p = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
         if (!fs->acc_offset || !fs->unit_kept || !fs->acc_g || (d->pp > 1 && !fs->kept_p))
             return -1;
     }
@@ -108,9 +109,9 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
 }
 
 void hp_fsdp_free(hp_fsdp_state *fs) {
-    free(fs->p_shard); free(fs->g_shard); free(fs->m_shard); free(fs->v_shard);
-    free(fs->work_p); free(fs->work_g); free(fs->comm_buf);
-    free(fs->acc_g); free(fs->acc_offset); free(fs->kept_p); free(fs->unit_kept);
+    hp_mem_free(fs->p_shard); hp_mem_free(fs->g_shard); hp_mem_free(fs->m_shard); hp_mem_free(fs->v_shard);
+    hp_mem_free(fs->work_p); hp_mem_free(fs->work_g); hp_mem_free(fs->comm_buf);
+    hp_mem_free(fs->acc_g); hp_mem_free(fs->acc_offset); hp_mem_free(fs->kept_p); hp_mem_free(fs->unit_kept);
     memset(fs, 0, sizeof *fs);
 }
 
@@ -163,6 +164,7 @@ float *hp_fsdp_grad(hp_fsdp_state *fs, int i) {
 }
 
 void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
+    hp_comm_progress(fs->comm);   // gradient exchanges in flight (between computations)
     if (fs->kept_p && fs->unit_kept[u]) return;   // pp: gathered once per step
     stack_span sp;
     for (int st = 0; st < 2; st++) {
@@ -185,6 +187,7 @@ void hp_fsdp_release_unit(hp_fsdp_state *fs, int u) {
 }
 
 void hp_fsdp_release_all(hp_fsdp_state *fs) {
+    hp_comm_async_wait_all(fs->comm);   // every unit's reduced gradients are in g_shard
     if (!fs->kept_p) return;
     for (int u = 0; u < fs->pt->n_units; u++) {
         if (!fs->unit_kept[u]) continue;
@@ -205,8 +208,21 @@ static void scale(float *x, int64_t n, float f) {
     for (int64_t i = 0; i < n; i++) x[i] *= f;
 }
 
+// 1 when a failpoint alters the reduction between its reduce-scatter and all-reduce: that
+// stack takes the blocking calls, with the fault in between. Otherwise the unit's exchange
+// is posted nonblocking (a copy of comm_buf: the next unit may stage at once), travels while
+// the next unit's backward computes and is completed at the step's end, so a rank waits for
+// its slower partners once a step instead of once a unit. The sums are the same, in member
+// order.
+static int reduction_faulty(int stack) {
+    return hp_failpoint(HP_FP_FSDP_GRAD_AVERAGE) || hp_failpoint(HP_FP_HSDP_ALLREDUCE_DROPPED) ||
+           hp_failpoint(HP_FP_DDP_GRAD_AVERAGE) ||
+           (stack == HP_STACK_EXPERT && hp_failpoint(HP_FP_EXPERT_DIVIDE_FACTOR));
+}
+
 // Reduces once per step: after the backward of the last microbatch.
 void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
+    hp_comm_progress(fs->comm);   // the units posted before: sum what has arrived
     if (mb != fs->M - 1) return;
     // 1. replicated-over-tp params whose grads are partial sums over tp (SP norms, gate)
     for (int i = 0; i < fs->pt->n; i++) {
@@ -227,6 +243,11 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
                            fs->comm_buf + ((k + slot_shift) % sp.G) * sp.n +
                                (fs->pt->p[i].shard_offset - sp.s0), 1);
         float *g = fs->g_shard + sp.s0;
+        if (!reduction_faulty(st)) {   // completes at the step's end (hp_fsdp_release_all)
+            hp_reduce_scatter_start(fs->comm, sp.group, g, fs->comm_buf, (size_t)sp.n,
+                                    HP_G_DP_REPLICATE);
+            continue;
+        }
         hp_reduce_scatter(fs->comm, sp.group, g, fs->comm_buf, (size_t)sp.n);
         if (hp_failpoint(HP_FP_FSDP_GRAD_AVERAGE))   // the bug: FSDP's default mean
             scale(g, sp.n, 1.0f / (float)sp.G);

@@ -32,9 +32,14 @@ void hp_fsdp_init_params(hp_fsdp_state *st, uint64_t seed);   // counter-based i
 void hp_fsdp_set_params(hp_fsdp_state *st, const float *full); // shards of full tensors; m, v = 0
 void hp_fsdp_gather_unit(hp_fsdp_state *st, int u);     // all-gather unit u's parameters
 void hp_fsdp_release_unit(hp_fsdp_state *st, int u);    // reshard after forward / backward
-void hp_fsdp_release_all(hp_fsdp_state *st);            // pp: reshard every kept unit (step end)
+// The step's end: completes every unit's gradient exchange (hp_fsdp_reduce_unit posts them
+// nonblocking; g_shard holds the reduced shards only after this), and under pp reshards
+// every kept unit.
+void hp_fsdp_release_all(hp_fsdp_state *st);
 void hp_fsdp_zero_unit_grads(hp_fsdp_state *st, int u, int mb);
-void hp_fsdp_reduce_unit(hp_fsdp_state *st, int u, int mb);   // unit u's grads -> reduced g_shard
+// Posts unit u's gradient reduction (after the last microbatch): reduced g_shard at
+// hp_fsdp_release_all. Every unit call also advances the exchanges in flight.
+void hp_fsdp_reduce_unit(hp_fsdp_state *st, int u, int mb);
 // Pointer to parameter i (and its grad) inside the gathered unit.
 float *hp_fsdp_param(hp_fsdp_state *st, int i);
 float *hp_fsdp_grad(hp_fsdp_state *st, int i);

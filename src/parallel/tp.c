@@ -10,20 +10,21 @@
 #include <string.h>
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
+#include "hyperpar/memtrack.h"
 #include "tp.h"
 
 int hp_tp_init(hp_tp_state *st, hp_comm *comm, const hp_local_shapes *sh) {
     st->comm = comm;
     st->sh = *sh;
     const size_t reg = (size_t)sh->Nreg;
-    st->buf = calloc(reg * (size_t)sh->D + 1, sizeof(float));
-    st->ce_tl = calloc(reg + 1, sizeof(float));
+    st->buf = hp_mem_alloc(HP_MEM_SCRATCH, (reg * (size_t)sh->D + 1) * sizeof(float));
+    st->ce_tl = hp_mem_alloc(HP_MEM_SCRATCH, (reg + 1) * sizeof(float));
     return st->buf && st->ce_tl ? 0 : -1;
 }
 
 void hp_tp_free(hp_tp_state *st) {
-    free(st->buf);
-    free(st->ce_tl);
+    hp_mem_free(st->buf);
+    hp_mem_free(st->ce_tl);
     st->buf = st->ce_tl = NULL;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "hyperpar/cp.h"
 #include "hyperpar/failpoint.h"
+#include "hyperpar/memtrack.h"
 #include "hyperpar/ulysses.h"
 
 struct hp_ulysses_attn {
@@ -26,7 +27,7 @@ struct hp_ulysses_attn {
 int hp_ulysses_kv_repeat(int Hkv, int U) { return Hkv >= U ? 1 : U / Hkv; }
 int hp_ulysses_kv_heads(int Hkv, int U) { return (Hkv >= U ? Hkv : U) / U; }
 
-static float *fbuf(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+static float *fbuf(size_t n) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float)); }
 
 hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C) {
     if (U < 1 || H % U != 0 || Hkv < 1 || !(Hkv >= U ? Hkv % U == 0 : U % Hkv == 0)) {
@@ -34,7 +35,7 @@ hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int
                 H, Hkv, U);
         return NULL;
     }
-    hp_ulysses_attn *ua = calloc(1, sizeof *ua);
+    hp_ulysses_attn *ua = hp_mem_alloc(HP_MEM_OTHER, sizeof *ua);
     if (!ua) return NULL;
     *ua = (hp_ulysses_attn){ .B = B, .Su = Su, .H = H, .Hkv = Hkv, .hd = hd, .U = U, .C = C,
                              .Sc = Su * U, .Hu = H / U, .rep = hp_ulysses_kv_repeat(Hkv, U) };
@@ -44,7 +45,7 @@ hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int
     ua->q = fbuf(nq); ua->out = fbuf(nq); ua->lse = fbuf((size_t)B * Su * H);
     ua->k = fbuf(nk); ua->v = fbuf(nk); ua->ke = fbuf(nk); ua->ve = fbuf(nk);
     ua->send = fbuf(nq > nk ? nq : nk); ua->recv = fbuf(nq > nk ? nq : nk);
-    ua->counts = calloc((size_t)U, sizeof(int));
+    ua->counts = hp_mem_alloc(HP_MEM_ACTIVATIONS, (size_t)U * sizeof(int));
     if (!ua->q || !ua->out || !ua->lse || !ua->k || !ua->v || !ua->ke || !ua->ve || !ua->send ||
         !ua->recv || !ua->counts) {
         hp_ulysses_attn_free(ua);
@@ -55,9 +56,9 @@ hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int
 
 void hp_ulysses_attn_free(hp_ulysses_attn *ua) {
     if (!ua) return;
-    free(ua->q); free(ua->k); free(ua->v); free(ua->out); free(ua->lse);
-    free(ua->send); free(ua->recv); free(ua->ke); free(ua->ve); free(ua->counts);
-    free(ua);
+    hp_mem_free(ua->q); hp_mem_free(ua->k); hp_mem_free(ua->v); hp_mem_free(ua->out); hp_mem_free(ua->lse);
+    hp_mem_free(ua->send); hp_mem_free(ua->recv); hp_mem_free(ua->ke); hp_mem_free(ua->ve); hp_mem_free(ua->counts);
+    hp_mem_free(ua);
 }
 
 static void exchange(hp_ulysses_attn *ua, hp_comm *comm, size_t per_member) {
@@ -151,8 +152,8 @@ void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rot
                                    const float *dout, const int *pos_cp) {
     const size_t nq = (size_t)ua->B * ua->Sc * ua->Hu * ua->hd;
     const size_t nk = (size_t)ua->B * ua->Sc * ua->Hkvu * ua->hd;
-    float *dout_g = malloc(nq * sizeof(float)), *dq_g = calloc(nq, sizeof(float));
-    float *dk_g = calloc(nk, sizeof(float)), *dv_g = calloc(nk, sizeof(float));
+    float *dout_g = hp_mem_alloc(HP_MEM_SCRATCH, nq * sizeof(float)), *dq_g = hp_mem_alloc(HP_MEM_SCRATCH, nq * sizeof(float));
+    float *dk_g = hp_mem_alloc(HP_MEM_SCRATCH, nk * sizeof(float)), *dv_g = hp_mem_alloc(HP_MEM_SCRATCH, nk * sizeof(float));
     if (!dout_g || !dq_g || !dk_g || !dv_g) {
         fprintf(stderr, "hp_ulysses_attention_backward: out of memory\n");
         abort();
@@ -170,5 +171,5 @@ void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rot
         tokens_to_heads(ua, comm, dk, dk_g, ua->Hke, 1);
         tokens_to_heads(ua, comm, dv, dv_g, ua->Hke, 1);
     }
-    free(dout_g); free(dq_g); free(dk_g); free(dv_g);
+    hp_mem_free(dout_g); hp_mem_free(dq_g); hp_mem_free(dk_g); hp_mem_free(dv_g);
 }

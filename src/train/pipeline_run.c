@@ -2,7 +2,7 @@
 // of the schedule (pipeline.h) in order, exchanging the residual stream forward and its
 // gradient back with the neighbouring stages' ranks (same inner coordinates, group HP_G_PP).
 // spec: shared/spec/pipeline.md.
-// defines: hp_pp_init, hp_pp_free, hp_pp_run_step
+// defines: hp_pp_init, hp_pp_free, hp_pp_run_step, hp_pp_run_forward, hp_pp_boundary_bytes
 //
 // Each microbatch takes an activation slot on this rank at its first forward and gives it
 // back after its last backward here, so the slots in use are the schedule's microbatches in
@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include "hyperpar/failpoint.h"
+#include "hyperpar/memtrack.h"
 #include "hyperpar/pipeline.h"
 #include "train/trainer_internal.h"
 
@@ -25,6 +26,7 @@ struct hp_pp_state {
     int *slot_of;           // [M] the slot microbatch j uses here
     int *local_index;       // [n_stages] v: the stage's index among this rank's stages
     float **dh_buf;         // [V * n_slots] the gradient a stage hands back (send / local)
+    size_t boundary_bytes;  // what dh_buf holds (activation memory: the planner's boundary)
     MPI_Request *fwd_req, *bwd_req;   // [V * n_slots] the pending sends from those buffers
     double busy_ms, step_ms;          // the last step: compute time, and wall time
     float *timeline;                  // [n_act][5] the last step: op, stage, mb, start, end (ms)
@@ -46,8 +48,21 @@ static int tag_bwd(const hp_pp_layout *lay, int to_stage, int mb, int M) {
     return 2 + 2 * (to_stage * M + mb);
 }
 
+// The stage-gradient buffers, one per (stage of this rank, slot).
+static int alloc_buffers(hp_trainer *tr) {
+    hp_pp_state *st = tr->pp;
+    const size_t n = (size_t)tr->sh.Nres * tr->sh.D, bufs = (size_t)st->lay.V * tr->n_slots;
+    for (size_t i = 0; i < bufs; i++) {
+        if (st->dh_buf[i]) continue;
+        st->dh_buf[i] = hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float));
+        if (!st->dh_buf[i]) return -1;
+        st->boundary_bytes += (n ? n : 1) * sizeof(float);
+    }
+    return 0;
+}
+
 int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
-    hp_pp_state *st = calloc(1, sizeof *st);
+    hp_pp_state *st = hp_mem_alloc(HP_MEM_OTHER, sizeof *st);
     if (!st) { snprintf(err, errlen, "out of memory (pipeline)"); return -1; }
     tr->pp = st;
     if (hp_pp_layout_init(&st->lay, &tr->d, tr->m.n_layers) != 0) {
@@ -57,15 +72,15 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
     const hp_pp_layout *lay = &st->lay;
     const int M = tr->sh.M;
     st->p = tr->co.p;
-    st->act = malloc((size_t)(3 * lay->V * M + 4) * sizeof *st->act);
-    st->slot_of = malloc((size_t)M * sizeof(int));
-    st->local_index = calloc((size_t)lay->n_stages, sizeof(int));
+    st->act = hp_mem_alloc(HP_MEM_OTHER, (size_t)(3 * lay->V * M + 4) * sizeof *st->act);
+    st->slot_of = hp_mem_alloc(HP_MEM_OTHER, (size_t)M * sizeof(int));
+    st->local_index = hp_mem_alloc(HP_MEM_OTHER, (size_t)lay->n_stages * sizeof(int));
     if (!st->act || !st->slot_of || !st->local_index) {
         snprintf(err, errlen, "out of memory (pipeline)");
         return -1;
     }
     st->n_act = hp_pp_schedule_build(lay, M, st->p, st->act);
-    st->timeline = calloc((size_t)(3 * lay->V * M + 4) * 5, sizeof(float));
+    st->timeline = hp_mem_alloc(HP_MEM_OTHER, (size_t)(3 * lay->V * M + 4) * 5 * sizeof(float));
     if (!st->timeline) { snprintf(err, errlen, "out of memory (pipeline)"); return -1; }
     tr->split_backward = lay->schedule == HP_PP_ZBV;
     if (st->n_act < 0) {
@@ -96,34 +111,26 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
     free(busy);
     tr->n_slots = n_slots > 0 ? n_slots : 1;
     const size_t bufs = (size_t)lay->V * tr->n_slots;
-    st->dh_buf = calloc(bufs, sizeof(float *));
-    st->fwd_req = malloc(bufs * sizeof(MPI_Request));
-    st->bwd_req = malloc(bufs * sizeof(MPI_Request));
+    st->dh_buf = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(float *));
+    st->fwd_req = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(MPI_Request));
+    st->bwd_req = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(MPI_Request));
     if (!st->dh_buf || !st->fwd_req || !st->bwd_req) { snprintf(err, errlen, "out of memory"); return -1; }
     for (size_t i = 0; i < bufs; i++) st->fwd_req[i] = st->bwd_req[i] = MPI_REQUEST_NULL;
+    // sized now, so that the activation bytes are known before the first step
+    if (alloc_buffers(tr) != 0) { snprintf(err, errlen, "out of memory (pipeline buffers)"); return -1; }
     return 0;
 }
 
-// The residual-stream buffers exist once the transformer has sized its slots.
-static int alloc_buffers(hp_trainer *tr) {
-    hp_pp_state *st = tr->pp;
-    const size_t n = (size_t)tr->sh.Nres * tr->sh.D, bufs = (size_t)st->lay.V * tr->n_slots;
-    for (size_t i = 0; i < bufs; i++) {
-        if (st->dh_buf[i]) continue;
-        st->dh_buf[i] = calloc(n ? n : 1, sizeof(float));
-        if (!st->dh_buf[i]) return -1;
-    }
-    return 0;
-}
+size_t hp_pp_boundary_bytes(const hp_trainer *tr) { return tr->pp ? tr->pp->boundary_bytes : 0; }
 
 void hp_pp_free(hp_trainer *tr) {
     hp_pp_state *st = tr->pp;
     if (!st) return;
     if (st->dh_buf)
-        for (size_t i = 0; i < (size_t)st->lay.V * tr->n_slots; i++) free(st->dh_buf[i]);
-    free(st->dh_buf); free(st->fwd_req); free(st->bwd_req);
-    free(st->act); free(st->slot_of); free(st->local_index); free(st->timeline);
-    free(st);
+        for (size_t i = 0; i < (size_t)st->lay.V * tr->n_slots; i++) hp_mem_free(st->dh_buf[i]);
+    hp_mem_free(st->dh_buf); hp_mem_free(st->fwd_req); hp_mem_free(st->bwd_req);
+    hp_mem_free(st->act); hp_mem_free(st->slot_of); hp_mem_free(st->local_index); hp_mem_free(st->timeline);
+    hp_mem_free(st);
     tr->pp = NULL;
 }
 
@@ -132,10 +139,6 @@ double hp_pp_run_step(hp_trainer *tr) {
     const hp_pp_layout *lay = &st->lay;
     const int M = tr->sh.M, last_stage = lay->n_stages - 1, D = tr->sh.D;
     const size_t n = (size_t)tr->sh.Nres * D;
-    if (alloc_buffers(tr) != 0) {
-        fprintf(stderr, "hp: out of memory (pipeline buffers)\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
     double ce_sum = 0.0;
     const double t0 = now_ms();
     st->busy_ms = 0.0;
@@ -162,7 +165,6 @@ double hp_pp_run_step(hp_trainer *tr) {
             tl[3] = (float)(c0 - t0);   // the compute starts (a wait before it is idle)
             hp_transformer_forward_layers(&tr->tf, l0, l1, first, last);
             st->busy_ms += now_ms() - c0;
-            hp_trainer_keep_routing(tr, l0, l1);
             if (last) ce_sum += tr->tf.ce_sum_local;   // ascending microbatch order
             // (pp_stage_exchange: the bug sends the stream entering the stage's last block;
             //  pp_send_dropped: the last microbatch is never sent and the next stage waits)

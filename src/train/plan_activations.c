@@ -6,8 +6,11 @@
 // per-slot blocks and head), moe.c's hp_moe_state_init and ensure_routed, ep_dispatch.c's
 // hp_ep_init and ulysses.c's hp_ulysses_attn_init; every buffer is 4 bytes an element (floats
 // and ints), an empty one is allocated as 1. The structs around the buffers are not counted.
+// A slot holds the buffers of this rank's blocks only, plus the h_in of each block that
+// follows one of its stages on another rank (where that stage's output goes).
 // AC (config.h, hp_run_ac_block): a checkpointed block keeps its h_in per slot, and the rank
-// holds ONE recompute set, the largest of its checkpointed blocks without h_in.
+// holds ONE recompute set: the attention half, plus the dense FFN if one of its checkpointed
+// blocks is dense and the MoE state if one is MoE (transformer.c's alloc_recompute).
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/pipeline.h"
@@ -137,13 +140,23 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
     const int head_local = lay.stage_rank[hp_pp_unit_stage(&lay, m->n_layers + 1)] == co.p;
     out->head = head_floats(&s, head_local) * 4;
     out->slot = out->head;
+    int ac_dense = 0, ac_moe = 0;
     for (int l = 0; l < m->n_layers; l++) {
-        out->slot += out->block_input;   // every block's h_in, in every slot (alloc_block)
-        if (lay.stage_rank[hp_pp_layer_stage(&lay, l)] != co.p) continue;
-        const double rest = hp_model_is_moe_layer(m, l) ? out->moe_block : out->dense_block;
-        if (!hp_run_ac_block(rc, l)) { out->slot += rest; continue; }
+        const int local = lay.stage_rank[hp_pp_layer_stage(&lay, l)] == co.p;
+        const int feeds = l > 0 && lay.stage_rank[hp_pp_layer_stage(&lay, l - 1)] == co.p;
+        if (local || feeds) out->slot += out->block_input;   // h_in (alloc_block)
+        if (!local) continue;
+        const int moe = hp_model_is_moe_layer(m, l);
+        if (!hp_run_ac_block(rc, l)) { out->slot += moe ? out->moe_block : out->dense_block; continue; }
         out->n_checkpointed++;
-        if (rest > out->recompute) out->recompute = rest;
+        if (moe) ac_moe = 1;
+        else ac_dense = 1;
+    }
+    // the recompute set: attention + the FFN kinds checkpointed here (dense, MoE)
+    if (ac_dense || ac_moe) {
+        out->recompute = attn * 4;
+        if (ac_dense) out->recompute += dense_ffn_floats(&s) * 4;
+        if (ac_moe) out->recompute += out->moe_block - attn * 4;
     }
     out->n_slots = d->pp <= 1 ? 1 : n_slots > 0 ? n_slots : slots_in_flight(&lay, hp_run_microbatches(rc), co.p);
     if (out->n_slots < 0) return -1;

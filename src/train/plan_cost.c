@@ -15,12 +15,7 @@
 
 void hp_plan_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                              int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], uint64_t *ep_worst) {
-    hp_traffic_predict(m, d, rc, rank, bytes);
-    uint64_t ac[HP_G_COUNT][HP_OP_COUNT];
-    hp_traffic_ac_predict(m, d, rc, rank, ac);   // the checkpointed blocks' forwards again
-    for (int g = 0; g < HP_G_COUNT; g++)
-        for (int op = 0; op < HP_OP_COUNT; op++)
-            if (bytes[g][op] != UINT64_MAX && ac[g][op] != UINT64_MAX) bytes[g][op] += ac[g][op];
+    hp_traffic_predict(m, d, rc, rank, bytes);   // with the checkpointed blocks' forwards again
     if (ep_worst) *ep_worst = 0;
     if (bytes[HP_G_EP][HP_OP_ALLTOALL] != UINT64_MAX) return;
     // uniform routing: each of the n*K entries leaves this rank with probability (ep-1)/ep,

@@ -6,13 +6,14 @@
 // are exact: four shard buffers (p, g, m, v), two buffers of the largest unsharded unit, and
 // a staging buffer of (group size x shard) of the largest (unit, stack) span, plus one float.
 // The activations are the model's buffers under the run's AC mode (plan_activations.c), the
-// scratch transformer.c's per-rank buffers (and hp_memory_estimate's term for the ring's K/V).
+// scratch the per-rank buffers and the largest transient of one attention backward.
 // The parameter-table terms do not depend on the run config: hp_plan_memory_table computes
 // them once, hp_plan_memory_run the rest for each run config (the search's inner loop).
 #include <string.h>
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/plan.h"
+#include "hyperpar/ulysses.h"
 
 #define F4 ((double)sizeof(float))
 
@@ -52,12 +53,15 @@ int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, h
     return 0;
 }
 
-// transformer.c's per-rank buffers besides the slots (hp_transformer_alloc): the backward
-// scratch (tp_buf, res_a/b, reg_a/b, reg_q/k/v/att, reg_f1..3), dlogits and ce_tl, the step's
-// token ids, labels, positions and routing record; and the ring's K/V of the cp group
-// (hp_memory_estimate's term for cp_attention.c: 6 * cp * Nreg * kv floats).
+// The per-rank scratch (category scratch of memtrack.h): transformer.c's backward buffers
+// (res_a/b, reg_a/b, reg_q/k/v/att, reg_f1..3, dlogits), tp.c's tp_buf and ce_tl, the step's
+// token ids, labels, positions and routing record (trainer.c; each of those seven is one
+// element longer than its data), and the largest transient of one backward call: under
+// Ulysses its gathered dout/dq/dk/dv (ulysses.c), under cp the K/V (and dK/dV) of every source
+// that cp_attention.c's backward holds (all-gather: mine + all + dall = (2 + 4C) n, ring: cur
+// + nxt = 8 n, plus the Sl source positions; n = one rank's K floats, Sl its cp-local length).
 static double scratch_floats(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc) {
-    const int T = d->tp, sp = d->sp > 0 && T > 1, M = hp_run_microbatches(rc);
+    const int T = d->tp, U = d->ulysses, C = d->cp, sp = d->sp > 0 && T > 1, M = hp_run_microbatches(rc);
     const double Sc_cp = rc->seq_len / d->cp, Sc = (double)(rc->seq_len / d->cp / d->ulysses);
     const double reg = (double)(rc->batch / hp_dims_batch(d) / M) * Sc;
     const double res = sp ? (double)(rc->batch / hp_dims_batch(d) / M) * (double)((int)Sc / T) : reg;
@@ -66,9 +70,13 @@ static double scratch_floats(const hp_model_config *m, const hp_dims *d, const h
     int n_moe = 0;
     for (int l = 0; l < m->n_layers; l++) n_moe += hp_model_is_moe_layer(m, l);
     double f = 3 * reg * D + 2 * res * D + reg * (2 * qd + 2 * kvd) + 3 * reg * Fl + reg * Vl + reg;
-    f += 2 * reg * M + Sc + Sc_cp + (double)n_moe * reg * M * m->top_k + 1 + m->n_layers + 1;
-    if (d->cp > 1) f += 6 * (double)d->cp * reg * kvd;
-    return f;
+    f += 2 * reg * M + Sc + Sc_cp + (double)n_moe * reg * M * m->top_k + 7;
+    // the K floats of one rank's attention call: under Ulysses the gathered layout's (the
+    // sequence of the cp rank, the kv heads repeated to fill the ulysses group, 1/U of them)
+    const double nk = reg * kvd * (U > 1 ? hp_ulysses_kv_repeat(m->n_kv_heads / T, U) : 1);
+    double call = U > 1 ? 2 * reg * qd + 2 * nk : 0;
+    if (C > 1) call += Sc_cp + (rc->cp_rotate == HP_ROTATE_RING ? 8 * nk : (2 + 4.0 * C) * nk);
+    return f + call;
 }
 
 int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,

@@ -115,6 +115,11 @@ const hp_recipe hp_recipes[] = {
       "--model tiny --dp-replicate 1 --dp-shard 4 --cp 1 --tp 1 --layers 4 " ADAMW },
     { "K6",           "K",   "tiny",     1, 8, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX0, "world 8 -> world 1 on text data: the window position resumes", TEXT " " ADAMW, 0, 0,
       "--model tiny --dp-replicate 1 --dp-shard 1 --cp 1 --tp 1 " TEXT " " ADAMW },
+    // activation checkpointing: the recomputed forwards (their collectives again) must match
+    // the all-gather twin's trajectory (and the same layout without AC bit for bit: ac.cmake)
+    { "M6-ac-full",   "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag",       EX3, "M6 ring, every block recomputed in its backward (SP gathers and the ring again)", "--ac full", 0, 0, NULL },
+    { "M6-ac-every2", "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, "M6-ag",       EX3, "M6 all-gather K/V, every 2nd block recomputed (TorchTitan's ac_freq 2)", "--ac every:2", 0, 0, NULL },
+    { "C2-ac-full",   "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "ring",      NULL,        L2, "C2-ep4-ag",   EX6, "C2 ep 4, every block recomputed: the EP dispatch again, the same routing", "--ac full", 0, 0, NULL },
 };
 const int hp_n_recipes = (int)(sizeof hp_recipes / sizeof hp_recipes[0]);
 

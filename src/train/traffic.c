@@ -7,6 +7,7 @@
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/shapes.h"
+#include "hyperpar/traffic_ac.h"
 #include "hyperpar/ulysses.h"
 #include "hyperpar/verify.h"
 
@@ -141,6 +142,14 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
             bytes[HP_G_EP][HP_OP_ALLTOALL] = UINT64_MAX;
         }
     }
+
+    // activation checkpointing: the checkpointed blocks' forwards once more (traffic_ac.h;
+    // the EP all-to-all's share is hp_traffic_predict_ep's)
+    uint64_t ac[HP_G_COUNT][HP_OP_COUNT];
+    hp_traffic_ac_predict(m, d, rc, rank, ac);
+    for (int g = 0; g < HP_G_COUNT; g++)
+        for (int op = 0; op < HP_OP_COUNT; op++)
+            if (bytes[g][op] != UINT64_MAX && ac[g][op] != UINT64_MAX) bytes[g][op] += ac[g][op];
     hp_params_free(&t);
 }
 
@@ -171,7 +180,8 @@ static int routed_tokens(const hp_model_config *m, const hp_dims *d, const hp_ru
 
 // All-to-all bytes of the expert dispatch on `rank`, from the routing of the step: per MoE
 // layer (n_ep-1)*El*4 for the counts exchange plus 2*(S+R)*D*4, where S counts the entries
-// this rank sends to another ep member's experts and R those the others send to its experts.
+// this rank sends to another ep member's experts and R those the others send to its experts;
+// a checkpointed layer (hp_run_ac_block) adds its forward half, (n_ep-1)*El*4 + (S+R)*D*4.
 // The routing is the gathered one (hp_trainer_gather_routing), independent of the counters.
 void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, const int *routing, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]) {
@@ -202,9 +212,13 @@ void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_
                     if (j != me && owner == me) received++;
                 }
         }
-        // one counts exchange per microbatch; the rows add up over the step
-        total += (uint64_t)hp_run_microbatches(rc) * (uint64_t)(n_ep - 1) * El * 4 +
-                 2 * (sent + received) * (uint64_t)m->dim * F4;
+        // one counts exchange per microbatch; the rows add up over the step. A checkpointed
+        // layer repeats its forward half (counts, dispatch, combine) in its recompute, with
+        // the same routing.
+        const uint64_t counts = (uint64_t)hp_run_microbatches(rc) * (uint64_t)(n_ep - 1) * El * 4;
+        const uint64_t fwd_half = counts + (sent + received) * (uint64_t)m->dim * F4;
+        total += counts + 2 * (sent + received) * (uint64_t)m->dim * F4 +
+                 (hp_run_ac_block(rc, l) ? fwd_half : 0);
     }
     bytes[HP_G_EP][HP_OP_ALLTOALL] = total;
     free(members);

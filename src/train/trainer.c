@@ -8,6 +8,7 @@
 #include "hyperpar/pipeline.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
+#include "hyperpar/memtrack.h"
 #include "train/trainer_internal.h"
 
 static double now_ms(void) {
@@ -22,11 +23,11 @@ static int alloc_step_data(hp_trainer *tr) {
     const size_t reg_step = (size_t)sh->Nreg * (size_t)sh->M;
     int n_moe = 0;
     for (int l = 0; l < tr->m.n_layers; l++) n_moe += hp_model_is_moe_layer(&tr->m, l);
-    tr->pos = calloc((size_t)sh->Sc + 1, sizeof(int));
-    tr->pos_cp = calloc((size_t)sh->Sc_cp + 1, sizeof(int));
-    tr->tokens = calloc(reg_step + 1, sizeof(int));
-    tr->labels = calloc(reg_step + 1, sizeof(int));
-    tr->routing_step = calloc((size_t)n_moe * reg_step * tr->m.top_k + 1, sizeof(int));
+    tr->pos = hp_mem_alloc(HP_MEM_SCRATCH, ((size_t)sh->Sc + 1) * sizeof(int));
+    tr->pos_cp = hp_mem_alloc(HP_MEM_SCRATCH, ((size_t)sh->Sc_cp + 1) * sizeof(int));
+    tr->tokens = hp_mem_alloc(HP_MEM_SCRATCH, (reg_step + 1) * sizeof(int));
+    tr->labels = hp_mem_alloc(HP_MEM_SCRATCH, (reg_step + 1) * sizeof(int));
+    tr->routing_step = hp_mem_alloc(HP_MEM_SCRATCH, ((size_t)n_moe * reg_step * tr->m.top_k + 1) * sizeof(int));
     if (!tr->pos || !tr->pos_cp || !tr->tokens || !tr->labels || !tr->routing_step) return -1;
     hp_cp_positions(tr->pos_cp, tr->rc.seq_len, tr->d.cp, tr->co.c, tr->rc.cp_load_balance);
     hp_seq_positions(tr->pos, tr->rc.seq_len, tr->d.cp, tr->co.c, tr->d.ulysses, tr->co.u,
@@ -44,8 +45,9 @@ static int setup_model(hp_trainer *tr) {
     hp_model_hooks hk;
     hp_trainer_hooks(tr, &hk);
     if (hp_transformer_init(&tr->tf, &tr->m, &tr->sh, &tr->pt, &hk, tr->n_slots,
-                            tr->split_backward) != 0)
+                            tr->split_backward, tr->rc.ac_every) != 0)
         return -1;
+    tr->tf.routing = tr->routing_step;   // the forwards record every microbatch's routing
     tr->tf.pos = tr->pos;
     tr->tf.tokens = tr->tokens;
     tr->tf.labels = tr->labels;
@@ -54,6 +56,7 @@ static int setup_model(hp_trainer *tr) {
 
 hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
                             const hp_run_config *rc, char *err, size_t errlen) {
+    hp_mem_reset_peak();   // the high-water marks of hp_trainer_memory_stats start here
     hp_trainer *tr = calloc(1, sizeof *tr);
     if (!tr) { snprintf(err, errlen, "out of memory"); return NULL; }
     tr->m = *m;
@@ -94,7 +97,8 @@ void hp_trainer_free(hp_trainer *tr) {
     hp_transformer_free(&tr->tf);
     hp_tp_free(&tr->tp);
     hp_fsdp_free(&tr->fsdp);
-    free(tr->pos); free(tr->pos_cp); free(tr->tokens); free(tr->labels); free(tr->routing_step);
+    hp_mem_free(tr->pos); hp_mem_free(tr->pos_cp); hp_mem_free(tr->tokens); hp_mem_free(tr->labels);
+    hp_mem_free(tr->routing_step);
     hp_params_free(&tr->pt);
     if (tr->comm) hp_comm_free(tr->comm);
     if (tr->data) hp_data_close(tr->data);
@@ -129,20 +133,6 @@ static void load_batch(hp_trainer *tr) {
     tr->tf.n_valid_global = tr->n_valid_global;
 }
 
-// Copies the routing of the microbatch that just ran forward into the step's routing, so the
-// verifier sees every token's experts, not only the last microbatch's.
-void hp_trainer_keep_routing(hp_trainer *tr, int l0, int l1) {
-    const int K = tr->m.top_k, L = tr->m.n_layers;
-    const size_t per_layer = (size_t)tr->sh.Nreg * K, step_layer = per_layer * tr->sh.M;
-    for (int l = 0, i = 0; l < L; l++) {
-        if (!hp_model_is_moe_layer(&tr->m, l)) continue;
-        if (l >= l0 && l < l1 && tr->tf.layer_local[l])
-            memcpy(tr->routing_step + i * step_layer + tr->tf.mb * per_layer,
-                   hp_transformer_routing(&tr->tf, l), per_layer * sizeof(int));
-        i++;
-    }
-}
-
 // The step's loss from this rank's CE sum (summed over the microbatches in ascending order):
 // divided once by N_global, summed over the loss mesh (every tp rank holds the same share);
 // under pp only the last stage has it, and a sum over the pp group (the others add exact
@@ -167,9 +157,9 @@ double hp_trainer_forward_backward(hp_trainer *tr) {
         for (tr->tf.mb = 0; tr->tf.mb < tr->sh.M; tr->tf.mb++) {
             hp_transformer_forward(&tr->tf);
             ce_sum += tr->tf.ce_sum_local;
-            hp_trainer_keep_routing(tr, 0, tr->m.n_layers);
             hp_transformer_backward(&tr->tf);
         }
+        hp_fsdp_release_all(&tr->fsdp);   // the step's end: the gradient exchanges complete
         tr->tf.mb = 0;
     }
     return reduce_loss(tr, ce_sum);
@@ -179,6 +169,7 @@ double hp_trainer_eval_loss(hp_trainer *tr, int step) {
     const int saved = tr->step;
     tr->step = step;
     load_batch(tr);
+    tr->tf.routing = NULL;   // the last step's routing stays what the verifier gathers
     double ce_sum = 0.0;
     if (tr->pp) {
         ce_sum = hp_pp_run_forward(tr);
@@ -189,6 +180,7 @@ double hp_trainer_eval_loss(hp_trainer *tr, int step) {
         }
         tr->tf.mb = 0;
     }
+    tr->tf.routing = tr->routing_step;
     tr->step = saved;
     return reduce_loss(tr, ce_sum);
 }
@@ -228,6 +220,7 @@ void hp_trainer_optimizer_step(hp_trainer *tr) {
 int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
     hp_barrier(tr->comm, HP_G_WORLD);
     const double t0 = now_ms();
+    hp_trainer_count_bytes(tr, -1);   // the step's traffic: the counters after minus before
     st->loss = hp_trainer_forward_backward(tr);
     st->grad_norm = hp_trainer_clip(tr);
     st->step = tr->step;
@@ -237,6 +230,7 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
         return HP_EXIT_FAIL;
     }
     hp_trainer_optimizer_step(tr);
+    hp_trainer_count_bytes(tr, +1);
     hp_barrier(tr->comm, HP_G_WORLD);
     st->ms = now_ms() - t0;
     st->tokens_per_s = (double)tr->rc.batch * tr->rc.seq_len / (st->ms * 1e-3);
@@ -246,7 +240,10 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
 const hp_param_table *hp_trainer_params(const hp_trainer *tr) { return &tr->pt; }
 double hp_trainer_pp_idle(const hp_trainer *tr) { return tr->pp ? hp_pp_idle_fraction(tr) : 0.0; }
 int hp_trainer_pp_slots(const hp_trainer *tr) { return tr->n_slots; }
-size_t hp_trainer_activation_bytes(const hp_trainer *tr) { return tr->tf.activation_bytes; }
+// the model's slots and recompute set, and the pipeline's stage-gradient buffers (as planned)
+size_t hp_trainer_activation_bytes(const hp_trainer *tr) {
+    return tr->tf.activation_bytes + hp_pp_boundary_bytes(tr);
+}
 int hp_trainer_pp_timeline(const hp_trainer *tr, float *out, int cap) {
     return tr->pp ? hp_pp_timeline(tr, out, cap) : 0;
 }

@@ -55,6 +55,9 @@ struct hp_trainer {
     int *tokens, *labels;    // (Bl_step, Sc) cp-local, the whole step's
     int64_t n_valid_global;  // valid labels of the global batch
     int *routing_step;       // (n_moe, Bl_step*Sc, K) every microbatch's routing, for the verifier
+                             // (the model's forwards record it: tf.routing)
+    uint64_t step_bytes[HP_G_COUNT][HP_OP_COUNT];   // the last hp_trainer_step's traffic (comm.h)
+    uint64_t step_start[HP_G_COUNT][HP_OP_COUNT];   // the counters when the running step began
 };
 
 // ---- trainer_hooks.c ------------------------------------------------------------------
@@ -63,10 +66,10 @@ void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk);
 // The attention style's per-rank part (set before the model sizes its blocks).
 void hp_attn_style_init(hp_attn_style *a, hp_trainer *tr);
 
-// ---- trainer.c ------------------------------------------------------------------------
-// Copies the routing of the microbatch that just ran forward through blocks [l0, l1) into
-// the step's routing, so the verifier sees every token's experts.
-void hp_trainer_keep_routing(hp_trainer *tr, int l0, int l1);
+// ---- trainer_measure.c ----------------------------------------------------------------
+// sign -1 at a step's start (keeps the counters), +1 at its end (step_bytes = the difference;
+// a step that stops early leaves the previous step's).
+void hp_trainer_count_bytes(hp_trainer *tr, int sign);
 
 // ---- pipeline_run.c -------------------------------------------------------------------
 // Lays out this rank's schedule and sets tr->n_slots, tr->split_backward (before the model).
@@ -76,5 +79,6 @@ double hp_pp_run_step(hp_trainer *tr);       // forward + backward of the step: 
 double hp_pp_run_forward(hp_trainer *tr);    // forward only (evaluation)
 double hp_pp_idle_fraction(const hp_trainer *tr);   // of the last step, on this rank
 int    hp_pp_timeline(const hp_trainer *tr, float *out, int cap);   // [n][5], returns n
+size_t hp_pp_boundary_bytes(const hp_trainer *tr);  // the stage-gradient buffers (0 without pp)
 
 #endif

@@ -63,6 +63,7 @@ typedef struct run_record {
     int     pp_ranks, pp_cap;  // pipeline: the last step's actions of each pp rank (rank 0)
     float  *pp_timeline;       // [pp_ranks][1 + pp_cap*5]: count, then rows (train.h)
     uint64_t bytes[HP_G_COUNT][HP_OP_COUNT];
+    hp_plan_measured measured;   // memory and the last step's traffic, before the trainer is freed
 } run_record;
 
 // Every pp rank's actions of the last step, on world rank 0 (each pp rank's first inner
@@ -145,6 +146,8 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
     rec->seconds = wall() - t0;
     rec->replica_diff = diff;
     if (d->pp > 1) gather_timeline(tr, d, rc, rec);
+    hp_trainer_measured(tr, &rec->measured);   // steps 2.. ran as hp_trainer_step; else step 1's
+    if (o->steps < 2) memcpy(rec->measured.bytes, rec->bytes, sizeof rec->bytes);
     hp_trainer_free(tr);
     return 0;
 }
@@ -167,6 +170,7 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
     res->world = d->world;
     run_record par, ref;
     record_run(world, m, d, rc, o, &par, o->dump_dir);
+    res->measured = par.measured;
 
     int pass = 1;
     if (rank == 0) {

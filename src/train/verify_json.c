@@ -120,10 +120,37 @@ static void add_pipeline(cJSON *j, const hp_verify_record *rec) {
     }
 }
 
+// "params_total", "memory", "traffic" and "plan_check": what the run measured (nested).
+static void add_measured(cJSON *j, const hp_verify_record *rec) {
+    if (!rec->measured) return;
+    cJSON_AddItemToObject(j, "params_total", number(rec->params_total));
+    cJSON *mem = cJSON_AddObjectToObject(j, "memory");
+    cJSON_AddItemToObject(mem, "persistent_bytes", number(rec->mem_persistent));
+    cJSON_AddItemToObject(mem, "peak_bytes", number(rec->mem_peak_total));
+    cJSON *cur = cJSON_AddObjectToObject(mem, "current"), *pk = cJSON_AddObjectToObject(mem, "peak");
+    for (int c = 0; c < HP_MEM_COUNT; c++) {
+        cJSON_AddItemToObject(cur, hp_mem_category_name((hp_mem_category)c), number(rec->mem_current[c]));
+        cJSON_AddItemToObject(pk, hp_mem_category_name((hp_mem_category)c), number(rec->mem_peak[c]));
+    }
+    cJSON *tr = cJSON_AddObjectToObject(j, "traffic");
+    for (int i = 0; i < rec->n_traffic && i < HP_VERIFY_MAX_TRAFFIC; i++) {
+        cJSON *g = cJSON_GetObjectItemCaseSensitive(tr, rec->traffic_group[i]);
+        if (!g) g = cJSON_AddObjectToObject(tr, rec->traffic_group[i]);
+        cJSON_AddItemToObject(g, rec->traffic_op[i], number(rec->traffic_bytes[i]));
+    }
+    if (!rec->plan_checked) return;
+    cJSON *pc = cJSON_AddObjectToObject(j, "plan_check");
+    cJSON_AddBoolToObject(pc, "pass", rec->plan_pass);
+    cJSON_AddItemToObject(pc, "peak_predicted_bytes", number(rec->plan_peak_predicted));
+    cJSON_AddItemToObject(pc, "peak_ratio", number(rec->plan_peak_ratio));
+    if (rec->plan_why[0]) cJSON_AddStringToObject(pc, "why", rec->plan_why);
+}
+
 static cJSON *to_json(const hp_verify_record *rec) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
     add_pipeline(j, rec);
+    add_measured(j, rec);
     for (int i = 0; i < N_FIELDS; i++) {
         if (fields[i].verified && !rec->verified) continue;
         add_field(j, rec, &fields[i]);
@@ -220,6 +247,42 @@ static void read_timeline(const cJSON *j, hp_verify_record *rec) {
     }
 }
 
+static double num_or(const cJSON *v, double dflt) { return cJSON_IsNumber(v) ? v->valuedouble : dflt; }
+
+// The measured block (add_measured); a missing "memory" leaves measured = 0.
+static void read_measured(const cJSON *j, hp_verify_record *rec) {
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(j, "memory"), *g, *o;
+    if (!cJSON_IsObject(mem)) return;
+    rec->measured = 1;
+    rec->params_total = num_or(cJSON_GetObjectItemCaseSensitive(j, "params_total"), 0);
+    rec->mem_persistent = num_or(cJSON_GetObjectItemCaseSensitive(mem, "persistent_bytes"), 0);
+    rec->mem_peak_total = num_or(cJSON_GetObjectItemCaseSensitive(mem, "peak_bytes"), 0);
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(mem, "current");
+    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(mem, "peak");
+    for (int c = 0; c < HP_MEM_COUNT; c++) {
+        const char *name = hp_mem_category_name((hp_mem_category)c);
+        rec->mem_current[c] = num_or(cJSON_GetObjectItemCaseSensitive(cur, name), 0);
+        rec->mem_peak[c] = num_or(cJSON_GetObjectItemCaseSensitive(pk, name), 0);
+    }
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(j, "traffic")) {
+        cJSON_ArrayForEach(o, g) {
+            if (rec->n_traffic >= HP_VERIFY_MAX_TRAFFIC || !g->string || !o->string || !cJSON_IsNumber(o)) continue;
+            const int i = rec->n_traffic++;
+            snprintf(rec->traffic_group[i], sizeof rec->traffic_group[i], "%s", g->string);
+            snprintf(rec->traffic_op[i], sizeof rec->traffic_op[i], "%s", o->string);
+            rec->traffic_bytes[i] = o->valuedouble;
+        }
+    }
+    const cJSON *pc = cJSON_GetObjectItemCaseSensitive(j, "plan_check");
+    if (!cJSON_IsObject(pc)) return;
+    rec->plan_checked = 1;
+    rec->plan_pass = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pc, "pass"));
+    rec->plan_peak_predicted = num_or(cJSON_GetObjectItemCaseSensitive(pc, "peak_predicted_bytes"), 0);
+    rec->plan_peak_ratio = num_or(cJSON_GetObjectItemCaseSensitive(pc, "peak_ratio"), 0);
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(pc, "why");
+    if (cJSON_IsString(why)) snprintf(rec->plan_why, sizeof rec->plan_why, "%s", why->valuestring);
+}
+
 static void from_json(const cJSON *j, hp_verify_record *rec) {
     for (int i = 0; i < N_FIELDS; i++) read_field(j, rec, &fields[i]);
     // the exact text of the same losses, when present: strtod reads "%.17g" and "%a"
@@ -234,6 +297,7 @@ static void from_json(const cJSON *j, hp_verify_record *rec) {
     }
     rec->verified = cJSON_GetObjectItemCaseSensitive(j, "losses_ref") != NULL;
     read_timeline(j, rec);
+    read_measured(j, rec);
 }
 
 int hp_verify_record_parse(hp_verify_record *rec, const char *text, size_t len) {

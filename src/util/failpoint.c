@@ -30,6 +30,7 @@ static int      suspended = 0;
 #define U1    TINY(1, 1, 1, 1) " --ulysses 2"
 #define U3    TINY(1, 1, 1, 1) " --ulysses 8"
 #define P1F1B TINY(1, 1, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
+#define M6ACF TINY(1, 2, 2, 2) " --sp --cp-rotate ring --ac full"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_TP_PARTIAL_GRAD_DROPPED] = { HP_FP_TP_PARTIAL_GRAD_DROPPED, "tp_partial_grad_dropped", "M3-tp2", M3TP2,
@@ -107,6 +108,9 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_PP_SEND_DROPPED] = { HP_FP_PP_SEND_DROPPED, "pp_send_dropped", "P1-hang", P1F1B " --timeout 5",
       "watchdog",
       "stage exchange: the last microbatch's activation is never sent; the next stage must not hang" },
+    [HP_FP_AC_RECOMPUTE_STALE] = { HP_FP_AC_RECOMPUTE_STALE, "ac_recompute_stale", "M6-ac-full", M6ACF,
+      "gradient",
+      "activation checkpointing: a block's recompute reruns it from the next block's kept input" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

@@ -319,13 +319,7 @@ static char *keep_joined(const char *name, const char *value) {
 }
 
 // Flags that only mean something together, applied once all are read (any order).
-static int combine_flags(hp_cli *cli, const char *cmd) {
-    // the model has no recompute yet (the planner already plans it): refused before any rank
-    if (cli->run.ac_every > 0 && !strcmp(cmd, "run")) {
-        if (cli->run.ac_every == 1) fprintf(stderr, "hp: --ac full is not implemented yet\n");
-        else fprintf(stderr, "hp: --ac every:%d is not implemented yet\n", cli->run.ac_every);
-        return HP_EXIT_CONFIG;
-    }
+static int combine_flags(hp_cli *cli) {
     if (cli->layers > 0) cli->model.n_layers = cli->layers;   // --layers deepens any model
     const int pp = cli->dims.pp;
     if (cli->pp_microbatches && pp <= 1) {
@@ -405,5 +399,5 @@ int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *cons
         int e = apply(cli, f->id, name, value);
         if (e) return e;
     }
-    return combine_flags(cli, cmd);
+    return combine_flags(cli);
 }

@@ -100,6 +100,19 @@ static int run_stage(const char *exe, const char *flags, const char *log, const 
     return code;
 }
 
+// The planner against what run 1 measured on world rank 0 (the run's JSON "plan_check", written
+// by hp_plan_check_run): a recipe whose persistent bytes or (group, op) traffic differ from the
+// prediction, or whose peak is off by more than 10%, fails.
+static void take_plan_check(hp_recipe_result *x, const hp_verify_record *rec) {
+    x->plan_checked = rec->plan_checked;
+    x->plan_pass = rec->plan_pass;
+    x->plan_peak_ratio = rec->plan_peak_ratio;
+    if (x->verdict != HP_V_PASS || (rec->plan_checked && rec->plan_pass)) return;
+    x->verdict = HP_V_FAIL;
+    if (rec->plan_checked) fmt(x->failure, sizeof x->failure, "planner: %s", rec->plan_why);
+    else fmt(x->failure, sizeof x->failure, "planner: the run's JSON has no plan check");
+}
+
 // A resume recipe (K1-K6): 6 steps under layout A straight; 3 under A saved at step 3; resumed
 // under layout B to step 6. The losses of steps 4-6 must equal the straight run's: bit for bit
 // when B is A, else within 1e-5 relative (the final parameters are the CTests' business:
@@ -150,6 +163,7 @@ static void run_resume(const char *exe, const hp_recipe *r, const hp_matrix_opts
     x->traj_worst = x->loss_rel_err = worst;
     x->worst_grad_rel = x->worst_param_rel = 0;
     x->traffic_ok = x->init_equal = 1;
+    take_plan_check(x, &a);   // the straight run (the resumed one reads a checkpoint on top)
 }
 
 // A verify recipe: o->repeat runs that must pass and agree bit for bit; *first: run 1's record.
@@ -239,6 +253,7 @@ static void run_recipe(const char *exe, const hp_recipe *r, const hp_matrix_opts
             x->deterministic = 1;
         }
     }
+    if (x->have_json && first->pass) take_plan_check(x, first);
     if (hp_matrix_interrupted && x->verdict == HP_V_PASS && x->runs < o->repeat) {
         x->verdict = HP_V_TIMEOUT;
         fmt(x->failure, sizeof x->failure, "interrupted after %d of %d runs", x->runs, o->repeat);

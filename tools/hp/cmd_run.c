@@ -36,7 +36,8 @@ typedef struct pp_measured { int P; float *idle_slots; } pp_measured;   // (P, 3
 // are the library's (src/train/verify_json.c); a new one goes there. Returns 0, or
 // HP_EXIT_FAIL after one line when the file cannot be written.
 static int write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
-                      const double *losses, int steps, int first_step, const pp_measured *pp) {
+                      const double *losses, int steps, int first_step, const pp_measured *pp,
+                      const hp_plan_measured *meas) {
     hp_verify_record rec;
     if (r) hp_verify_record_from_result(&rec, r);
     else {
@@ -54,6 +55,11 @@ static int write_json(const char *path, const hp_cli *cli, const hp_verify_resul
             rec.pp_in_flight[p] = pp->idle_slots[3 * p + 1];
             rec.pp_activation_bytes[p] = pp->idle_slots[3 * p + 2];
         }
+    }
+    if (meas) {   // world rank 0's memory and traffic, and the planner's prediction of them
+        hp_plan_check chk;
+        const int c = hp_plan_check_run(&cli->model, &cli->dims, &cli->run, 0, meas, HP_PLAN_PEAK_TOL, &chk);
+        hp_verify_record_add_measured(&rec, meas, c >= 0 ? &chk : NULL);
     }
     const int e = hp_verify_record_write(&rec, path);
     if (e != 0) fprintf(stderr, "hp: cannot write --json file '%s'\n", path);
@@ -153,8 +159,11 @@ static int train(const hp_cli *cli, const float *init, int rank) {
     }
     pp_measured pm = { 0, NULL };
     if (cli->dims.pp > 1) pm = measure_pp(tr, rank, cli->quiet);
+    hp_plan_measured meas;
+    hp_trainer_measured(tr, &meas);
     if (rank == 0 && cli->json_out &&
-        write_json(cli->json_out, cli, NULL, losses + first, cli->run.steps - first, first + 1, &pm) != 0)
+        write_json(cli->json_out, cli, NULL, losses + first, cli->run.steps - first, first + 1, &pm,
+                   &meas) != 0)
         rc = HP_EXIT_FAIL;
     free(pm.idle_slots);
     free(losses);
@@ -266,7 +275,7 @@ int hp_cmd_run(int argc, char **argv) {
         if (rank == 0) {
             if (!cli.quiet) hp_verify_print(stdout, &r);
             else printf("verify: %s\n", r.pass ? "PASS" : "FAIL");
-            if (cli.json_out && write_json(cli.json_out, &cli, &r, r.losses, r.steps, 1, NULL) != 0)
+            if (cli.json_out && write_json(cli.json_out, &cli, &r, r.losses, r.steps, 1, NULL, &r.measured) != 0)
                 rc = HP_EXIT_FAIL;
         }
         hp_verify_result_free(&r);

@@ -65,11 +65,34 @@ static void fault_worst(const hp_fault_result *x, char *out, int cap) {
 // ---------------------------------------------------------------------------------------------
 // console
 
+// The planner column: "= 0.998" (persistent bytes and every (group, op) equal; predicted /
+// measured peak), "DIFF 0.85" when the check failed, "-" when it did not run.
+static void plan_text(const hp_recipe_result *x, char *out, size_t cap) {
+    if (!x->plan_checked) snprintf(out, cap, "-");
+    else snprintf(out, cap, "%s %.3f", x->plan_pass ? "=" : "DIFF", x->plan_peak_ratio);
+}
+
+// One line: how many recipes the planner predicted exactly, and the worst peak ratio.
+static void plan_summary(FILE *out, const hp_matrix_report *m, const char *bold) {
+    int n = 0, ok = 0, worst = -1;
+    for (int i = 0; i < m->n_rec; i++) {
+        const hp_recipe_result *x = &m->rec[i];
+        if (!x->plan_checked) continue;
+        n++;
+        ok += x->plan_pass;
+        if (worst < 0 || fabs(x->plan_peak_ratio - 1) > fabs(m->rec[worst].plan_peak_ratio - 1)) worst = i;
+    }
+    if (!n) return;
+    fprintf(out, "%splanner%s: %d of %d recipes predicted exactly (persistent bytes, every (group, op) of a "
+            "step) with the peak within 10%%; worst peak ratio %.4f (%s)\n", bold, bold, ok, n,
+            m->rec[worst].plan_peak_ratio, m->rec[worst].r->id);
+}
+
 void hp_report_table(FILE *out, const hp_matrix_report *m) {
     if (m->n_rec || !m->n_faults)   // hp matrix --faults-only: no recipe table
-        fprintf(out, "%-13s %-3s %-30s %5s %9s %-40s %-24s %6s %4s  %s\n", "recipe", "lvl", "dims",
-                "world", "loss rel", "worst grad rel (tensor)", "bytes counted / formula", "time",
-                "det", "verdict");
+        fprintf(out, "%-13s %-3s %-30s %5s %9s %-40s %-24s %-11s %6s %4s  %s\n", "recipe", "lvl", "dims",
+                "world", "loss rel", "worst grad rel (tensor)", "bytes counted / formula", "plan peak",
+                "time", "det", "verdict");
     for (int i = 0; i < m->n_rec; i++) {
         const hp_recipe_result *x = &m->rec[i];
         char dims[64], lre[16], gre[16], grad[64], bytes[48];
@@ -82,8 +105,10 @@ void hp_report_table(FILE *out, const hp_matrix_report *m) {
                      x->traffic_ok ? "ok" : "DIFF");
         else
             snprintf(bytes, sizeof bytes, "-");
-        fprintf(out, "%-13s %-3s %-30s %5d %9s %-40s %-24s %5.1fs %4s  %s\n", x->r->id,
-                hp_level_name(x->r->level), dims, x->world, lre, grad, bytes, x->seconds,
+        char plan[24];
+        plan_text(x, plan, sizeof plan);
+        fprintf(out, "%-13s %-3s %-30s %5d %9s %-40s %-24s %-11s %5.1fs %4s  %s\n", x->r->id,
+                hp_level_name(x->r->level), dims, x->world, lre, grad, bytes, plan, x->seconds,
                 det_text(x->deterministic), hp_verdict_name(x->verdict));
     }
     for (int i = 0; i < m->n_rec; i++) {
@@ -119,6 +144,7 @@ void hp_report_table(FILE *out, const hp_matrix_report *m) {
             m->n_pass, m->n_fail, m->n_rec, m->n_neg_ok, m->n_neg, m->seconds, m->selection);
     if (m->n_faults)
         fprintf(out, "faults: %d of %d failpoints caught by the verifier\n", m->n_faults_caught, m->n_faults);
+    plan_summary(out, m, "");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -201,20 +227,24 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
                "Selection `%s`, each recipe run %d time%s, %.1f s in all.\n\n",
             all_ok ? "PASS" : "FAIL", m->n_pass, m->n_rec, m->n_fail, m->n_neg_ok, m->n_neg, m->selection,
             m->repeat, m->repeat == 1 ? "" : "s", m->seconds);
-    fprintf(f, "![matrix](report.svg)\n\n");
+    plan_summary(f, m, "**");
+    fprintf(f, "\n![matrix](report.svg)\n\n");
     char tg[32], tl[32], tt[32];
     fprintf(f, "Each recipe runs `hp run <flags> --verify --verify-steps 5`: one global batch, forward + "
                "backward + one SGD step on the parallel mesh and in a single process (every degree 1, same "
                "seed and batch); the loss, every gradient and every updated parameter are gathered to full "
                "tensors and compared (relative Frobenius error <= %s per tensor, loss <= %s, 5-step loss "
                "trajectory <= %s), and the bytes each collective moved are compared with the formula. "
+               "*plan peak* = `hp plan`'s prediction for world rank 0 against what the run measured there "
+               "(persistent bytes and every (group, op) of a step equal, `=`; the number is predicted / "
+               "measured peak bytes, within 10%%; docs/planner.md). "
                "*det* = the repeated runs are bit-identical (every gradient of step 1 byte for byte, and the losses). Degrees: P pp, R dp_replicate, "
                "S dp_shard, U ulysses, C cp, T tp, EP ep, ET etp; world = P*R*S*U*C*T.\n\n",
             tol_text(hp_verify_tol.grad, tg, sizeof tg), tol_text(hp_verify_tol.loss, tl, sizeof tl),
             tol_text(hp_verify_tol.traj, tt, sizeof tt));
     fprintf(f, "| recipe | level | dims | world | loss rel err | worst grad rel (tensor) | worst param rel (tensor) | "
-               "traj worst | bytes counted / formula | time | det | verdict |\n");
-    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "traj worst | bytes counted / formula | plan peak | time | det | verdict |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < m->n_rec; i++) {
         const hp_recipe_result *x = &m->rec[i];
         char dims[64], a[16], b[16], c[16], d[16];
@@ -228,6 +258,9 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
         else fprintf(f, "- | - | - | ");
         if (x->have_json) fprintf(f, "%.0f / %.0f %s", x->bytes_counted, x->bytes_predicted, x->traffic_ok ? "ok" : "**DIFF**");
         else fprintf(f, "-");
+        char plan[24];
+        plan_text(x, plan, sizeof plan);
+        fprintf(f, " | %s", plan);
         fprintf(f, " | %.1f s | %s | %s%s%s |\n", x->seconds, det_text(x->deterministic),
                 x->verdict == HP_V_PASS ? "" : "**", hp_verdict_name(x->verdict), x->verdict == HP_V_PASS ? "" : "**");
     }
@@ -346,6 +379,10 @@ int hp_report_json(const char *path, const hp_matrix_report *m) {
             cJSON_AddNumberToObject(o, "bytes_counted", x->bytes_counted);
             cJSON_AddNumberToObject(o, "bytes_predicted", x->bytes_predicted);
             cJSON_AddNumberToObject(o, "route_flips", x->route_flips);
+        }
+        if (x->plan_checked) {
+            cJSON_AddBoolToObject(o, "plan_pass", x->plan_pass);
+            cJSON_AddNumberToObject(o, "plan_peak_ratio", x->plan_peak_ratio);
         }
         if (x->failure[0]) cJSON_AddStringToObject(o, "failure", x->failure);
         if (x->log[0]) cJSON_AddStringToObject(o, "log", x->log);

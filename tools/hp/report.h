@@ -42,6 +42,9 @@ typedef struct hp_recipe_result {
     int    runs;                       // how many runs were made
     int    deterministic;              // 1 bit-identical over the runs, 0 not, -1 not checked
     double same_as_rel;                // worst relative loss difference to same_as; -1 not checked
+    int    plan_checked;               // the planner's prediction was compared (hp_plan_check_run)
+    int    plan_pass;                  // persistent bytes and every (group, op) equal, peak within 10%
+    double plan_peak_ratio;            // predicted / measured peak bytes (world rank 0)
     // pipeline: the verified run's last step, per pp rank (at most HP_REPORT_PP_RANKS ranks and
     // HP_REPORT_PP_ACTIONS actions each): op (0 F, 1 B, 2 I, 3 W), start and end in ms
     int    pp_ranks, pp_n[HP_REPORT_PP_RANKS];

@@ -1,0 +1,367 @@
+// comm_async.c - nonblocking gradient reductions: a reduce-scatter (optionally followed by an
+// all-reduce of its result over a second group: HSDP) or an all-reduce, posted now and
+// completed later, so that one FSDP unit's gradient exchange travels while the next unit's
+// backward computes, and a rank whose partner is still computing does not wait for it unit
+// by unit but once, where the result is needed.
+// defines: hp_reduce_scatter_start, hp_allreduce_sum_start, hp_comm_progress,
+//          hp_comm_async_wait, hp_comm_async_wait_all, hp_comm_async_free
+//
+// The arithmetic is that of the blocking calls: every member's piece of chunk j goes straight
+// to member j, which sums the pieces in member order 0..size-1 (the pieces and chunks of
+// comm_fixed_order.c, so the wire bytes are the same too). Counted when posted, like the
+// blocking calls. In non-deterministic mode a start is the blocking call: MPI's nonblocking
+// collectives would have to be posted in one order on every member, which a chained
+// all-reduce posted whenever its reduce-scatter ends cannot promise.
+//
+// Matching: an operation's messages carry tags of their own (never those of the blocking
+// exchanges), and every member posts them in one order: scatters when the operation is
+// posted, in posting order; the all-gathers of the reduced chunks and a chained all-reduce
+// in the order of the reductions, which this rank performs strictly in posting order
+// (operation by operation, piece by piece). Members of a group post the same operations in
+// the same order, so the k-th message between two members on a tag is the k-th on both.
+//
+// Every blocking wait is the watchdog's (hp_comm_wait); hp_comm_progress only tests. The
+// watchdog's poll loop progresses the queue too: a rank blocked in another collective still
+// sums and forwards what its partners wait for, so no wait can close a cycle.
+#include <stdlib.h>
+#include <string.h>
+#include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK, HP_COMM_CHUNK
+
+enum { TAG_SCATTER = 0x4811, TAG_GATHER = 0x4812 };
+
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+// One phase: a reduce-scatter of n per member (send is (size, n)) or an in-place all-reduce
+// of n, over group g, in pieces (HP_COMM_CHUNK elements of every block; size*HP_COMM_CHUNK
+// elements of an all-reduce buffer).
+typedef struct phase {
+    hp_op_kind    kind;            // HP_OP_REDUCE_SCATTER or HP_OP_ALLREDUCE
+    hp_group_kind g;
+    size_t        pieces, reduced; // pieces, pieces summed so far
+    MPI_Request  *reqs;            // per piece: 4(size-1) (scatter sends/recvs, gather)
+    int          *n_scat;          // per piece: scatter requests posted
+} phase;
+
+struct hp_comm_async_op {
+    float       *recv;             // the result: reduce-scatter (n), all-reduce in place (n)
+    size_t       n;
+    int          n_phases, cur;    // 1 or 2 (reduce-scatter, then all-reduce of recv)
+    phase        ph[2];
+    float       *send;             // reduce-scatter: a copy of the caller's (size, n)
+    float       *rows;             // received operands: pieces x size rows of HP_COMM_CHUNK
+    const void **operands;         // (size) the rows of one sum
+    size_t       send_cap, rows_cap, reqs_cap, cnt_cap, operands_cap;   // grown, kept
+};
+
+// ----------------------------------------------------------------------------
+// buffers (grow-only, per slot)
+
+static void *grow(void *p, size_t *cap, size_t need, size_t esz) {
+    if (need <= *cap) return p;
+    void *q = realloc(p, need * esz);
+    if (q == NULL) HP_COMM_FAIL("hp_comm: out of memory for a %zu-byte gradient exchange", need * esz);
+    *cap = need;
+    return q;
+}
+
+static size_t pieces_of(hp_op_kind kind, size_t n, int size) {
+    const size_t piece = kind == HP_OP_ALLREDUCE ? (size_t)size * HP_COMM_CHUNK : HP_COMM_CHUNK;
+    return (n + piece - 1) / piece;
+}
+
+// ----------------------------------------------------------------------------
+// posting
+
+static MPI_Comm mc(const hp_comm *comm, const phase *ph) { return comm->group[ph->g]; }
+
+static int post(const hp_comm *comm, const phase *ph, int recv, void *buf, size_t cnt, int peer,
+                int tag, MPI_Request *r) {
+    if (cnt == 0) return 0;   // both sides know every count and skip the same messages
+    if (recv) HP_MPI_CHECK(MPI_Irecv(buf, (int)cnt, MPI_FLOAT, peer, tag, mc(comm, ph), r));
+    else      HP_MPI_CHECK(MPI_Isend(buf, (int)cnt, MPI_FLOAT, peer, tag, mc(comm, ph), r));
+    return 1;
+}
+
+
+// Element range [off, off+len) of piece p: of every block (reduce-scatter), of the buffer
+// (all-reduce); *mine: the part this member reduces, at *mine_off inside the piece.
+static void piece_range(const hp_comm_async_op *op, const phase *ph, int size, int me, size_t p,
+                        size_t *off, size_t *len, size_t *mine_off, size_t *mine) {
+    const size_t piece = ph->kind == HP_OP_ALLREDUCE ? (size_t)size * HP_COMM_CHUNK : HP_COMM_CHUNK;
+    *off = p * piece;
+    *len = min_sz(op->n - *off, piece);
+    *mine_off = ph->kind == HP_OP_ALLREDUCE ? hp_chunk_off(*len, size, me) : 0;
+    *mine = ph->kind == HP_OP_ALLREDUCE ? hp_chunk_len(*len, size, me) : *len;
+}
+
+static float *row(hp_comm_async_op *op, int size, size_t p, int r) {
+    return op->rows + (p * (size_t)size + (size_t)r) * HP_COMM_CHUNK;
+}
+
+// Posts every piece's scatter of the current phase.
+static void post_phase(hp_comm *comm, hp_comm_async_op *op) {
+    phase *ph = &op->ph[op->cur];
+    const int size = comm->size[ph->g], me = comm->rank[ph->g];
+    for (size_t p = 0; p < ph->pieces; p++) {
+        size_t off, len, mine_off, mine;
+        piece_range(op, ph, size, me, p, &off, &len, &mine_off, &mine);
+        MPI_Request *r = ph->reqs + p * 4 * (size_t)(size - 1);
+        int k = 0;
+        for (int j = 0; j < size; j++) {
+            if (j == me) continue;
+            k += post(comm, ph, 1, row(op, size, p, j), mine, j, TAG_SCATTER, r + k);
+            if (ph->kind == HP_OP_ALLREDUCE)
+                k += post(comm, ph, 0, op->recv + off + hp_chunk_off(len, size, j),
+                          hp_chunk_len(len, size, j), j, TAG_SCATTER, r + k);
+            else
+                k += post(comm, ph, 0, op->send + (size_t)j * op->n + off, len, j, TAG_SCATTER,
+                          r + k);
+        }
+        ph->n_scat[p] = k;
+    }
+}
+
+// Phase i of op: kind over g, nothing summed yet.
+static void init_phase(hp_comm *comm, hp_comm_async_op *op, int i, hp_op_kind kind,
+                       hp_group_kind g) {
+    phase *ph = &op->ph[i];
+    const int size = comm->size[g];
+    ph->kind = kind;
+    ph->g = g;
+    ph->pieces = pieces_of(kind, op->n, size);
+    ph->reduced = 0;
+}
+
+// Requests of a phase: per piece 2(size-1) of the scatter and 2(size-1) of the gather.
+static int phase_requests(const hp_comm *comm, const phase *ph) {
+    return (int)(ph->pieces * 4 * (size_t)(comm->size[ph->g] - 1));
+}
+
+static void size_buffers(hp_comm_async_op *op, hp_comm *comm) {
+    size_t reqs = 0, cnts = 0, rows = 0, operands = 0;
+    for (int i = 0; i < op->n_phases; i++) {
+        const int size = comm->size[op->ph[i].g];
+        reqs += (size_t)phase_requests(comm, &op->ph[i]);
+        cnts += op->ph[i].pieces;
+        const size_t r = op->ph[i].pieces * (size_t)size * HP_COMM_CHUNK;
+        if (r > rows) rows = r;   // the phases use the rows in turn
+        if ((size_t)size > operands) operands = (size_t)size;
+    }
+    // the pointers move with realloc: hand them out only after every grow
+    MPI_Request *rq = NULL;
+    int *cn = NULL;
+    op->rows = grow(op->rows, &op->rows_cap, rows, sizeof(float));
+    op->operands = grow(op->operands, &op->operands_cap, operands, sizeof *op->operands);
+    rq = grow(op->ph[0].reqs, &op->reqs_cap, reqs, sizeof *rq);
+    cn = grow(op->ph[0].n_scat, &op->cnt_cap, cnts, sizeof *cn);
+    for (int i = 0; i < op->n_phases; i++) {
+        const int nr = phase_requests(comm, &op->ph[i]);
+        op->ph[i].reqs = rq;
+        op->ph[i].n_scat = cn;
+        for (int k = 0; k < nr; k++) rq[k] = MPI_REQUEST_NULL;
+        memset(cn, 0, op->ph[i].pieces * sizeof *cn);
+        rq += nr;
+        cn += op->ph[i].pieces;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the queue: slots in posting order, [head, tail) in flight
+
+static hp_comm_async_op *slot(hp_comm *comm, int ticket) {
+    return comm->async[ticket % HP_COMM_ASYNC_MAX];
+}
+
+// 1 when every request of op has completed (tests them: finished ones become null).
+static int all_done(const hp_comm *comm, hp_comm_async_op *op) {
+    for (int i = 0; i < op->n_phases; i++) {
+        phase *ph = &op->ph[i];
+        if (!hp_comm_test(phase_requests(comm, ph), ph->reqs, hp_op_name(ph->kind),
+                          hp_group_name(ph->g)))
+            return 0;
+    }
+    return 1;
+}
+
+// Sums piece p of the current phase once its scatter has arrived (block: wait for it under
+// the watchdog). Returns 0 when it has not arrived (and block is 0).
+static int reduce_piece(hp_comm *comm, hp_comm_async_op *op, int block) {
+    phase *ph = &op->ph[op->cur];
+    const size_t p = ph->reduced;
+    const int size = comm->size[ph->g], me = comm->rank[ph->g];
+    const char *what = ph->kind == HP_OP_ALLREDUCE ? "all-reduce" : "reduce-scatter";
+    MPI_Request *r = ph->reqs + p * 4 * (size_t)(size - 1);
+    if (block) hp_comm_wait(comm, ph->n_scat[p], r, what, hp_group_name(ph->g));
+    else if (!hp_comm_test(ph->n_scat[p], r, what, hp_group_name(ph->g))) return 0;
+    size_t off, len, mine_off, mine;
+    piece_range(op, ph, size, me, p, &off, &len, &mine_off, &mine);
+    for (int j = 0; j < size; j++) op->operands[j] = row(op, size, p, j);
+    // my own operand: read in place from the copy (reduce-scatter), or copied (all-reduce:
+    // the sum overwrites it in place)
+    float *out = op->recv + (ph->kind == HP_OP_ALLREDUCE ? off + mine_off : off);
+    if (ph->kind == HP_OP_ALLREDUCE)
+        memcpy(row(op, size, p, me), out, mine * sizeof(float));
+    else
+        op->operands[me] = op->send + (size_t)me * op->n + off;
+    if (mine > 0) hp_fixed_reduce_rows(out, op->operands, size, mine, HP_RED_F32_SUM);
+    if (ph->kind == HP_OP_ALLREDUCE) {   // my reduced chunk to all, theirs in place
+        MPI_Request *gr = r + 2 * (size - 1);
+        int k = 0;
+        for (int j = 0; j < size; j++) {
+            if (j == me) continue;
+            k += post(comm, ph, 1, op->recv + off + hp_chunk_off(len, size, j),
+                      hp_chunk_len(len, size, j), j, TAG_GATHER, gr + k);
+            k += post(comm, ph, 0, out, mine, j, TAG_GATHER, gr + k);
+        }
+    }
+    ph->reduced++;
+    if (ph->reduced == ph->pieces && op->cur + 1 < op->n_phases) {
+        op->cur++;   // HSDP: the all-reduce of the reduced shard over the next group
+        post_phase(comm, op);
+    }
+    return 1;
+}
+
+static int reduced(const hp_comm_async_op *op) {
+    return op->cur == op->n_phases - 1 && op->ph[op->cur].reduced == op->ph[op->cur].pieces;
+}
+
+// Advances in posting order: sums every piece that has arrived, stopping at the first one
+// that has not (later operations wait their turn: the order of the gathers is fixed), then
+// retires the finished operations at the head.
+static void progress(hp_comm *comm) {
+    for (int t = comm->async_head; t < comm->async_tail; t++) {
+        hp_comm_async_op *op = slot(comm, t);
+        while (!reduced(op))
+            if (!reduce_piece(comm, op, 0)) goto retire;
+    }
+retire:
+    while (comm->async_head < comm->async_tail &&
+           reduced(slot(comm, comm->async_head)) &&
+           all_done(comm, slot(comm, comm->async_head)))
+        comm->async_head++;
+}
+
+void hp_comm_progress(hp_comm *comm) {
+    if (comm == NULL || comm->async_busy || comm->async_head == comm->async_tail) return;
+    comm->async_busy = 1;   // the watchdog's loop calls in here: never from inside the queue
+    progress(comm);
+    comm->async_busy = 0;
+}
+
+void hp_comm_async_wait(hp_comm *comm, int ticket) {
+    const int outer = !comm->async_busy;
+    comm->async_busy = 1;
+    while (comm->async_head <= ticket && comm->async_head < comm->async_tail) {
+        progress(comm);
+        if (comm->async_head > ticket || comm->async_head == comm->async_tail) break;
+        hp_comm_async_op *op = slot(comm, comm->async_head);
+        if (!reduced(op)) {
+            reduce_piece(comm, op, 1);
+            continue;
+        }
+        for (int i = 0; i < op->n_phases; i++)   // the head's sends and gathers
+            hp_comm_wait(comm, phase_requests(comm, &op->ph[i]), op->ph[i].reqs,
+                         hp_op_name(op->ph[i].kind), hp_group_name(op->ph[i].g));
+    }
+    if (outer) comm->async_busy = 0;
+}
+
+void hp_comm_async_wait_all(hp_comm *comm) {
+    if (comm != NULL) hp_comm_async_wait(comm, comm->async_tail - 1);
+}
+
+// A free slot for a new operation (waiting for the oldest when all are in flight).
+static hp_comm_async_op *next_slot(hp_comm *comm) {
+    if (comm->async_tail - comm->async_head == HP_COMM_ASYNC_MAX)
+        hp_comm_async_wait(comm, comm->async_head);
+    hp_comm_async_op **s = &comm->async[comm->async_tail % HP_COMM_ASYNC_MAX];
+    if (*s == NULL && (*s = calloc(1, sizeof **s)) == NULL)
+        HP_COMM_FAIL("hp_comm: out of memory for a gradient exchange");
+    return *s;
+}
+
+static int enqueue(hp_comm *comm, hp_comm_async_op *op) {
+    size_buffers(op, comm);
+    op->cur = 0;
+    post_phase(comm, op);
+    const int ticket = comm->async_tail++;
+    hp_comm_progress(comm);
+    return ticket;
+}
+
+void hp_comm_async_free(hp_comm *comm) {
+    for (int i = 0; i < HP_COMM_ASYNC_MAX; i++) {
+        hp_comm_async_op *op = comm->async[i];
+        if (op == NULL) continue;
+        free(op->send); free(op->rows); free((void *)op->operands);
+        free(op->ph[0].reqs); free(op->ph[0].n_scat);
+        free(op);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// public
+
+// An in-place all-reduce over g, already counted.
+static int allreduce_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n) {
+    if (comm->size[g] == 1 || n == 0) return comm->async_tail - 1;
+    hp_comm_async_op *op = next_slot(comm);
+    op->recv = buf;
+    op->n = n;
+    op->n_phases = 1;
+    init_phase(comm, op, 0, HP_OP_ALLREDUCE, g);
+    return enqueue(comm, op);
+}
+
+int hp_reduce_scatter_start(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
+                            size_t n, hp_group_kind then_allreduce) {
+    const char *who = "hp_reduce_scatter_start";
+    const int size = hp_comm_group_size(comm, g, who);
+    const int chain = then_allreduce != HP_G_COUNT;
+    if (chain) hp_comm_group_size(comm, then_allreduce, who);
+    if (!comm->deterministic) {   // the blocking calls (see the top)
+        hp_reduce_scatter(comm, g, recv, send, n);
+        if (chain) hp_allreduce_sum(comm, then_allreduce, recv, n);
+        return comm->async_tail - 1;
+    }
+    // the counters of the blocking calls (comm_reduce.c), counted now
+    hp_comm_count(comm, g, HP_OP_REDUCE_SCATTER, (uint64_t)size * n * sizeof(float), who);
+    hp_comm_count_wire(comm, g, HP_OP_REDUCE_SCATTER, (uint64_t)(size - 1) * n * sizeof(float));
+    if (chain) {
+        hp_comm_count(comm, then_allreduce, HP_OP_ALLREDUCE, (uint64_t)n * sizeof(float), who);
+        hp_comm_count_wire(comm, then_allreduce, HP_OP_ALLREDUCE,
+                           hp_fixed_allreduce_wire(n, comm->size[then_allreduce],
+                                                   comm->rank[then_allreduce], sizeof(float)));
+    }
+    const int ar = chain && comm->size[then_allreduce] > 1;
+    if (n == 0) return comm->async_tail - 1;
+    if (size == 1) {   // nothing to scatter: a local copy, then (maybe) the all-reduce
+        memmove(recv, send, n * sizeof *recv);
+        return ar ? allreduce_start(comm, then_allreduce, recv, n)
+                  : comm->async_tail - 1;
+    }
+    (void)hp_comm_int_count(n, who);
+    hp_comm_async_op *op = next_slot(comm);
+    op->recv = recv;
+    op->n = n;
+    op->n_phases = ar ? 2 : 1;
+    op->send = grow(op->send, &op->send_cap, (size_t)size * n, sizeof(float));
+    memcpy(op->send, send, (size_t)size * n * sizeof(float));   // the caller may reuse send
+    init_phase(comm, op, 0, HP_OP_REDUCE_SCATTER, g);
+    if (ar) init_phase(comm, op, 1, HP_OP_ALLREDUCE, then_allreduce);
+    return enqueue(comm, op);
+}
+
+int hp_allreduce_sum_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n) {
+    const char *who = "hp_allreduce_sum_start";
+    hp_comm_group_size(comm, g, who);
+    if (!comm->deterministic) {
+        hp_allreduce_sum(comm, g, buf, n);
+        return comm->async_tail - 1;
+    }
+    hp_comm_count(comm, g, HP_OP_ALLREDUCE, (uint64_t)n * sizeof(float), who);
+    hp_comm_count_wire(comm, g, HP_OP_ALLREDUCE,
+                       hp_fixed_allreduce_wire(n, comm->size[g], comm->rank[g], sizeof(float)));
+    return allreduce_start(comm, g, buf, n);
+}

@@ -1,9 +1,10 @@
 #!/bin/sh
-# 01_mlp_tensor_parallel: recipe M2 / A-TP, the toy MLP with tensor parallel (world = tp).
-#   T=4 ./run.sh      another tp degree (2, 4 or 8: it divides the 32 hidden units)
+# 01_mlp_tensor_parallel: recipes M2 / A-TP, the toy MLP with tensor parallel (world = tp). The
+# degrees are the recipe's, from the library's table (run_common.sh's ex_recipe).
+#   RECIPE=M2-tp4 ./run.sh      another recipe (unknown: the list of this example's)
 . "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
-R=1 S=1 C=1 P=1
-T=${T:-2}
-NPROC=$((R * S * C * T * P))          # N = R*S*C*T*P = 1*1*1*2*1 = 2
+RECIPE=${RECIPE:-M2-tp2}
+ex_recipe "$RECIPE" "--tp"          # M2-tp2: N = P*R*S*U*C*T = 1*1*1*1*1*2 = 2
 ex_need example_01_mlp_tensor_parallel
-ex_launch "$NPROC" "$BUILD_DIR/example_01_mlp_tensor_parallel" --tp "$T"
+# shellcheck disable=SC2086
+ex_launch "$NPROC" "$BUILD_DIR/example_01_mlp_tensor_parallel" $FLAGS

@@ -1,9 +1,10 @@
 #!/bin/sh
-# 02_mlp_seq_parallel: recipe M3, the toy MLP with tensor + sequence parallel (world = tp).
-#   T=4 ./run.sh      another tp degree (it divides the 24 rows and the 32 hidden units)
+# 02_mlp_seq_parallel: recipes M3, the toy MLP with tensor + sequence parallel (world = tp). The
+# degrees are the recipe's, from the library's table (run_common.sh's ex_recipe).
+#   RECIPE=M3-tp4 ./run.sh      another recipe (unknown: the list of this example's)
 . "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
-T=${T:-2}
-R=1 S=1 C=1 P=1
-NPROC=$((R * S * C * T * P))          # N = R*S*C*T*P = 1*1*1*2*1 = 2
+RECIPE=${RECIPE:-M3-tp2}
+ex_recipe "$RECIPE" "--tp"          # M3-tp2: N = P*R*S*U*C*T = 1*1*1*1*1*2 = 2
 ex_need example_02_mlp_seq_parallel
-ex_launch "$NPROC" "$BUILD_DIR/example_02_mlp_seq_parallel" --tp "$T"
+# shellcheck disable=SC2086
+ex_launch "$NPROC" "$BUILD_DIR/example_02_mlp_seq_parallel" $FLAGS

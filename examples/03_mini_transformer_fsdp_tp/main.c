@@ -9,8 +9,10 @@
 //   mpiexec -n 8 ./example_03_mini_transformer_fsdp_tp --cp 2            # M6: (1,2,2,2)
 //   mpiexec -n 8 ./example_03_mini_transformer_fsdp_tp --dp-replicate 2  # M7: HSDP x TP
 // Flags: --tp T (default 2 on an even world, else 1), --dp-replicate R, --dp-shard S (default:
-// the rest of the world), --cp C, --no-sp. Exit: 0 verified, 1 verification failed, 2 bad layout.
+// the rest of the world), --cp C, --no-sp, --cp-rotate allgather|ring (K/V under cp > 1).
+// Exit: 0 verified, 1 verification failed, 2 bad layout.
 #include <stdio.h>
+#include <string.h>
 #include <mpi.h>
 #include <hyperpar/dims.h>
 #include <hyperpar/inspect.h>
@@ -28,16 +30,23 @@ int main(int argc, char **argv) {
     hp_dims dims = hp_dims_default();
     dims.tp = world % 2 == 0 ? 2 : 1;
     dims.world = world;
-    char err[256] = "";
-    for (int i = 1, n = 1; i < argc && !*err; i += n)
-        if ((n = hp_dims_flag(&dims, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) <= 0)
-            snprintf(err, sizeof err, "bad flag '%s' (--tp T --dp-replicate R --dp-shard S --cp C --no-sp)", argv[i]);
     hp_model_config model;
     hp_model_config_by_name("tiny", &model);   // D 64, 8 query heads, 4 kv heads, FFN 128
     hp_run_config run;
     hp_run_config_default(&run);
     run.steps = 3;
     run.batch = 2 * world;   // R*S divides the world, so it divides this batch too
+    char err[256] = "";
+    for (int i = 1, n = 1; i < argc && !*err; i += n) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--cp-rotate") && v && (!strcmp(v, "ring") || !strcmp(v, "allgather"))) {
+            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;   // K/V under cp > 1
+            n = 2;
+        } else if ((n = hp_dims_flag(&dims, argv[i], v)) <= 0) {
+            snprintf(err, sizeof err, "bad flag '%s' (--tp T --dp-replicate R --dp-shard S --cp C --no-sp "
+                     "--cp-rotate allgather|ring)", argv[i]);
+        }
+    }
     if (!*err) hp_dims_validate(&dims, &model, &run, err, sizeof err);   // one line naming the rule
     if (!*err && rank == 0) {
         hp_print_dims(stdout, &dims);

@@ -9,9 +9,11 @@
 //   mpiexec -n 4 ./example_06_moe_ep_tp_etp --ep 4 --etp 1           # S1b: EP borrows TP
 //   mpiexec -n 8 ./example_06_moe_ep_tp_etp --cp 2 --ep 4 --etp 1    # C2
 // Flags: --tp T (default 2 on an even world), --ep EP (default: what dp_shard*cp leaves, at
-// most 8), --etp ET (default tp), --dp-replicate R, --dp-shard S, --cp C, --no-sp.
+// most 8), --etp ET (default tp), --dp-replicate R, --dp-shard S, --cp C, --no-sp,
+// --cp-rotate allgather|ring (K/V under cp > 1).
 // Exit: 0 verified, 1 verification failed, 2 bad layout.
 #include <stdio.h>
+#include <string.h>
 #include <mpi.h>
 #include <hyperpar/dims.h>
 #include <hyperpar/inspect.h>
@@ -33,15 +35,21 @@ int main(int argc, char **argv) {
     while (dims.ep > 1 && (model.num_experts % dims.ep || (world / dims.tp) % dims.ep)) dims.ep--;
     dims.etp = dims.ep > 1 ? dims.tp : 1;
     dims.world = world;
-    char err[256] = "";
-    for (int i = 1, n = 1; i < argc && !*err; i += n)
-        if ((n = hp_dims_flag(&dims, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) <= 0)
-            snprintf(err, sizeof err, "bad flag '%s' (--tp T --ep EP --etp ET --dp-replicate R --dp-shard S --cp C)",
-                     argv[i]);
     hp_run_config run;
     hp_run_config_default(&run);
     run.batch = 2 * world;
     run.steps = 3;
+    char err[256] = "";
+    for (int i = 1, n = 1; i < argc && !*err; i += n) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--cp-rotate") && v && (!strcmp(v, "ring") || !strcmp(v, "allgather"))) {
+            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;   // K/V under cp > 1
+            n = 2;
+        } else if ((n = hp_dims_flag(&dims, argv[i], v)) <= 0) {
+            snprintf(err, sizeof err, "bad flag '%s' (--tp T --ep EP --etp ET --dp-replicate R --dp-shard S --cp C "
+                     "--cp-rotate allgather|ring)", argv[i]);
+        }
+    }
     if (!*err) hp_dims_validate(&dims, &model, &run, err, sizeof err);   // etp in {1, tp}, ep | ..., ...
     hp_trainer *tr = *err ? NULL : hp_trainer_init(MPI_COMM_WORLD, &model, &dims, &run, err, sizeof err);
     if (!tr) {

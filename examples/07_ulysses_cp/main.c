@@ -1,5 +1,5 @@
 // 07_ulysses_cp - Ulysses sequence parallel, alone or as 2-D Ulysses x ring attention (USP), on
-// the `tiny` transformer: recipes U1-U7. A rank holds S/(U*C) tokens of a sequence with all the
+// the `tiny` transformer (`tiny-moe` for U7): recipes U1-U7. A rank holds S/(U*C) tokens of a sequence with all the
 // heads; around attention an all-to-all over the ulysses group trades heads for tokens (H/U
 // query heads over all S/C cp-local tokens), the core runs (ring attention over cp when C > 1),
 // and the reverse all-to-all brings each rank its own tokens back. With fewer kv heads than U,
@@ -14,8 +14,11 @@
 //   mpiexec -n 2 ./example_07_ulysses_cp                       # ulysses 2 (U1)
 //   mpiexec -n 8 ./example_07_ulysses_cp --ulysses 8 --cp 1    # U3: 8 > 4 kv heads, kv repeated x2
 // Flags: --ulysses U (default 2 on an even world), --cp C (default 2 when 4 divides the world),
-// --dp-shard S (default: the rest). Exit: 0 verified, 1 verification failed, 2 bad layout.
+// --dp-shard S (default: the rest), the other degrees (--tp, --ep, ...), --model NAME (default
+// tiny), --cp-rotate allgather|ring (default ring). Exit: 0 verified, 1 verification failed,
+// 2 bad layout.
 #include <stdio.h>
+#include <string.h>
 #include <mpi.h>
 #include <hyperpar/dims.h>
 #include <hyperpar/inspect.h>
@@ -36,14 +39,21 @@ int main(int argc, char **argv) {
     hp_model_config_by_name("tiny", &model);   // 8 query heads, 4 kv heads, D 64
     hp_run_config run;
     hp_run_config_default(&run);
-    run.cp_rotate = HP_ROTATE_RING;            // ring attention inside each cp group
+    run.cp_rotate = HP_ROTATE_RING;            // ring attention inside each cp group (or --cp-rotate)
     run.steps = 3;
     run.batch = 2 * world;
     int bad = 0;   // the index of a flag that is not a degree, or a degree without a number
-    for (int i = 1, n = 1; i < argc && !bad; i += n)
-        if ((n = hp_dims_flag(&dims, argv[i], argv[i + 1])) <= 0) bad = i;
+    for (int i = 1, n = 2; i < argc && !bad; i += n) {
+        const char *v = argv[i + 1];   // argv[argc] is NULL
+        n = 2;
+        if (!strcmp(argv[i], "--model")) bad = hp_model_config_by_name(v, &model) ? i : 0;   // U7: tiny-moe
+        else if (!strcmp(argv[i], "--cp-rotate") && v && (!strcmp(v, "ring") || !strcmp(v, "allgather")))
+            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
+        else if ((n = hp_dims_flag(&dims, argv[i], v)) <= 0) bad = i;
+    }
     char err[256];
-    if (bad) snprintf(err, sizeof err, "bad flag '%s' (--ulysses U --cp C --dp-shard S)", argv[bad]);
+    if (bad) snprintf(err, sizeof err, "bad flag '%s' (--ulysses U --cp C --dp-shard S --model NAME "
+                      "--cp-rotate allgather|ring)", argv[bad]);
     if (bad || hp_dims_validate(&dims, &model, &run, err, sizeof err) != 0) {   // U | heads, ...
         if (rank == 0) fprintf(stderr, "07_ulysses_cp: %s\n", err);
         MPI_Finalize();

@@ -1,6 +1,7 @@
 // 08_pipeline - pipeline parallel on the `tiny` transformer deepened to 4 blocks: recipes
-// P1-P4. The blocks are cut into stages (stage 0 also holds the embeddings, the last one the
-// norm and output head), each pp rank runs its stages, activations travel forward and their
+// P1-P10, C4, C5 (with the other degrees; `tiny-moe` for P9, P10, C5). The blocks are cut into
+// stages (stage 0 also holds the embeddings, the last one the norm and output head), each pp
+// rank runs its stages, activations travel forward and their
 // gradients backward between neighbours, and the schedule orders the microbatches: gpipe (all
 // forwards, then all backwards), 1f1b, interleaved-1f1b (V stages a rank), or zbv (zero-bubble
 // V: the backward split into input and weight parts). The loss comes from the last stage.
@@ -9,7 +10,9 @@
 //   mpiexec -n 2 ./example_08_pipeline --pp-schedule zbv                # P4
 //   mpiexec -n 2 ./example_08_pipeline --pp-schedule interleaved-1f1b   # P3: 2 stages a rank
 //   mpiexec -n 4 ./example_08_pipeline --pp-schedule gpipe --pp-microbatches 8
-// Flags: --pp-schedule S, --pp-microbatches M (default 4); pp = every rank (other degrees 1).
+// Flags: --pp-schedule S, --pp-microbatches M (default 4), --pp-virtual V, --model NAME (default
+// tiny, always 4 blocks), --cp-rotate allgather|ring, the degrees (--pp, --dp-shard, --tp, --sp,
+// ...; default pp = every rank, the other degrees 1).
 // Exit: 0 verified, 1 verification failed, 2 bad layout.
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,13 +43,20 @@ int main(int argc, char **argv) {
     dims.pp_schedule = hp_pp_schedule_parse("1f1b");
 
     char err[256] = "";
-    for (int i = 1; i < argc && !*err; i += 2) {
+    for (int i = 1, n = 2; i < argc && !*err; i += n) {
         const char *v = i + 1 < argc ? argv[i + 1] : "";
         const int schedule = hp_pp_schedule_parse(v);   // -1: not a schedule's name
+        n = 2;
         if (!strcmp(argv[i], "--pp-schedule") && schedule >= 0) dims.pp_schedule = schedule;
         else if (!strcmp(argv[i], "--pp-microbatches")) run.microbatches = atoi(v);
-        else snprintf(err, sizeof err, "bad flag '%s %s' (--pp-schedule gpipe|1f1b|interleaved-1f1b|zbv "
-                      "--pp-microbatches M)", argv[i], v);
+        else if (!strcmp(argv[i], "--pp-virtual")) dims.pp_virtual = atoi(v);
+        else if (!strcmp(argv[i], "--model") && !hp_model_config_by_name(v, &model)) model.n_layers = 4;
+        else if (!strcmp(argv[i], "--cp-rotate") && (!strcmp(v, "ring") || !strcmp(v, "allgather")))
+            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
+        else if ((n = hp_dims_flag(&dims, argv[i], v)) <= 0)   // --pp, --dp-shard, --tp, --sp, ...
+            snprintf(err, sizeof err, "bad flag '%s %s' (--pp-schedule gpipe|1f1b|interleaved-1f1b|zbv "
+                     "--pp-microbatches M --pp-virtual V --model NAME --cp-rotate allgather|ring, degrees)",
+                     argv[i], v);
     }
     if (!*err) hp_dims_validate(&dims, &model, &run, err, sizeof err);   // L >= stages, M >= pp for zbv, ...
     if (*err) {

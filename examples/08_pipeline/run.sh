@@ -1,8 +1,11 @@
 #!/bin/sh
-# 08_pipeline: recipes P1-P4, every pp rank one stage (pp = NPROC).
-#   SCHEDULE=zbv ./run.sh       the zero-bubble V schedule (backward split into I and W)
+# 08_pipeline: recipes P1-P10, C4, C5, pipeline parallel alone and with the other degrees;
+# RECIPE picks one, the library's table gives its degrees (run_common.sh's ex_recipe).
+#   RECIPE=P4 ./run.sh       the zero-bubble V schedule (backward split into I and W)
 . "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
-P=${P:-2} SCHEDULE=${SCHEDULE:-1f1b} M=${M:-4}
-NPROC=$P                               # N = P (every other degree 1) = 2
+RECIPE=${RECIPE:-P1-1f1b}
+# P1-1f1b: N = P*R*S*U*C*T = 2*1*1*1*1*1 = 2
+ex_recipe "$RECIPE" "$EX_DIMS_FLAGS --model --cp-rotate --pp-schedule --pp-microbatches --pp-virtual"
 ex_need example_08_pipeline
-ex_launch "$NPROC" "$BUILD_DIR/example_08_pipeline" --pp-schedule "$SCHEDULE" --pp-microbatches "$M"
+# shellcheck disable=SC2086
+ex_launch "$NPROC" "$BUILD_DIR/example_08_pipeline" $FLAGS

@@ -34,9 +34,10 @@ typedef struct hp_model_config {
     float route_scale;
 } hp_model_config;
 
-// Fills *out with a named config ("tiny", "tiny-moe", "small", "bench", "bench-moe"; and the
-// published shapes for planning: "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b").
-// Returns 0, or -1 for an unknown name.
+// Fills *out with a named config: one of hp_model_config_names (the test models "tiny",
+// "tiny-moe" and "tiny-moe-alt", "small", "bench", "bench-moe"; and the published shapes, for
+// planning: "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", which hp run's memory
+// check refuses here). Returns 0, or -1 for an unknown name.
 int hp_model_config_by_name(const char *name, hp_model_config *out);
 // The names hp_model_config_by_name knows, NULL-terminated.
 extern const char *const hp_model_config_names[];

@@ -1,7 +1,9 @@
 // cp_stats.h - work counters of the context-parallel attention (cp.h), per process.
 // They show that block skipping works: with the head-tail layout every cp rank hands the
 // kernel the same number of query-key pairs; with the contiguous layout rank i does i+1
-// blocks. Counters are plain process-wide statics (the library is single-threaded).
+// blocks. Counters are plain process-wide statics, not atomics: they are updated only from
+// the rank's main thread, around the attention kernel calls (the kernels' worker threads,
+// src/kernels/parallel.h, never touch them).
 // defines: hp_cp_stats, hp_cp_stats_get, hp_cp_stats_reset
 //
 //   hp_cp_stats_reset();

@@ -51,6 +51,23 @@ static const flag_def flags[] = {
     { "--help", F_HELP, 0 }, { "-h", F_HELP, 0 },
 };
 
+// The --model line, from the library's table of named configs (config.h), so that it cannot
+// miss one; wrapped under its own column.
+static void print_model_names(FILE *out) {
+    int col = fprintf(out, "  --model NAME       ");
+    for (int i = 0; hp_model_config_names[i]; i++) {
+        const char *name = hp_model_config_names[i], *sep = i ? " | " : "";
+        if (i && col + (int)(strlen(sep) + strlen(name)) > 96) {   // wrap: " |" ends the line
+            fputs(" |\n", out);
+            col = fprintf(out, "%21s", "");
+            sep = "";
+        }
+        col += fprintf(out, "%s%s", sep, name);
+    }
+    fputs("\n                     (default tiny; the published shapes are for plan: run's memory\n"
+          "                     check refuses them)\n", out);
+}
+
 void hp_cli_print_common_help(FILE *out) {
     fputs(
         "parallel degrees (world = dp_replicate*dp_shard*cp*tp*pp; ep and etp re-use those ranks):\n"
@@ -67,9 +84,10 @@ void hp_cli_print_common_help(FILE *out) {
         "  --ep N             expert parallel degree; divides dp_shard*cp*tp (default 1)\n"
         "  --etp N            expert tensor parallel degree: 1 or tp, needs ep > 1 (default 1)\n"
         "  --no-sp / --sp     sequence parallel off / on (default: on iff tp > 1)\n"
-        "model and run:\n"
-        "  --model NAME       tiny | tiny-moe | small | bench | bench-moe (default tiny); for plan\n"
-        "                     also llama3-8b | llama3-70b | llama3-405b | mixtral-8x7b\n"
+        "model and run:\n",
+        out);
+    print_model_names(out);
+    fputs(
         "  --model-config F   the model of a Hugging Face config.json (instead of --model)\n"
         "  --seq-len N        tokens per sequence (default 32)\n"
         "  --batch N          global batch, in sequences (default 8)\n"

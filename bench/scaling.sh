@@ -3,6 +3,7 @@
 # gloo DDP on the same model, batch and thread count, in one go:
 #   weak scaling (2 sequences per rank): DDP, FSDP, HSDP (2 x 2 = 4 ranks), PyTorch gloo DDP
 #   strong scaling (the same 2 sequences): TP + SP on 2 ranks
+#   the machine's ceiling: 2 independent 1-rank jobs at once (what the free cores allow)
 # Rounds are interleaved (1 rank, N ranks, 1 rank, ...); the table gives the median of the
 # per-round efficiencies and their spread. Model small (D 128, L 4), S 256, 1 thread per rank.
 #

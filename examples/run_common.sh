@@ -29,10 +29,12 @@ ex_need() {
   fi
 }
 
-# the flags hp_dims_flag (inspect.h) reads, as hp run names them; those that take a value
-EX_DEGREE_FLAGS="--dp-replicate --dp-shard --ulysses --cp --tp --pp --ep --etp"
+# the flags hp_layout_flag (inspect.h) reads, as hp run names them: the degrees and the run's
+# settings (the example programs take them all)
 # shellcheck disable=SC2034   # read by the run.sh scripts
-EX_DIMS_FLAGS="$EX_DEGREE_FLAGS --sp --no-sp"
+EX_LAYOUT_FLAGS="--dp-replicate --dp-shard --ulysses --cp --tp --pp --ep --etp --sp --no-sp
+  --pp-schedule --pp-virtual --pp-microbatches --microbatches --cp-rotate --cp-no-balance
+  --dispatcher --optimizer --seq-len --batch --steps --lr --max-norm --ac"
 
 # ex_recipe ID ACCEPTS [MODEL]: recipe ID of the library's table (src/train/recipes.c, through
 # `hp matrix`), which must be one the table names this example's folder for. Sets NPROC (the
@@ -46,7 +48,7 @@ ex_recipe() {
     echo "run.sh: $HP not found: build first (cmake -S . -B build && cmake --build build) or set HP" >&2
     exit 2
   fi
-  ex_id=$1 ex_accepts=" $2 " ex_model=${3:-}
+  ex_id=$1 ex_accepts=" $(echo $2) " ex_model=${3:-}
   ex_folder=$(basename "$HERE")
   # the example's recipes: its row of examples/README.md's generated table
   ex_valid=$("$HP" matrix --examples-markdown |

@@ -57,3 +57,8 @@ target_include_directories(test_checkpoint_boxes PRIVATE src ${CJSON_INCLUDE_DIR
 target_link_libraries(test_checkpoint_boxes PRIVATE hyperpar)
 add_test(NAME ckpt_boxes COMMAND test_checkpoint_boxes)
 set_tests_properties(ckpt_boxes PROPERTIES LABELS L0 TIMEOUT 120)
+# a rank frozen (SIGSTOP) halfway through a save: the job ends at the watchdog (HP_TIMEOUT=2)
+# in under 10 s, its line naming the checkpoint collective rank 0 waits in
+add_test(NAME ckpt_stopped_mid_save
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_stopped.sh $<TARGET_FILE:hp> ${HP_CKPT_DIR}/stopped)
+set_tests_properties(ckpt_stopped_mid_save PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)

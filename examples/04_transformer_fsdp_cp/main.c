@@ -36,15 +36,10 @@ int main(int argc, char **argv) {
     hp_model_config_by_name("tiny", &model);
 
     char err[256] = "";
-    for (int i = 1; i < argc && !*err; i += 2) {
-        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(f, "--cp-rotate") && (!strcmp(v, "ring") || !strcmp(v, "allgather")))
-            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
-        else if (!strcmp(f, "--seq-len")) run.seq_len = atoi(v);
-        else if (hp_dims_flag(&dims, f, v) != 2)   // --cp, --dp-shard, ... (degrees take a value)
-            snprintf(err, sizeof err, "bad flag '%s %s' (--cp C --dp-shard S --cp-rotate allgather|ring "
-                     "--seq-len N)", f, v);
-    }
+    for (int i = 1, n = 1; i < argc && !*err; i += n)   // --cp, --cp-rotate, --seq-len, ...
+        if ((n = hp_layout_flag(&dims, &run, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) <= 0)
+            snprintf(err, sizeof err, "bad flag '%s' (--cp C --dp-shard S --cp-rotate allgather|ring "
+                     "--seq-len N --cp-no-balance, or another of hp run's layout flags)", argv[i]);
     if (!*err) hp_dims_validate(&dims, &model, &run, err, sizeof err);   // 2*cp*tp | seq_len, ...
     hp_trainer *tr = *err ? NULL : hp_trainer_init(MPI_COMM_WORLD, &model, &dims, &run, err, sizeof err);
     if (!tr) {

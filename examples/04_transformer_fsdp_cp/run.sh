@@ -5,7 +5,7 @@
 #   RECIPE=M5-s2-ring ./run.sh    ring rotation of K/V instead of all-gather
 . "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
 RECIPE=${RECIPE:-M5-s2-ag}
-ex_recipe "$RECIPE" "$EX_DEGREE_FLAGS --cp-rotate" tiny   # M5-s2-ag: N = 1*1*2*1*2*1 = 4
+ex_recipe "$RECIPE" "$EX_LAYOUT_FLAGS" tiny   # M5-s2-ag: N = 1*1*2*1*2*1 = 4
 ex_need example_04_transformer_fsdp_cp
 # shellcheck disable=SC2086
 ex_launch "$NPROC" "$BUILD_DIR/example_04_transformer_fsdp_cp" $FLAGS

@@ -36,14 +36,10 @@ int main(int argc, char **argv) {
     run.steps = 3;
     run.batch = 2 * world;
     char err[256] = "";
-    for (int i = 1; i < argc && !*err; i += 2) {
-        const char *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(argv[i], "--dispatcher") && !strcmp(v, "allgather")) run.dispatcher = HP_DISPATCH_ALLGATHER;
-        else if (!strcmp(argv[i], "--dispatcher") && !strcmp(v, "alltoall")) run.dispatcher = HP_DISPATCH_ALLTOALL;
-        else if (hp_dims_flag(&dims, argv[i], v) != 2)
-            snprintf(err, sizeof err, "bad flag '%s %s' (--ep EP --dp-shard S --dispatcher alltoall|allgather)",
-                     argv[i], v);
-    }
+    for (int i = 1, n = 1; i < argc && !*err; i += n)   // --ep, --dispatcher, ...
+        if ((n = hp_layout_flag(&dims, &run, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) <= 0)
+            snprintf(err, sizeof err, "bad flag '%s' (--ep EP --dp-shard S --dispatcher alltoall|allgather, "
+                     "or another of hp run's layout flags)", argv[i]);
     if (!*err) hp_dims_validate(&dims, &model, &run, err, sizeof err);   // ep | S*C*T, ep | experts, ...
     if (*err) {
         if (rank == 0) fprintf(stderr, "05_moe_ep_fsdp: %s\n", err);

@@ -42,13 +42,9 @@ int main(int argc, char **argv) {
     char err[256] = "";
     for (int i = 1, n = 1; i < argc && !*err; i += n) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--cp-rotate") && v && (!strcmp(v, "ring") || !strcmp(v, "allgather"))) {
-            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;   // K/V under cp > 1
-            n = 2;
-        } else if ((n = hp_dims_flag(&dims, argv[i], v)) <= 0) {
+        if ((n = hp_layout_flag(&dims, &run, argv[i], v)) <= 0)   // degrees, --cp-rotate, ...
             snprintf(err, sizeof err, "bad flag '%s' (--tp T --ep EP --etp ET --dp-replicate R --dp-shard S --cp C "
-                     "--cp-rotate allgather|ring)", argv[i]);
-        }
+                     "--cp-rotate allgather|ring, or another of hp run's layout flags)", argv[i]);
     }
     if (!*err) hp_dims_validate(&dims, &model, &run, err, sizeof err);   // etp in {1, tp}, ep | ..., ...
     hp_trainer *tr = *err ? NULL : hp_trainer_init(MPI_COMM_WORLD, &model, &dims, &run, err, sizeof err);

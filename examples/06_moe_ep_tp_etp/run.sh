@@ -5,7 +5,7 @@
 . "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
 RECIPE=${RECIPE:-S2}
 # S2: N = P*R*S*U*C*T = 1*1*2*1*1*2 = 4; efsdp = 2*1*1*2/(2*2) = 1
-ex_recipe "$RECIPE" "$EX_DIMS_FLAGS --cp-rotate" tiny-moe
+ex_recipe "$RECIPE" "$EX_LAYOUT_FLAGS" tiny-moe
 ex_need example_06_moe_ep_tp_etp
 # shellcheck disable=SC2086
 ex_launch "$NPROC" "$BUILD_DIR/example_06_moe_ep_tp_etp" $FLAGS

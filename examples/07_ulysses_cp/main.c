@@ -47,9 +47,7 @@ int main(int argc, char **argv) {
         const char *v = argv[i + 1];   // argv[argc] is NULL
         n = 2;
         if (!strcmp(argv[i], "--model")) bad = hp_model_config_by_name(v, &model) ? i : 0;   // U7: tiny-moe
-        else if (!strcmp(argv[i], "--cp-rotate") && v && (!strcmp(v, "ring") || !strcmp(v, "allgather")))
-            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
-        else if ((n = hp_dims_flag(&dims, argv[i], v)) <= 0) bad = i;
+        else if ((n = hp_layout_flag(&dims, &run, argv[i], v)) <= 0) bad = i;   // degrees, --cp-rotate, ...
     }
     char err[256];
     if (bad) snprintf(err, sizeof err, "bad flag '%s' (--ulysses U --cp C --dp-shard S --model NAME "

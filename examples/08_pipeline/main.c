@@ -45,15 +45,9 @@ int main(int argc, char **argv) {
     char err[256] = "";
     for (int i = 1, n = 2; i < argc && !*err; i += n) {
         const char *v = i + 1 < argc ? argv[i + 1] : "";
-        const int schedule = hp_pp_schedule_parse(v);   // -1: not a schedule's name
         n = 2;
-        if (!strcmp(argv[i], "--pp-schedule") && schedule >= 0) dims.pp_schedule = schedule;
-        else if (!strcmp(argv[i], "--pp-microbatches")) run.microbatches = atoi(v);
-        else if (!strcmp(argv[i], "--pp-virtual")) dims.pp_virtual = atoi(v);
-        else if (!strcmp(argv[i], "--model") && !hp_model_config_by_name(v, &model)) model.n_layers = 4;
-        else if (!strcmp(argv[i], "--cp-rotate") && (!strcmp(v, "ring") || !strcmp(v, "allgather")))
-            run.cp_rotate = v[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
-        else if ((n = hp_dims_flag(&dims, argv[i], v)) <= 0)   // --pp, --dp-shard, --tp, --sp, ...
+        if (!strcmp(argv[i], "--model") && !hp_model_config_by_name(v, &model)) model.n_layers = 4;
+        else if ((n = hp_layout_flag(&dims, &run, argv[i], v)) <= 0)   // --pp-schedule, --pp, --tp, ...
             snprintf(err, sizeof err, "bad flag '%s %s' (--pp-schedule gpipe|1f1b|interleaved-1f1b|zbv "
                      "--pp-microbatches M --pp-virtual V --model NAME --cp-rotate allgather|ring, degrees)",
                      argv[i], v);

@@ -5,7 +5,7 @@
 . "$(cd "$(dirname "$0")" && pwd)/../run_common.sh"
 RECIPE=${RECIPE:-P1-1f1b}
 # P1-1f1b: N = P*R*S*U*C*T = 2*1*1*1*1*1 = 2
-ex_recipe "$RECIPE" "$EX_DIMS_FLAGS --model --cp-rotate --pp-schedule --pp-microbatches --pp-virtual"
+ex_recipe "$RECIPE" "$EX_LAYOUT_FLAGS --model"
 ex_need example_08_pipeline
 # shellcheck disable=SC2086
 ex_launch "$NPROC" "$BUILD_DIR/example_08_pipeline" $FLAGS

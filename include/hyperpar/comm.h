@@ -128,6 +128,36 @@ void hp_gather_to_root_int(hp_comm *comm, int *recv, const int *send, size_t n);
 // verifier's verdict after the trainers are freed); watched like every other wait.
 void hp_mpi_broadcast_int(MPI_Comm mpi, int *buf, int n, int root);
 
+// Collectives on a plain communicator outside the training step (start-up checks,
+// checkpoints, reports; comm_watched.c): the nonblocking MPI call completed under the
+// watchdog, so a frozen peer ends the job with its line instead of a hang; `op` is the
+// name that line gives, group "world":
+//   hp: watchdog: rank 0 waited 2.1 s in checkpoint-agree on group world (step 4); aborting the job
+// Not counted in the traffic counters. Counts are in elements of dt, buffers as for the
+// MPI call (recv may be NULL off the root); hp_mpi_allreduce works in place.
+//   hp_mpi_barrier(world, "checkpoint-save-barrier");
+//   hp_mpi_allreduce(world, &x, 1, MPI_INT, MPI_MIN, "checkpoint-agree");
+void hp_mpi_barrier(MPI_Comm mpi, const char *op);
+void hp_mpi_broadcast(MPI_Comm mpi, void *buf, int n, MPI_Datatype dt, int root, const char *op);
+void hp_mpi_allreduce(MPI_Comm mpi, void *buf, int n, MPI_Datatype dt, MPI_Op red, const char *op);
+void hp_mpi_reduce(MPI_Comm mpi, void *recv, const void *send, int n, MPI_Datatype dt, MPI_Op red,
+                   int root, const char *op);
+void hp_mpi_gather(MPI_Comm mpi, void *recv, const void *send, int n, MPI_Datatype dt, int root,
+                   const char *op);
+void hp_mpi_gatherv(MPI_Comm mpi, void *recv, const int *counts, const int *displs,
+                    const void *send, int n, MPI_Datatype dt, int root, const char *op);
+
+// A failure the caller cannot return from: one line (fmt, without its newline) to stderr,
+// then the whole job goes down with exit code `code` - MPI_Abort(MPI_COMM_WORLD) under MPI
+// (a lone failing rank would leave its peers waiting inside a collective), exit() without.
+// stdout and stderr are flushed, the line goes out in one write(2), and the launcher gets
+// 0.2 s to forward it before the abort: MPICH's Hydra kills the other processes, and drops
+// the output it has not forwarded yet, as soon as one aborts. Every "print a line, then
+// MPI_Abort" of the library goes through here (comm_wait.c).
+//   hp_fail_line_and_abort(1, "moe dispatch: routed expert id %d outside [0, %d)", e, E);
+_Noreturn void hp_fail_line_and_abort(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 // Watchdog settings. The timeout is process-wide: seconds must be finite and > 0, else it
 // returns -1 and changes nothing. hp_comm_timeout() is the one in force.
 #define HP_COMM_DEFAULT_TIMEOUT 600.0

@@ -2,7 +2,7 @@
 // the mesh's groups, and where one parameter lives (its placement per mesh axis, every rank's
 // local piece and FSDP shard, and the gathered full tensor). Built only on the public API
 // (mesh.h, params.h, train.h); printing happens on world rank 0.
-// defines: hp_dims_flag, hp_print_dims, hp_print_groups, hp_print_param_placement, hp_rel_error
+// defines: hp_dims_flag, hp_run_flag, hp_layout_flag, hp_print_dims, hp_print_groups, hp_print_param_placement, hp_rel_error
 //
 //   hp_dims dims = hp_dims_default();
 //   for (int i = 1, n; i < argc; i += n)                  // --tp 2 --dp-shard 2 --no-sp ...
@@ -27,10 +27,19 @@
 #include "train.h"
 
 // One command-line flag naming a degree, with hp run's names: --dp-replicate, --dp-shard,
-// --ulysses, --cp, --tp, --pp, --ep, --etp take a whole number (the next word, value);
-// --sp / --no-sp take none. Returns how many words it used (2 or 1), 0 when flag is not one
+// --ulysses, --cp, --tp, --pp, --ep, --etp, --pp-virtual take a whole number (the next word,
+// value), --pp-schedule gpipe|1f1b|interleaved-1f1b|zbv a name; --sp / --no-sp take none. Returns how many words it used (2 or 1), 0 when flag is not one
 // of these (the caller's own flags), -1 when the value is missing or not a whole number.
 int hp_dims_flag(hp_dims *d, const char *flag, const char *value);
+// The same for the run's settings, with hp run's names: --cp-rotate allgather|ring,
+// --dispatcher alltoall|allgather, --optimizer sgd|adamw, --seq-len N, --batch N,
+// --microbatches M, --steps N, --lr X, --max-norm X, --ac none|full|every:N, --cp-no-balance.
+// Ranges beyond "a positive whole number" are hp_dims_validate's business.
+int hp_run_flag(hp_run_config *rc, const char *flag, const char *value);
+// hp_dims_flag, else hp_run_flag: every layout and run flag of one `hp run` word (pair).
+//   for (int i = 1, n = 1; i < argc; i += n)
+//       if ((n = hp_layout_flag(&dims, &run, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) <= 0) ...
+int hp_layout_flag(hp_dims *d, hp_run_config *rc, const char *flag, const char *value);
 
 // One line: the degrees in mesh order, sequence parallel, fsdp, and ep x etp with efsdp
 // when ep > 1. d validated.

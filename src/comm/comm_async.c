@@ -13,12 +13,13 @@
 // collectives would have to be posted in one order on every member, which a chained
 // all-reduce posted whenever its reduce-scatter ends cannot promise.
 //
-// Matching: an operation's messages carry tags of their own (never those of the blocking
-// exchanges), and every member posts them in one order: scatters when the operation is
-// posted, in posting order; the all-gathers of the reduced chunks and a chained all-reduce
-// in the order of the reductions, which this rank performs strictly in posting order
-// (operation by operation, piece by piece). Members of a group post the same operations in
-// the same order, so the k-th message between two members on a tag is the k-th on both.
+// Matching: each phase of an operation gets its group's next sequence number when the
+// operation is posted (members of a group post the same operations in the same order, so
+// they agree on it), and its messages carry tags made from it, never those of the blocking
+// exchanges. A chained all-reduce is posted whenever its reduce-scatter ends, at a different
+// moment on each member, but its tags are its own, so it cannot meet another operation's
+// messages. With at most HP_COMM_ASYNC_MAX operations in flight, 2 x that many tags per
+// group never reach an operation still in flight. Within a phase the pieces go in order.
 //
 // Every blocking wait is the watchdog's (hp_comm_wait); hp_comm_progress only tests. The
 // watchdog's poll loop progresses the queue too: a rank blocked in another collective still
@@ -27,7 +28,8 @@
 #include <string.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK, HP_COMM_CHUNK
 
-enum { TAG_SCATTER = 0x4811, TAG_GATHER = 0x4812 };
+// Phase tags: TAG_BASE + 2 (seq mod TAG_SEQS), + 1 for the all-gather of the sums.
+enum { TAG_BASE = 0x4810, TAG_SEQS = 2 * HP_COMM_ASYNC_MAX };
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
@@ -37,6 +39,7 @@ static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 typedef struct phase {
     hp_op_kind    kind;            // HP_OP_REDUCE_SCATTER or HP_OP_ALLREDUCE
     hp_group_kind g;
+    int           tag;             // of the scatter; tag + 1: the gather
     size_t        pieces, reduced; // pieces, pieces summed so far
     MPI_Request  *reqs;            // per piece: 4(size-1) (scatter sends/recvs, gather)
     int          *n_scat;          // per piece: scatter requests posted
@@ -109,19 +112,18 @@ static void post_phase(hp_comm *comm, hp_comm_async_op *op) {
         int k = 0;
         for (int j = 0; j < size; j++) {
             if (j == me) continue;
-            k += post(comm, ph, 1, row(op, size, p, j), mine, j, TAG_SCATTER, r + k);
+            k += post(comm, ph, 1, row(op, size, p, j), mine, j, ph->tag, r + k);
             if (ph->kind == HP_OP_ALLREDUCE)
                 k += post(comm, ph, 0, op->recv + off + hp_chunk_off(len, size, j),
-                          hp_chunk_len(len, size, j), j, TAG_SCATTER, r + k);
+                          hp_chunk_len(len, size, j), j, ph->tag, r + k);
             else
-                k += post(comm, ph, 0, op->send + (size_t)j * op->n + off, len, j, TAG_SCATTER,
-                          r + k);
+                k += post(comm, ph, 0, op->send + (size_t)j * op->n + off, len, j, ph->tag, r + k);
         }
         ph->n_scat[p] = k;
     }
 }
 
-// Phase i of op: kind over g, nothing summed yet.
+// Phase i of op: kind over g, nothing summed yet, the group's next tag (at posting time).
 static void init_phase(hp_comm *comm, hp_comm_async_op *op, int i, hp_op_kind kind,
                        hp_group_kind g) {
     phase *ph = &op->ph[i];
@@ -130,6 +132,7 @@ static void init_phase(hp_comm *comm, hp_comm_async_op *op, int i, hp_op_kind ki
     ph->g = g;
     ph->pieces = pieces_of(kind, op->n, size);
     ph->reduced = 0;
+    ph->tag = TAG_BASE + 2 * (int)(comm->async_seq[g]++ % TAG_SEQS);
 }
 
 // Requests of a phase: per piece 2(size-1) of the scatter and 2(size-1) of the gather.
@@ -210,8 +213,8 @@ static int reduce_piece(hp_comm *comm, hp_comm_async_op *op, int block) {
         for (int j = 0; j < size; j++) {
             if (j == me) continue;
             k += post(comm, ph, 1, op->recv + off + hp_chunk_off(len, size, j),
-                      hp_chunk_len(len, size, j), j, TAG_GATHER, gr + k);
-            k += post(comm, ph, 0, out, mine, j, TAG_GATHER, gr + k);
+                      hp_chunk_len(len, size, j), j, ph->tag + 1, gr + k);
+            k += post(comm, ph, 0, out, mine, j, ph->tag + 1, gr + k);
         }
     }
     ph->reduced++;

@@ -45,6 +45,7 @@ struct hp_comm {
     hp_comm_async_op *async[HP_COMM_ASYNC_MAX];   // slots of the nonblocking reductions,
     int       async_head, async_tail;   // tickets [head, tail) in flight, in posting order
     int       async_busy;               // inside the queue's code: no nested progress
+    unsigned  async_seq[HP_G_COUNT];    // nonblocking phases posted per group (their tags)
 };
 
 // Prints "file:line: what" and takes the whole job down (MPI_Abort, never exit): a

@@ -5,13 +5,16 @@
 // The timeout is process-wide (hp_comm_set_timeout, else HP_TIMEOUT, else 600 s).
 // defines: hp_comm_wait_at, hp_comm_set_timeout, hp_comm_timeout, hp_comm_parse_timeout,
 //          hp_comm_set_step, hp_comm_last_step, hp_comm_check_timeout_env,
-//          hp_comm_install_world_errhandler, hp_comm_test_at
+//          hp_comm_install_world_errhandler, hp_comm_test_at, hp_fail_line_and_abort
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
 
 // The first WAIT_SPIN_S of a wait only yields between polls: most waits end within a few
@@ -22,6 +25,9 @@
 #define WAIT_SLEEP_MIN_NS   20000L
 #define WAIT_SLEEP_MAX_NS   1000000L
 #define WAIT_STAGGER_S      0.25
+// What a line printed just before an abort gets for the launcher to forward it (MPICH's
+// Hydra drops what it has not forwarded when one rank aborts).
+#define ABORT_LINE_PAUSE_NS 200000000L
 
 static double g_timeout = 0.0;   // 0: not decided yet (setter, else HP_TIMEOUT on first use)
 static int    g_last_step = 0;
@@ -67,21 +73,44 @@ void hp_comm_check_timeout_env(MPI_Comm world) {
     const char *env = getenv("HP_TIMEOUT");
     double v = 0.0;
     if (env == NULL || hp_comm_parse_timeout(env, &v) == 0) return;
-    // Every rank sees the same environment: rank 0 says why, all leave with exit 2. Rank 0
-    // gives the launcher 0.2 s to forward its line before the abort tears the job down (MPICH's
-    // Hydra drops what it has not forwarded yet); the others wait longer still, so that even a
-    // slow rank 0 prints before any abort.
+    // Every rank sees the same environment: rank 0 says why, all leave with exit 2. The
+    // others wait 2 s first, so that even a slow rank 0 prints before any abort.
     int rank = 0;
     MPI_Comm_rank(world, &rank);
-    if (rank == 0) {
-        fprintf(stderr, "hp: HP_TIMEOUT=%s: the watchdog timeout must be a finite number of "
-                "seconds > 0\n", env);
-        fflush(stderr);
-    }
-    struct timespec ts = { rank == 0 ? 0 : 2, rank == 0 ? 200000000L : 0 };
+    if (rank == 0)
+        hp_fail_line_and_abort(2, "hp: HP_TIMEOUT=%s: the watchdog timeout must be a finite "
+                               "number of seconds > 0", env);
+    struct timespec ts = { 2, 0 };
     nanosleep(&ts, NULL);
     MPI_Abort(world, 2);
     exit(2);   // MPI_Abort does not return
+}
+
+_Noreturn void hp_fail_line_and_abort(int code, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    size_t len = strcspn(line, "\n");   // one line
+    line[len++] = '\n';
+    fflush(stdout);
+    fflush(stderr);
+    // one write: the line reaches the launcher's pipe whole, never split by another rank's
+    for (size_t off = 0; off < len;) {
+        const ssize_t w = write(STDERR_FILENO, line + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (!inited || finalized) exit(code);
+    struct timespec pause = { 0, ABORT_LINE_PAUSE_NS };
+    nanosleep(&pause, NULL);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    abort();   // MPI_Abort does not return
 }
 
 // MPICH raises the error of a failed request (e.g. a truncated receive) on
@@ -126,14 +155,9 @@ _Noreturn static void watchdog_fire(const hp_comm *comm, double waited, const ch
                                     const char *group) {
     int rank = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);   // the world rank, whatever the communicator
-    fprintf(stderr, "hp: watchdog: rank %d waited %.1f s in %s on group %s (step %d); "
-            "aborting the job\n", rank, waited, op, group,
-            comm != NULL ? comm->step : g_last_step);
-    fflush(stderr);
-    struct timespec pause = { 0, 100000000L };   // for the launcher to forward the line
-    nanosleep(&pause, NULL);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    abort();   // MPI_Abort does not return
+    hp_fail_line_and_abort(1, "hp: watchdog: rank %d waited %.1f s in %s on group %s (step %d); "
+                           "aborting the job", rank, waited, op, group,
+                           comm != NULL ? comm->step : g_last_step);
 }
 
 // Tests the requests one by one (finished ones become MPI_REQUEST_NULL); 1 when all are

@@ -195,6 +195,9 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->ac_every < 0)
         return fail(err, n, "activation checkpointing: every N-th block needs N >= 1 (0 = none): "
                     "ac_every = %d", rc->ac_every);
+    if (rc->ac_every > 0 && d->pp > 1 && d->pp_schedule == HP_PP_ZBV)
+        return fail(err, n, "--ac is not defined for --pp-schedule zbv: its W half would need the "
+                    "recomputed activations after the I half (ac_every = %d)", rc->ac_every);
     const int M = hp_run_microbatches(rc);
     if (rc->microbatches < 0)
         return fail(err, n, "microbatches must be >= 1: microbatches = %d", rc->microbatches);

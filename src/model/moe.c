@@ -136,9 +136,7 @@ const int *hp_moe_routing(const hp_moe_state *st) { return st ? st->idx : NULL; 
 // A misuse the void API cannot report back: one line, then the whole job goes down (a
 // lone failing rank would leave its peers waiting inside a collective).
 static _Noreturn void moe_fail(const char *what) {
-    fprintf(stderr, "hp_moe: %s\n", what);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    abort();
+    hp_fail_line_and_abort(1, "hp_moe: %s", what);
 }
 
 int hp_moe_set_dispatch(hp_moe_state *st, const hp_moe_dispatch_ops *ops, void *ctx) {

@@ -346,12 +346,11 @@ static void keep_routing(hp_transformer *tf, int l, const hp_moe_state *st, int 
     const int *again = hp_moe_routing(st);
     for (size_t i = 0; i < n; i++)
         if (again[i] != rec[i]) {
-            fprintf(stderr, "hp: activation checkpointing: the recompute of block %d routed row %zu "
-                    "(microbatch %d) to expert %d, its forward to %d; the recompute must repeat the "
-                    "forward exactly\n", l, i / (size_t)tf->m.top_k, tf->mb, again[i], rec[i]);
-            fflush(stderr);
-            MPI_Abort(MPI_COMM_WORLD, 1);   // every rank stops: a peer may wait in a collective
-            abort();
+            // every rank stops: a peer may wait in a collective
+            hp_fail_line_and_abort(1, "hp: activation checkpointing: the recompute of block %d "
+                                   "routed row %zu (microbatch %d) to expert %d, its forward to "
+                                   "%d; the recompute must repeat the forward exactly", l,
+                                   i / (size_t)tf->m.top_k, tf->mb, again[i], rec[i]);
         }
 }
 

@@ -22,11 +22,8 @@ _Noreturn void hp_cp_fail(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (live) fprintf(stderr, "hp_cp: rank %d: %s\n", rank, msg);
-    else      fprintf(stderr, "hp_cp: %s\n", msg);
-    fflush(stderr);
-    if (live) MPI_Abort(MPI_COMM_WORLD, HP_EXIT_CONFIG);
-    exit(HP_EXIT_CONFIG);
+    if (live) hp_fail_line_and_abort(HP_EXIT_CONFIG, "hp_cp: rank %d: %s", rank, msg);
+    hp_fail_line_and_abort(HP_EXIT_CONFIG, "hp_cp: %s", msg);   // no MPI: exit()
 }
 
 void hp_cp_positions(int *pos, int S, int C, int cp_rank, int load_balance) {

@@ -88,9 +88,7 @@ void hp_ep_free(hp_ep_dispatch *d) {
 }
 
 static _Noreturn void bad_expert(int e, int E) {
-    fprintf(stderr, "moe dispatch: routed expert id %d outside [0, %d)\n", e, E);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    abort();
+    hp_fail_line_and_abort(1, "moe dispatch: routed expert id %d outside [0, %d)", e, E);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,10 +124,8 @@ static void route_alltoall(hp_ep_dispatch *d, hp_comm *comm, const int *idx, con
         d->recv_counts[j] = r * d->D;
         Mr += r;
     }
-    if (Mr > d->cap) {  // cannot happen with consistent peers (each sends at most n*K)
-        fprintf(stderr, "moe dispatch: received %d rows, room for %d\n", Mr, d->cap);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    if (Mr > d->cap)   // cannot happen with consistent peers (each sends at most n*K)
+        hp_fail_line_and_abort(1, "moe dispatch: received %d rows, room for %d", Mr, d->cap);
     d->Mr = Mr;
     // permute: received rows are (source-major, local-expert-minor); regroup them
     // local-expert-major, source-minor. No padding: fp32 CPU GEMMs take any row count.
@@ -361,14 +357,9 @@ const hp_moe_dispatch_ops *hp_ep_moe_ops(void) { return &ep_moe_ops; }
 
 // The public block over comm: the state dispatches over the first comm it is called with.
 static void use_comm(hp_moe_state *st, hp_comm *comm, const char *who) {
-    if (!st || !comm) {
-        fprintf(stderr, "%s: NULL argument\n", who);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    if (hp_moe_set_dispatch(st, &ep_moe_ops, comm) != 0) {
-        fprintf(stderr, "hp_moe: the ep group changed between calls on one state\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    if (!st || !comm) hp_fail_line_and_abort(1, "%s: NULL argument", who);
+    if (hp_moe_set_dispatch(st, &ep_moe_ops, comm) != 0)
+        hp_fail_line_and_abort(1, "hp_moe: the ep group changed between calls on one state");
 }
 
 void hp_moe_forward(hp_moe_state *st, hp_comm *comm, float *out, const float *x,

@@ -311,12 +311,12 @@ int hp_ck_index_check_coverage(const hp_ck_index *ix, int kinds, char *err, size
 }
 
 int hp_ck_agree(MPI_Comm world, int rank, int failed, char *err, size_t errlen) {
-    int who = failed ? rank : INT_MAX, first = INT_MAX;
-    MPI_Allreduce(&who, &first, 1, MPI_INT, MPI_MIN, world);
+    int first = failed ? rank : INT_MAX;
+    hp_mpi_allreduce(world, &first, 1, MPI_INT, MPI_MIN, "checkpoint-agree");
     if (first == INT_MAX) return 0;
     char line[512];
     snprintf(line, sizeof line, "%s", rank == first ? err : "");
-    MPI_Bcast(line, (int)sizeof line, MPI_CHAR, first, world);
+    hp_mpi_broadcast(world, line, (int)sizeof line, MPI_CHAR, first, "checkpoint-agree");
     snprintf(err, errlen, "%s", line);
     return 1;
 }

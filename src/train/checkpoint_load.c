@@ -265,7 +265,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
     err[0] = '\0';
-    MPI_Barrier(tr->world);
+    hp_mpi_barrier(tr->world, "checkpoint-load-start");
     const double t0 = now_s();
     int world;
     MPI_Comm_size(tr->world, &world);
@@ -329,7 +329,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
     }
     // every piece's CRC32, checked once over the job: by a rank that read it whole, else
     // piece j by rank j mod world (reading it whole once more)
-    MPI_Allreduce(MPI_IN_PLACE, checked, ix.n_pieces, MPI_INT, MPI_MAX, tr->world);
+    hp_mpi_allreduce(tr->world, checked, ix.n_pieces, MPI_INT, MPI_MAX, "checkpoint-load-crc");
     for (int j = tr->rank; j < ix.n_pieces && !failed; j += world) {
         const hp_ck_piece *pc = &ix.pieces[j];
         if ((int)pc->kind >= kinds || checked[j]) continue;
@@ -367,7 +367,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
     hp_ck_index_free(&ix);
     if (hp_ck_agree(tr->world, tr->rank, failed, err, errlen)) return HP_EXIT_CONFIG;
     tr->step = step;
-    MPI_Barrier(tr->world);
+    hp_mpi_barrier(tr->world, "checkpoint-load-end");
     st->seconds = now_s() - t0;
     st->step = step;
     return 0;

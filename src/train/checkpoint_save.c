@@ -10,8 +10,10 @@
 //
 // Fault injection: HP_CKPT_KILL_RANK=R (HP_CKPT_KILL_STEP=K) kills rank R (SIGKILL) halfway
 // through a save, its file half written: the previous checkpoint must stay intact and
-// loadable. (An environment variable, not an HP_FAILPOINT: those are numeric bugs the
-// verifier must catch, run under --verify by tests/failpoints.cmake and hp matrix.)
+// loadable. HP_CKPT_KILL_SIGNAL=STOP freezes it instead (SIGSTOP): the others must end the
+// job at the watchdog, naming the checkpoint's collective they wait in. (An environment
+// variable, not an HP_FAILPOINT: those are numeric bugs the verifier must catch, run under
+// --verify by tests/failpoints.cmake and hp matrix.)
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -190,10 +192,12 @@ static int write_rank_file(hp_trainer *tr, const char *tmp, cJSON **entry, int64
     if (rc == 0 && kill_requested(tr->rank, tr->step)) {
         // the failpoint: this rank dies with its file half written, before the index exists
         if (truncate(path, (off_t)(len / 2)) == 0) fsync_path(path);
-        fprintf(stderr, "hp: HP_CKPT_KILL_RANK: rank %d killed halfway through the save of step %d\n",
-                tr->rank, tr->step);
+        const char *sig = getenv("HP_CKPT_KILL_SIGNAL");
+        const int stop = sig && strcmp(sig, "STOP") == 0;
+        fprintf(stderr, "hp: HP_CKPT_KILL_RANK: rank %d %s halfway through the save of step %d "
+                "(pid %ld)\n", tr->rank, stop ? "stopped" : "killed", tr->step, (long)getpid());
         fflush(stderr);
-        raise(SIGKILL);
+        raise(stop ? SIGSTOP : SIGKILL);
     }
     if (rc == 0) {
         cJSON *pj;
@@ -369,7 +373,7 @@ int hp_ckpt_save(hp_trainer *tr, const char *dir, int keep, hp_ckpt_stats *st, c
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
     err[0] = '\0';
-    MPI_Barrier(tr->world);
+    hp_mpi_barrier(tr->world, "checkpoint-save-start");
     const double t0 = now_s();
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/.step-%d.tmp", dir, tr->step);
@@ -394,14 +398,15 @@ int hp_ckpt_save(hp_trainer *tr, const char *dir, int keep, hp_ckpt_stats *st, c
     MPI_Comm_size(tr->world, &world);
     int *lens = tr->rank == 0 ? calloc((size_t)world, sizeof(int)) : NULL;
     int *displs = tr->rank == 0 ? calloc((size_t)world, sizeof(int)) : NULL;
-    MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, tr->world);
+    hp_mpi_gather(tr->world, lens, &len, 1, MPI_INT, 0, "checkpoint-save-gather");
     char *all = NULL;
     if (tr->rank == 0) {
         int total = 0;
         for (int r = 0; r < world; r++) { displs[r] = total; total += lens[r]; }
         all = malloc((size_t)total + 1);
     }
-    MPI_Gatherv(mine ? mine : "", len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, tr->world);
+    hp_mpi_gatherv(tr->world, all, lens, displs, mine ? mine : "", len, MPI_CHAR, 0,
+                   "checkpoint-save-gather");
     failed = 0;
     if (tr->rank == 0) {
         cJSON *files = cJSON_CreateArray();
@@ -416,7 +421,7 @@ int hp_ckpt_save(hp_trainer *tr, const char *dir, int keep, hp_ckpt_stats *st, c
     }
     free(mine); free(lens); free(displs); free(all);
     if (hp_ck_agree(tr->world, tr->rank, failed, err, errlen) != 0) return -1;
-    MPI_Barrier(tr->world);
+    hp_mpi_barrier(tr->world, "checkpoint-save-end");
     st->seconds = now_s() - t0;
     st->step = tr->step;
     return 0;

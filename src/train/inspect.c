@@ -1,17 +1,24 @@
 // inspect.c - degrees from flags, the mesh's groups and one parameter's placement, printed
 // for people (see include/hyperpar/inspect.h). Public API only.
-// defines: hp_dims_flag, hp_print_dims, hp_print_groups, hp_print_param_placement, hp_rel_error
+// defines: hp_dims_flag, hp_run_flag, hp_layout_flag, hp_print_dims, hp_print_groups, hp_print_param_placement, hp_rel_error
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/comm.h"
 #include "hyperpar/inspect.h"
 #include "hyperpar/params.h"
+#include "hyperpar/pipeline.h"
 
 int hp_dims_flag(hp_dims *d, const char *flag, const char *value) {
     if (!strcmp(flag, "--sp") || !strcmp(flag, "--no-sp")) {
         d->sp = flag[2] == 's';
         return 1;
+    }
+    if (!strcmp(flag, "--pp-schedule")) {
+        const int schedule = value ? hp_pp_schedule_parse(value) : -1;
+        if (schedule < 0) return -1;
+        d->pp_schedule = schedule;
+        return 2;
     }
     int *slot = !strcmp(flag, "--dp-replicate") ? &d->dp_replicate
               : !strcmp(flag, "--dp-shard")     ? &d->dp_shard
@@ -20,7 +27,8 @@ int hp_dims_flag(hp_dims *d, const char *flag, const char *value) {
               : !strcmp(flag, "--tp")           ? &d->tp
               : !strcmp(flag, "--pp")           ? &d->pp
               : !strcmp(flag, "--ep")           ? &d->ep
-              : !strcmp(flag, "--etp")          ? &d->etp : NULL;
+              : !strcmp(flag, "--etp")          ? &d->etp
+              : !strcmp(flag, "--pp-virtual")   ? &d->pp_virtual : NULL;
     if (!slot) return 0;
     char *end;
     long v = value ? strtol(value, &end, 10) : 0;
@@ -28,6 +36,59 @@ int hp_dims_flag(hp_dims *d, const char *flag, const char *value) {
     if (!value || *value == '\0' || *end != '\0' || v < -HP_DIMS_MAX_DEGREE || v > HP_DIMS_MAX_DEGREE) return -1;
     *slot = (int)v;
     return 2;
+}
+
+// A whole number or a finite number from a flag's word; 0 on success.
+static int flag_long(const char *value, long lo, long hi, long *out) {
+    char *end;
+    if (!value || !*value) return -1;
+    *out = strtol(value, &end, 10);
+    return *end == '\0' && *out >= lo && *out <= hi ? 0 : -1;
+}
+static int flag_float(const char *value, float *out) {
+    char *end;
+    if (!value || !*value) return -1;
+    const double v = strtod(value, &end);
+    if (*end != '\0' || !isfinite(v)) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+int hp_run_flag(hp_run_config *rc, const char *flag, const char *value) {
+    long v;
+    if (!strcmp(flag, "--cp-no-balance")) { rc->cp_load_balance = 0; return 1; }
+    if (!strcmp(flag, "--cp-rotate") || !strcmp(flag, "--dispatcher") || !strcmp(flag, "--optimizer")) {
+        if (!value) return -1;
+        if (flag[2] == 'c' && (!strcmp(value, "ring") || !strcmp(value, "allgather")))
+            rc->cp_rotate = value[0] == 'r' ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
+        else if (flag[2] == 'd' && (!strcmp(value, "alltoall") || !strcmp(value, "allgather")))
+            rc->dispatcher = value[3] == 't' ? HP_DISPATCH_ALLTOALL : HP_DISPATCH_ALLGATHER;
+        else if (flag[2] == 'o' && (!strcmp(value, "sgd") || !strcmp(value, "adamw")))
+            rc->optimizer = value[0] == 'a' ? HP_OPT_ADAMW : HP_OPT_SGD;
+        else return -1;
+        return 2;
+    }
+    int *slot = !strcmp(flag, "--seq-len")      ? &rc->seq_len
+              : !strcmp(flag, "--batch")        ? &rc->batch
+              : !strcmp(flag, "--microbatches") || !strcmp(flag, "--pp-microbatches") ? &rc->microbatches
+              : !strcmp(flag, "--steps")        ? &rc->steps : NULL;
+    if (slot) {
+        if (flag_long(value, 1, HP_DIMS_MAX_DEGREE, &v) != 0) return -1;
+        *slot = (int)v;
+        return 2;
+    }
+    if (!strcmp(flag, "--lr")) return flag_float(value, &rc->lr) == 0 && rc->lr > 0 ? 2 : -1;
+    if (!strcmp(flag, "--max-norm")) return flag_float(value, &rc->max_norm) == 0 ? 2 : -1;
+    if (!strcmp(flag, "--ac")) {
+        char err[128];
+        return value && hp_run_config_parse_ac(value, &rc->ac_every, err, sizeof err) == 0 ? 2 : -1;
+    }
+    return 0;
+}
+
+int hp_layout_flag(hp_dims *d, hp_run_config *rc, const char *flag, const char *value) {
+    const int n = hp_dims_flag(d, flag, value);
+    return n != 0 ? n : hp_run_flag(rc, flag, value);
 }
 
 void hp_print_dims(FILE *out, const hp_dims *d) {

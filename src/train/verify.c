@@ -72,10 +72,8 @@ static void gather_timeline(hp_trainer *tr, const hp_dims *d, const hp_run_confi
     const int cap = 3 * hp_pp_virtual(d) * hp_run_microbatches(rc) + 4, row = 1 + cap * 5;
     float *mine = calloc((size_t)row, sizeof(float));
     float *all = hp_trainer_rank(tr) == 0 ? calloc((size_t)row * d->world, sizeof(float)) : NULL;
-    if (!mine || (hp_trainer_rank(tr) == 0 && !all)) {
-        fprintf(stderr, "hp: out of memory (pipeline timeline)\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    if (!mine || (hp_trainer_rank(tr) == 0 && !all))
+        hp_fail_line_and_abort(1, "hp: out of memory (pipeline timeline)");
     mine[0] = (float)hp_trainer_pp_timeline(tr, mine + 1, cap);
     hp_gather_to_root(hp_trainer_comm(tr), all, mine, (size_t)row);
     if (all) {
@@ -102,7 +100,7 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
                       const char *dump_dir) {
     char err[256];
     hp_trainer *tr = hp_trainer_init(comm, m, d, rc, err, sizeof err);
-    if (!tr) { fprintf(stderr, "hp: %s\n", err); MPI_Abort(MPI_COMM_WORLD, 1); }
+    if (!tr) hp_fail_line_and_abort(1, "hp: %s", err);
     const int rank = hp_trainer_rank(tr);
     const int64_t full = hp_trainer_params(tr)->full_numel;
     if (o->load_full) hp_trainer_set_params(tr, o->load_full);
@@ -130,10 +128,8 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
     if (!hp_step_finite(rec->losses[0], rec->grad_norm)) rec->nonfinite_step = 1;
     rec->n_moe = hp_trainer_gather_routing(tr, rec->routing);
     if (dump_dir) {
-        if (hp_dump_step1(tr, dump_dir, rec->init, rec->grads, rec->losses[0], err, sizeof err)) {
-            fprintf(stderr, "hp: --dump: %s\n", err);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
+        if (hp_dump_step1(tr, dump_dir, rec->init, rec->grads, rec->losses[0], err, sizeof err))
+            hp_fail_line_and_abort(1, "hp: --dump: %s", err);
     }
     if (!rec->nonfinite_step) hp_trainer_optimizer_step(tr);
     const double pd = hp_trainer_gather_params(tr, rec->params);
@@ -178,10 +174,8 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         one.dp_shard = 1;
         one.world = 1;
         char err[256];
-        if (hp_dims_validate(&one, m, rc, err, sizeof err) != 0) {
-            fprintf(stderr, "hp: reference: %s\n", err);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
+        if (hp_dims_validate(&one, m, rc, err, sizeof err) != 0)
+            hp_fail_line_and_abort(1, "hp: reference: %s", err);
         // the reference is the plain step: one process, one microbatch (a bug in the
         // accumulation, like TorchTitan #1733's double averaging, cannot hide in it)
         hp_run_config rc_ref = *rc;

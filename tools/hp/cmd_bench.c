@@ -322,7 +322,7 @@ static int memory_child(hp_cli *cli, const char *out_path) {
                        (double)(pt->shard_numel - real) * 4.0 * sizeof(float) };
     const double full_bytes = (double)pt->full_numel * 4.0 * sizeof(float);
     double *all = rank == 0 ? malloc(sizeof(double) * 3 * (size_t)world) : NULL;
-    MPI_Gather(mine, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    hp_mpi_gather(MPI_COMM_WORLD, all, mine, 3, MPI_DOUBLE, 0, "bench-memory-gather");
     hp_trainer_free(tr);
     if (rank != 0) return HP_EXIT_OK;
     cJSON *j = cJSON_CreateObject();

@@ -181,7 +181,7 @@ static int check_under_launcher(const hp_cli *cli, int rank) {
     MPI_Comm_free(&node);
     if (rank == 0 && !getenv("HP_LAUNCHED"))
         bad = hp_cli_check_outputs(cli) || hp_cli_check_memory(cli, &cli->dims, local);
-    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    hp_mpi_broadcast(MPI_COMM_WORLD, &bad, 1, MPI_INT, 0, "launch-check");
     return bad ? HP_EXIT_CONFIG : 0;
 }
 

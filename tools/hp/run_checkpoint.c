@@ -8,10 +8,10 @@
 static void cost_line(char *buf, size_t n, const hp_ckpt_stats *st) {
     long long b = (long long)st->bytes, lo = 0, hi = 0, sum = 0;
     double t = 0.0;
-    MPI_Reduce(&b, &lo, 1, MPI_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&b, &hi, 1, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&b, &sum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&st->seconds, &t, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    hp_mpi_reduce(MPI_COMM_WORLD, &lo, &b, 1, MPI_LONG_LONG, MPI_MIN, 0, "checkpoint-cost");
+    hp_mpi_reduce(MPI_COMM_WORLD, &hi, &b, 1, MPI_LONG_LONG, MPI_MAX, 0, "checkpoint-cost");
+    hp_mpi_reduce(MPI_COMM_WORLD, &sum, &b, 1, MPI_LONG_LONG, MPI_SUM, 0, "checkpoint-cost");
+    hp_mpi_reduce(MPI_COMM_WORLD, &t, &st->seconds, 1, MPI_DOUBLE, MPI_MAX, 0, "checkpoint-cost");
     snprintf(buf, n, "bytes per rank min %lld max %lld, total %lld; %.3f s", lo, hi, sum, t);
 }
 

@@ -22,7 +22,10 @@ if [ "$touches" = watchdog ]; then
   echo "FAIL: $name: exit $rc without the watchdog's line"; exit 1
 fi
 # a string or a number field of the (flat) JSON result
-field() { sed -n "s/^[[:space:]]*\"$1\":[[:space:]]*\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}[[:space:]]*$/\1/p" "$json" | head -n 1; }
+# a top-level key of the result JSON (nested objects such as plan_check have keys of their own)
+field() { python3 -c 'import json, sys
+v = json.load(open(sys.argv[1])).get(sys.argv[2])
+print("" if v is None else str(v).lower() if isinstance(v, bool) else v)' "$json" "$1"; }
 ok=1
 [ "$rc" -eq 1 ] || { echo "FAIL: $name: exit code $rc, want 1 (verification must fail)"; ok=0; }
 [ -s "$json" ] || { echo "FAIL: $name: no JSON result in $json"; ok=0; }

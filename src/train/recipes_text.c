@@ -53,8 +53,8 @@ void hp_recipes_markdown(FILE *out) {
 // examples_recipes_table fails when the two differ): per folder the recipes name, in the order
 // of the folders' names, the recipes that name it.
 void hp_examples_markdown(FILE *out) {
-    fprintf(out, "| example | recipes it covers (`hp matrix --only ...`, `ctest -R recipe_...`) |\n");
-    fprintf(out, "|---|---|\n");
+    fprintf(out, "| example | recipes.md rows | recipes it covers (`hp matrix --only ...`, `ctest -R recipe_...`) |\n");
+    fprintf(out, "|---|---|---|\n");
     const char *last = "";
     for (;;) {
         const char *next = NULL;   // the smallest folder name after `last`
@@ -64,6 +64,16 @@ void hp_examples_markdown(FILE *out) {
         }
         if (!next) break;
         fprintf(out, "| [%s](%s) | ", next, next);
+        for (int i = 0, n = 0; i < hp_n_recipes; i++) {   // each row once, in table order
+            const hp_recipe *r = &hp_recipes[i];
+            if (!r->example || strcmp(r->example, next) || !r->row) continue;
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++)
+                seen = hp_recipes[j].example && !strcmp(hp_recipes[j].example, next) &&
+                       hp_recipes[j].row && !strcmp(hp_recipes[j].row, r->row);
+            if (!seen) fprintf(out, "%s%s", n++ ? ", " : "", r->row);
+        }
+        fprintf(out, " | ");
         for (int i = 0, n = 0; i < hp_n_recipes; i++)
             if (hp_recipes[i].example && !strcmp(hp_recipes[i].example, next))
                 fprintf(out, "%s%s", n++ ? ", " : "", hp_recipes[i].id);

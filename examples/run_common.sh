@@ -50,9 +50,9 @@ ex_recipe() {
   fi
   ex_id=$1 ex_accepts=" $(echo $2) " ex_model=${3:-}
   ex_folder=$(basename "$HERE")
-  # the example's recipes: its row of examples/README.md's generated table
+  # the example's recipes: the last column of its row in examples/README.md's generated table
   ex_valid=$("$HP" matrix --examples-markdown |
-    awk -F'|' -v f="[$ex_folder]" 'index($2, f) { gsub(/,/, "", $3); sub(/^ +/, "", $3); sub(/ +$/, "", $3); print $3 }')
+    awk -F'|' -v f="[$ex_folder]" 'index($2, f) { r = $(NF - 1); gsub(/,/, "", r); sub(/^ +/, "", r); sub(/ +$/, "", r); print r }')
   case " $ex_valid " in
     *" $ex_id "*) ;;
     *) echo "run.sh: unknown RECIPE '$ex_id' for $ex_folder (one of: $ex_valid)" >&2; exit 2 ;;

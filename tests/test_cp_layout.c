@@ -7,10 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/cp.h"
+#include "test_check.h"
 
-static int passed, failed;
-#define CHECK(cond, ...) do { if (cond) passed++; else { failed++; \
-    printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 // Every layout must hand out each position of [0, S) exactly once, and each rank's
 // positions must be increasing (causal order inside a rank).
@@ -72,6 +70,5 @@ int main(int argc, char **argv) {
     }
     check_partition(12, 3, 0); // contiguous needs only C | S
 
-    printf("test_cp_layout: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return test_summary("test_cp_layout");
 }

@@ -8,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "test_check.h"
 
-static int passed, failed;
-#define CHECK(cond, ...) do { if (cond) passed++; else { failed++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-    printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 // writes n bytes to a fresh temp file; the caller unlinks it
 static void temp_file(char *path, const unsigned char *bytes, size_t n) {
@@ -117,6 +115,5 @@ int main(void) {
     hp_data_close(txt);
     unlink(path);
 
-    printf("test_data: %d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return test_summary("test_data");
 }

@@ -5,18 +5,9 @@
 #include <string.h>
 #include "hyperpar/dims.h"
 #include "hyperpar/pipeline.h"
+#include "test_check.h"
 
-static int n_pass = 0, n_fail = 0;
 
-#define CHECK(cond, ...) do {                                              \
-        if (cond) n_pass++;                                                \
-        else {                                                             \
-            n_fail++;                                                      \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-        }                                                                  \
-    } while (0)
 
 // R S C T EP ET world (pp 1, sp default) - world 0 = the product
 static hp_dims mk(int R, int S, int C, int T, int EP, int ET, int world) {
@@ -29,7 +20,7 @@ static hp_model_config model(const char *name) {
     hp_model_config m;
     if (hp_model_config_by_name(name, &m) != 0) {
         fprintf(stderr, "no model %s\n", name);
-        n_fail++;
+        check_failed++;
     }
     return m;
 }
@@ -263,6 +254,5 @@ int main(void) {
     test_defaults();
     test_negative();
     test_legal();
-    printf("test_dims: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return test_summary("test_dims");
 }

@@ -4,10 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "hyperpar/memtrack.h"
+#include "test_check.h"
 
-static int n_fail = 0, n_pass = 0;
-#define CHECK(cond, ...) do { if (cond) n_pass++; else { n_fail++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-    printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 int main(void) {
     hp_mem_stats s;
@@ -54,6 +52,5 @@ int main(void) {
     hp_mem_get_stats(&s);
     CHECK(s.total_current == 0 && s.n_live == 0 && s.current[HP_MEM_PARAMS] == 0 && s.total_peak == 3003,
           "everything freed");
-    printf("test_memtrack: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return test_summary("test_memtrack");
 }

@@ -16,20 +16,9 @@
 #include <string.h>
 #include "hyperpar/dims.h"
 #include "hyperpar/mesh.h"
+#include "test_check.h"
 
-static int n_pass = 0, n_fail = 0;
 
-#define CHECK(cond, ...) do {                                              \
-        if (cond) n_pass++;                                                \
-        else {                                                             \
-            n_fail++;                                                      \
-            if (n_fail <= 30) {                                            \
-                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-                fprintf(stderr, __VA_ARGS__);                              \
-                fputc('\n', stderr);                                       \
-            }                                                              \
-        }                                                                  \
-    } while (0)
 
 static hp_dims mk_u(int P, int R, int S, int U, int C, int T, int EP, int ET) {
     hp_dims d = hp_dims_default();
@@ -231,7 +220,7 @@ static void check_config(const hp_dims *d) {
     const int W = d->world, S = d->dp_shard, U = d->ulysses, C = d->cp, T = d->tp, EP = d->ep, ET = d->etp;
     const int SCT = S * U * C * T;
     const char *name = dims_str(d);
-    int fails_before = n_fail;
+    int fails_before = check_failed;
 
     CHECK(hp_dims_efsdp(d) * EP * ET == SCT, "[%s] efsdp*ep*etp != S*C*T", name);
     // coordinates: both views are bijections and follow the §2 formulas
@@ -327,7 +316,7 @@ static void check_config(const hp_dims *d) {
         for (int i = 0; i < n_both; i++)
             CHECK(both[i] / SCT == fsdp_region, "[%s] ep_etp of %d leaves the S*C*T block", name, rank);
     }
-    if (n_fail > fails_before && n_fail - fails_before < 3)
+    if (check_failed > fails_before && check_failed - fails_before < 3)
         fprintf(stderr, "  (in config %s)\n", name);
 }
 
@@ -375,6 +364,5 @@ int main(void) {
     test_worked_moe();
     test_worked_hsdp_pp();
     test_exhaustive();
-    printf("test_mesh: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return test_summary("test_mesh");
 }

@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/pipeline.h"
+#include "test_check.h"
 
-static int failures = 0;
-#define CHECK(cond, ...) do { if (!(cond)) { failures++; printf("FAIL: " __VA_ARGS__); printf("\n"); } } while (0)
 
 static void check_schedule(int schedule, int P, int V, int M, int L) {
     hp_dims d = hp_dims_default();
@@ -102,6 +101,5 @@ int main(void) {
             printf("  %-17s V %d  P %d  M %2d: %.3f\n", hp_pp_schedule_name(kinds[k].schedule), kinds[k].V,
                    P, M, hp_pp_ideal_bubble(&l2, M));
         }
-    printf("%s: %d failures\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return test_summary("test_pipeline");
 }

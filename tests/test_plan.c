@@ -12,18 +12,9 @@
 #include "hyperpar/traffic_ac.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
+#include "test_check.h"
 
-static int n_pass = 0, n_fail = 0;
 
-#define CHECK(cond, ...) do {                                              \
-        if (cond) n_pass++;                                                \
-        else {                                                             \
-            n_fail++;                                                      \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-        }                                                                  \
-    } while (0)
 
 static double now_s(void) {
     struct timespec ts;
@@ -39,7 +30,7 @@ static hp_dims layout(int R, int S, int C, int T, int EP, int ET, const hp_model
     char err[512];
     if (hp_dims_validate(&d, m, rc, err, sizeof err) != 0) {
         fprintf(stderr, "FAIL layout: %s\n", err);
-        n_fail++;
+        check_failed++;
     }
     return d;
 }
@@ -403,6 +394,5 @@ int main(void) {
     test_pp_in_flight();
     test_ac_memory();
     test_ac_traffic();
-    printf("test_plan: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return test_summary("test_plan");
 }

@@ -7,10 +7,8 @@
 #include <string.h>
 #include "hyperpar/plan.h"
 #include "hyperpar/verify.h"
+#include "test_check.h"
 
-static int n_fail = 0;
-#define CHECK(cond, ...) do { if (!(cond)) { n_fail++; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 // What a run that matches the planner exactly would measure: every category at its predicted
 // bytes, the traffic of hp_plan_traffic_predict.
@@ -36,7 +34,7 @@ static void layout(const char *model, int S, int T, int EP, hp_model_config *m, 
     d->dp_shard = S; d->tp = T; d->ep = EP;
     d->world = S * T;
     char err[256];
-    if (hp_dims_validate(d, m, rc, err, sizeof err) != 0) { fprintf(stderr, "layout: %s\n", err); n_fail++; }
+    if (hp_dims_validate(d, m, rc, err, sizeof err) != 0) { fprintf(stderr, "layout: %s\n", err); check_failed++; }
 }
 
 int main(void) {
@@ -88,7 +86,5 @@ int main(void) {
           back.mem_peak[HP_MEM_ACTIVATIONS] == rec.mem_peak[HP_MEM_ACTIVATIONS],
           "record fields after the round trip");
     free(text);
-    if (n_fail) { fprintf(stderr, "test_plan_check: %d failed\n", n_fail); return 1; }
-    printf("test_plan_check: ok\n");
-    return 0;
+    return test_summary("test_plan_check");
 }

@@ -22,18 +22,8 @@
 #include "cli.h"
 #include "hyperpar/recipes.h"
 #include "report.h"
+#include "test_check.h"
 
-static int n_pass = 0, n_fail = 0;
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (cond) n_pass++;                                                      \
-        else {                                                                   \
-            n_fail++;                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fputc('\n', stderr);                                                 \
-        }                                                                        \
-    } while (0)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t next_u64(void) {   // splitmix64
@@ -428,6 +418,5 @@ int main(int argc, char **argv) {
     test_failpoints();
     test_bad_files();
     test_reports(argc > 1 ? argv[1] : NULL);
-    printf("test_recipes: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return test_summary("test_recipes");
 }

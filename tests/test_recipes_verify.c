@@ -16,18 +16,8 @@
 #include <sys/stat.h>
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
+#include "test_check.h"
 
-static int n_pass = 0, n_fail = 0;
-#define CHECK(cond, ...)                                       \
-    do {                                                       \
-        if (cond) n_pass++;                                    \
-        else {                                                 \
-            n_fail++;                                          \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);        \
-            printf(__VA_ARGS__);                               \
-            printf("\n");                                      \
-        }                                                      \
-    } while (0)
 
 static char dir[1024];
 
@@ -227,6 +217,5 @@ int main(int argc, char **argv) {
     test_any_json();
     test_checks();
     test_tolerances();
-    printf("test_recipes_verify: %d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return test_summary("test_recipes_verify");
 }

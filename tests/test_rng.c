@@ -6,10 +6,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "test_check.h"
 
-static int passed, failed;
-#define CHECK(cond, ...) do { if (cond) passed++; else { failed++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-    printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 int main(void) {
     // golden values: the formulas are part of the interchange (see src/util/rng.c)
@@ -87,6 +85,5 @@ int main(void) {
         c += (double)hp_rng_normal(5, 5, (uint64_t)i) * hp_rng_normal(5, 5, (uint64_t)i + 1);
     CHECK(fabs(c / M) < 0.015, "lag-1 correlation %g", c / M);
 
-    printf("test_rng: %d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return test_summary("test_rng");
 }

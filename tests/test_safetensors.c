@@ -8,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "test_check.h"
 
-static int passed, failed;
-#define CHECK(cond, ...) do { if (cond) passed++; else { failed++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-    printf(__VA_ARGS__); printf("\n"); } } while (0)
 
 static char dir[64], path[128];
 
@@ -288,6 +286,5 @@ int main(void) {
     free(file);
     unlink(path);
     rmdir(dir);
-    printf("test_safetensors: %d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return test_summary("test_safetensors");
 }

@@ -2,7 +2,7 @@
 // alone (no MPI, nothing allocated but the parameter table's descriptors): `hp plan --memory`.
 // Formulas and where each comes from: docs/planner.md.
 // defines: hp_plan_memory, hp_plan_memory_predict, hp_plan_memory_table, hp_plan_memory_run,
-//          hp_plan_activations,
+//          hp_plan_memory_busiest, hp_plan_activations,
 //          hp_plan_activations_predict, hp_plan_traffic_predict, hp_plan_flops,
 //          hp_plan_hw, hp_plan_hw_by_name, hp_plan_time, hp_plan_time_predict(_with),
 //          hp_plan_activations_with_slots, hp_plan_pp_slots
@@ -29,7 +29,7 @@
 // exactly the buffers transformer.c, moe.c, ep_dispatch.c and ulysses.c allocate
 // (hp_plan_activations), the expert rows sized for the worst rank under EP imbalance (every
 // routed entry of the ep group could land on it); the scratch is transformer.c's per-rank
-// buffers plus hp_memory_estimate's term for the ring's K/V.
+// buffers plus the largest transient of one attention backward (the ring's K/V under cp).
 typedef struct hp_plan_memory {
     double params;          // this rank's padded shard of every parameter
     double grads;           // ... of their gradients
@@ -53,6 +53,9 @@ typedef struct hp_plan_memory {
                             // under zbv, where AC is not defined)
     int64_t params_total;   // parameters of the full model (from the parameter table)
     int64_t shard_numel;    // floats of this rank's shard buffer
+    double  largest_elems;  // the largest single buffer of this rank, in elements (`hp run`
+                            // refuses 2^31-1 and more: the kernels index with int)
+    const char *largest_name;   // ... and what it holds ("the logits"; a string literal)
 } hp_plan_memory;
 
 // dims validated for m and rc; rank in [0, world). Returns 0, or -1 on allocation failure or
@@ -61,11 +64,18 @@ int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_
                            int rank, hp_plan_memory *out);
 // The same in two parts: _table fills the terms of the parameter table (params, grads,
 // optimizer, fsdp_working, comm_scratch, accumulation_if_microbatched, persistent,
-// params_total, shard_numel), which no run setting changes; _run fills the rest for rc on
+// params_total, shard_numel, and the gathered unit as the largest buffer so far), which no run
+// setting changes; _run fills the rest for rc on
 // top of them (the search calls it for every microbatch count and AC mode of one layout).
 int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, hp_plan_memory *out);
 int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
                        int n_slots, hp_plan_memory *out);   // n_slots: 0, or hp_plan_pp_slots's
+// The busiest of rank's pp ranks (rank's inner coordinates at every pp coordinate: the ranks
+// differ only there, stage 0 keeping the most microbatches in flight and the last pp rank the
+// head): *out gets that rank's prediction, but largest_elems / largest_name the largest over
+// all of them; *busiest_rank (may be NULL) the rank. = hp_plan_memory_predict at pp 1.
+int hp_plan_memory_busiest(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           int rank, hp_plan_memory *out, int *busiest_rank);
 // Fills out->activations_full_ac: the activations with rc->ac_every = 1.
 int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, hp_plan_memory *out);

@@ -79,9 +79,10 @@ void     hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *wor
 // same process (the verifier's reference on rank 0 runs after the parallel one is freed) adds
 // its buffers to the same counters.
 void     hp_trainer_memory_stats(const hp_trainer *tr, hp_mem_stats *out);
-// The logical bytes per (group, op) this rank moved in the last hp_trainer_step (comm.h's
-// counters over forward, backward, clipping and the optimiser step; what a caller moves
-// between steps, like the verifier's gathers, is not in it); zeros before the first step.
+// The logical bytes per (group, op) this rank moved in the last step (comm.h's counters over
+// forward, backward, clipping and the optimiser step, whether run by hp_trainer_step or as
+// its three phases; what a caller moves between steps or phases, like the verifier's or
+// --dump's gathers, is not in it); zeros before the first step.
 void     hp_trainer_step_bytes(const hp_trainer *tr, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]);
 // Both, with the model's parameter count, as hp_plan_check_run (plan.h) reads them.
 void     hp_trainer_measured(const hp_trainer *tr, hp_plan_measured *out);
@@ -96,14 +97,16 @@ size_t hp_trainer_activation_bytes(const hp_trainer *tr);
 // start ms, end ms from the step's start), at most cap rows; returns the count (0 without pp).
 int    hp_trainer_pp_timeline(const hp_trainer *tr, float *out, int cap);
 
-// What one rank of a job will allocate, in bytes, computed before allocating (an upper
-// estimate; `hp run` refuses a run whose total does not fit the memory available per rank).
+// What one rank of a job will allocate, in bytes, computed before allocating: the planner's
+// prediction (plan.h's hp_plan_memory_predict, exact against the tracking allocator) in four
+// sums. `hp run` refuses a run whose busiest rank does not fit (tools/hp/cli_check.c).
 typedef struct hp_memory_estimate_t {
     double persistent_bytes;   // parameter, gradient and AdamW shards
-    double working_bytes;      // one gathered FSDP unit, its grads, gather/reduce staging
+    double working_bytes;      // one gathered FSDP unit, its grads, gather/reduce staging, and
+                               // the accumulation buffers (microbatches > 1 or pp > 1)
     double activation_bytes;   // what the forward keeps for the backward
-    double scratch_bytes;      // backward scratch, ring K/V, token ids
-    double total_bytes;
+    double scratch_bytes;      // backward scratch, cp's K/V, token ids
+    double total_bytes;        // hp_plan_memory.peak
     double largest_elems;      // the largest single buffer, in elements
     char   largest_name[48];   // ... and what it holds
 } hp_memory_estimate_t;

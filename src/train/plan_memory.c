@@ -1,6 +1,6 @@
 // plan_memory.c - a rank's bytes by category, before anything is allocated (hp plan --memory).
 // defines: hp_plan_memory_table, hp_plan_memory_run, hp_plan_memory_predict,
-//          hp_plan_memory_full_ac
+//          hp_plan_memory_full_ac, hp_plan_memory_busiest
 //
 // The persistent and FSDP terms repeat fsdp.c's allocations from the parameter table, so they
 // are exact: four shard buffers (p, g, m, v), two buffers of the largest unsharded unit, and
@@ -9,6 +9,9 @@
 // scratch the per-rank buffers and the largest transient of one attention backward.
 // The parameter-table terms do not depend on the run config: hp_plan_memory_table computes
 // them once, hp_plan_memory_run the rest for each run config (the search's inner loop).
+// The largest single buffer (what `hp run` refuses beyond 2^31-1 elements) comes from the
+// same shapes: the gathered unit, the expert rows, the logits, a block's widest activation
+// and cp's gathered K/V.
 #include <string.h>
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
@@ -34,6 +37,15 @@ static double staging_floats(const hp_param_table *t) {
     return need + 1;
 }
 
+// The table's largest buffer: a gathered unit (work_p), or the staging buffer holding one
+// gathered (unit, stack) span with its padding, whichever is larger. From the table's terms,
+// so that hp_plan_memory_run can start again from it for every run config.
+static void largest_of_table(hp_plan_memory *out) {
+    const double unit = out->fsdp_working / (2 * F4), staged = out->comm_scratch / F4 - 1;
+    out->largest_elems = staged > unit ? staged : unit;
+    out->largest_name = "a gathered FSDP unit";
+}
+
 int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, hp_plan_memory *out) {
     memset(out, 0, sizeof *out);
     hp_param_table t;
@@ -49,8 +61,33 @@ int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, h
     for (int u = 0; u < t.n_units; u++) total += (double)t.unit_work_numel[u];
     out->accumulation_if_microbatched = (total + 1) * F4 * (d->pp > 1 ? 2 : 1);
     hp_params_free(&t);
+    largest_of_table(out);
     out->persistent = out->params + out->grads + out->optimizer;
     return 0;
+}
+
+// One microbatch's shapes on a rank (hp_transformer_alloc's Nreg, Nres, ...): reg rows of the
+// block, res rows of the residual stream (1/T of them under SP), the tp-local widths, and nk,
+// the K floats of one attention call: under Ulysses the gathered layout's (the sequence of the
+// cp rank, the kv heads repeated to fill the ulysses group, 1/U of them).
+typedef struct run_shapes {
+    double reg, res, D, qd, kvd, Fl, Vl, Sc, Sc_cp, nk;
+    int M, n_moe;
+} run_shapes;
+
+static run_shapes run_shapes_of(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc) {
+    const int T = d->tp, U = d->ulysses, sp = d->sp > 0 && T > 1, M = hp_run_microbatches(rc);
+    const double Bl = (double)(rc->batch / hp_dims_batch(d) / M), hd = hp_model_head_dim(m);
+    run_shapes s = { .M = M, .D = m->dim, .Fl = m->ffn_hidden / T, .Vl = m->vocab_size / T };
+    s.Sc_cp = rc->seq_len / d->cp;
+    s.Sc = (double)(rc->seq_len / d->cp / d->ulysses);
+    s.reg = Bl * s.Sc;
+    s.res = sp ? Bl * (double)((int)s.Sc / T) : s.reg;
+    s.qd = (double)(m->n_heads / T) * hd;
+    s.kvd = (double)(m->n_kv_heads / T) * hd;
+    s.nk = s.reg * s.kvd * (U > 1 ? hp_ulysses_kv_repeat(m->n_kv_heads / T, U) : 1);
+    for (int l = 0; l < m->n_layers; l++) s.n_moe += hp_model_is_moe_layer(m, l);
+    return s;
 }
 
 // The per-rank scratch (category scratch of memtrack.h): transformer.c's backward buffers
@@ -59,24 +96,43 @@ int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, h
 // element longer than its data), and the largest transient of one backward call: under
 // Ulysses its gathered dout/dq/dk/dv (ulysses.c), under cp the K/V (and dK/dV) of every source
 // that cp_attention.c's backward holds (all-gather: mine + all + dall = (2 + 4C) n, ring: cur
-// + nxt = 8 n, plus the Sl source positions; n = one rank's K floats, Sl its cp-local length).
-static double scratch_floats(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc) {
-    const int T = d->tp, U = d->ulysses, C = d->cp, sp = d->sp > 0 && T > 1, M = hp_run_microbatches(rc);
-    const double Sc_cp = rc->seq_len / d->cp, Sc = (double)(rc->seq_len / d->cp / d->ulysses);
-    const double reg = (double)(rc->batch / hp_dims_batch(d) / M) * Sc;
-    const double res = sp ? (double)(rc->batch / hp_dims_batch(d) / M) * (double)((int)Sc / T) : reg;
-    const double D = m->dim, hd = hp_model_head_dim(m), qd = (double)(m->n_heads / T) * hd;
-    const double kvd = (double)(m->n_kv_heads / T) * hd, Fl = m->ffn_hidden / T, Vl = m->vocab_size / T;
-    int n_moe = 0;
-    for (int l = 0; l < m->n_layers; l++) n_moe += hp_model_is_moe_layer(m, l);
-    double f = 3 * reg * D + 2 * res * D + reg * (2 * qd + 2 * kvd) + 3 * reg * Fl + reg * Vl + reg;
-    f += 2 * reg * M + Sc + Sc_cp + (double)n_moe * reg * M * m->top_k + 7;
-    // the K floats of one rank's attention call: under Ulysses the gathered layout's (the
-    // sequence of the cp rank, the kv heads repeated to fill the ulysses group, 1/U of them)
-    const double nk = reg * kvd * (U > 1 ? hp_ulysses_kv_repeat(m->n_kv_heads / T, U) : 1);
+// + nxt = 8 n, plus the Sl source positions; n = s->nk, Sl the cp-local length).
+static double scratch_floats(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                             const run_shapes *s) {
+    const int U = d->ulysses, C = d->cp, M = s->M;
+    const double reg = s->reg, res = s->res, D = s->D, qd = s->qd, kvd = s->kvd, nk = s->nk;
+    double f = 3 * reg * D + 2 * res * D + reg * (2 * qd + 2 * kvd) + 3 * reg * s->Fl + reg * s->Vl + reg;
+    f += 2 * reg * M + s->Sc + s->Sc_cp + (double)s->n_moe * reg * M * m->top_k + 7;
     double call = U > 1 ? 2 * reg * qd + 2 * nk : 0;
-    if (C > 1) call += Sc_cp + (rc->cp_rotate == HP_ROTATE_RING ? 8 * nk : (2 + 4.0 * C) * nk);
+    if (C > 1) call += s->Sc_cp + (rc->cp_rotate == HP_ROTATE_RING ? 8 * nk : (2 + 4.0 * C) * nk);
     return f + call;
+}
+
+// Keeps the larger of out's largest buffer and (elems, what).
+static void keep_largest(hp_plan_memory *out, double elems, const char *what) {
+    if (elems > out->largest_elems) {
+        out->largest_elems = elems;
+        out->largest_name = what;
+    }
+}
+
+// The largest buffers of the run's shapes, on top of the table's gathered unit: the expert
+// rows of a MoE block (sized for every routed entry of the ep group landing here: moe.c's xe
+// and h1), the logits, a block's widest activation (reg_f1, reg_q, reg_a) and cp's gathered
+// K/V (all-gather: C sources of K and V; ring: K, V, dK, dV of one).
+static void largest_of_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           const run_shapes *s, hp_plan_memory *out) {
+    if (m->num_experts > 0) {
+        const double cap = (double)d->ep * (s->reg / hp_dims_token_split(d)) * m->top_k;
+        const double Fel = m->moe_hidden / hp_dims_expert_tp(d);
+        keep_largest(out, cap * (s->D > Fel ? s->D : Fel), "the expert rows of a MoE block");
+    }
+    keep_largest(out, s->reg * s->Vl, "the logits");
+    const double wide = s->Fl > s->qd ? s->Fl : s->qd;
+    keep_largest(out, s->reg * (wide > s->D ? wide : s->D), "an activation of a block");
+    if (d->cp > 1)
+        keep_largest(out, (rc->cp_rotate == HP_ROTATE_RING ? 4.0 : 2.0 * d->cp) * s->nk,
+                     "the K/V of the cp group");
 }
 
 int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
@@ -92,7 +148,10 @@ int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_
         if (hp_plan_activations_with_slots(m, d, rc, rank, 1, a.n_slots, &au) != 0) return -1;
         out->activations_uniform = au.total;
     }
-    out->scratch = scratch_floats(m, d, rc) * F4;
+    const run_shapes s = run_shapes_of(m, d, rc);
+    out->scratch = scratch_floats(m, d, rc, &s) * F4;
+    largest_of_table(out);   // (a run config before this one may have raised it)
+    largest_of_run(m, d, rc, &s, out);
     out->persistent = out->params + out->grads + out->optimizer;
     out->peak = out->persistent + out->fsdp_working + out->comm_scratch + out->accumulation +
                 out->activations + out->scratch;
@@ -113,5 +172,28 @@ int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_
     hp_plan_activations a;
     if (hp_plan_activations_predict(m, d, &full, rank, 0, &a) != 0) return -1;
     out->activations_full_ac = a.total;
+    return 0;
+}
+
+int hp_plan_memory_busiest(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                           int rank, hp_plan_memory *out, int *busiest_rank) {
+    const int pp = d->pp > 1 ? d->pp : 1, inner = d->world / pp;
+    double largest = 0;
+    const char *largest_name = NULL;
+    for (int p = 0; p < pp; p++) {
+        const int r = p * inner + rank % inner;
+        hp_plan_memory mem;
+        if (hp_plan_memory_predict(m, d, rc, r, &mem) != 0) return -1;
+        if (p == 0 || mem.peak > out->peak) {
+            *out = mem;
+            if (busiest_rank) *busiest_rank = r;
+        }
+        if (p == 0 || mem.largest_elems > largest) {
+            largest = mem.largest_elems;
+            largest_name = mem.largest_name;
+        }
+    }
+    out->largest_elems = largest;
+    out->largest_name = largest_name;
     return 0;
 }

@@ -144,9 +144,14 @@ static double reduce_loss(hp_trainer *tr, double ce_sum) {
     return loss;
 }
 
+// Each phase of a step (this, clip, optimizer step) adds its own traffic to step_bytes, so
+// that a caller running the phases itself (hp run --dump: gathers between them) measures the
+// step's bytes and not its own.
 double hp_trainer_forward_backward(hp_trainer *tr) {
     tr->step++;
     hp_comm_set_step(tr->comm, tr->step);   // named by the watchdog if a wait times out
+    memset(tr->step_bytes, 0, sizeof tr->step_bytes);   // the step's first phase
+    hp_trainer_count_bytes(tr, -1);
     load_batch(tr);
     // microbatches in ascending order: the CE sums add up in that order and are divided once
     // by N_global (the loss of pipeline.md); grads accumulate inside the backward
@@ -162,7 +167,9 @@ double hp_trainer_forward_backward(hp_trainer *tr) {
         hp_fsdp_release_all(&tr->fsdp);   // the step's end: the gradient exchanges complete
         tr->tf.mb = 0;
     }
-    return reduce_loss(tr, ce_sum);
+    const double loss = reduce_loss(tr, ce_sum);
+    hp_trainer_count_bytes(tr, +1);
+    return loss;
 }
 
 double hp_trainer_eval_loss(hp_trainer *tr, int step) {
@@ -188,6 +195,7 @@ double hp_trainer_eval_loss(hp_trainer *tr, int step) {
 // Each gradient element is counted once: by replica 0 over dp_replicate, and by tp rank 0
 // for parameters replicated over tp (norms, router gate). Shards are disjoint otherwise.
 double hp_trainer_clip(hp_trainer *tr) {
+    hp_trainer_count_bytes(tr, -1);
     double sq = 0.0;
     for (int i = 0; i < tr->pt.n; i++) {
         const hp_param *p = &tr->pt.p[i];
@@ -199,6 +207,7 @@ double hp_trainer_clip(hp_trainer *tr) {
         for (int64_t k = 0; k < p->shard_numel; k++) sq += (double)g[k] * (double)g[k];
     }
     hp_allreduce_sum_f64(tr->comm, HP_G_WORLD, &sq, 1);
+    hp_trainer_count_bytes(tr, +1);
     const double norm = sqrt(sq);
     if (tr->rc.max_norm > 0.0f) {
         const double coef = (double)tr->rc.max_norm / (norm + 1e-6);
@@ -209,18 +218,19 @@ double hp_trainer_clip(hp_trainer *tr) {
 }
 
 void hp_trainer_optimizer_step(hp_trainer *tr) {
+    hp_trainer_count_bytes(tr, -1);   // (no collective today; counted should one come)
     const size_t n = (size_t)tr->pt.shard_numel;
     if (tr->rc.optimizer == HP_OPT_ADAMW)
         hp_adamw_update(tr->fsdp.p_shard, tr->fsdp.g_shard, tr->fsdp.m_shard, tr->fsdp.v_shard, n, tr->rc.lr, 0.9f,
                         0.95f, 1e-8f, 0.1f, tr->step);
     else
         hp_sgd_update(tr->fsdp.p_shard, tr->fsdp.g_shard, n, tr->rc.lr);
+    hp_trainer_count_bytes(tr, +1);
 }
 
 int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
     hp_barrier(tr->comm, HP_G_WORLD);
     const double t0 = now_ms();
-    hp_trainer_count_bytes(tr, -1);   // the step's traffic: the counters after minus before
     st->loss = hp_trainer_forward_backward(tr);
     st->grad_norm = hp_trainer_clip(tr);
     st->step = tr->step;
@@ -229,8 +239,7 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
         st->tokens_per_s = 0.0;
         return HP_EXIT_FAIL;
     }
-    hp_trainer_optimizer_step(tr);
-    hp_trainer_count_bytes(tr, +1);
+    hp_trainer_optimizer_step(tr);   // the phases count the step's traffic themselves
     hp_barrier(tr->comm, HP_G_WORLD);
     st->ms = now_ms() - t0;
     st->tokens_per_s = (double)tr->rc.batch * tr->rc.seq_len / (st->ms * 1e-3);

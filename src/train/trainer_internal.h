@@ -56,8 +56,8 @@ struct hp_trainer {
     int64_t n_valid_global;  // valid labels of the global batch
     int *routing_step;       // (n_moe, Bl_step*Sc, K) every microbatch's routing, for the verifier
                              // (the model's forwards record it: tf.routing)
-    uint64_t step_bytes[HP_G_COUNT][HP_OP_COUNT];   // the last hp_trainer_step's traffic (comm.h)
-    uint64_t step_start[HP_G_COUNT][HP_OP_COUNT];   // the counters when the running step began
+    uint64_t step_bytes[HP_G_COUNT][HP_OP_COUNT];   // the last step's traffic (comm.h)
+    uint64_t step_start[HP_G_COUNT][HP_OP_COUNT];   // the counters when the running phase began
 };
 
 // ---- trainer_hooks.c ------------------------------------------------------------------
@@ -67,8 +67,8 @@ void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk);
 void hp_attn_style_init(hp_attn_style *a, hp_trainer *tr);
 
 // ---- trainer_measure.c ----------------------------------------------------------------
-// sign -1 at a step's start (keeps the counters), +1 at its end (step_bytes = the difference;
-// a step that stops early leaves the previous step's).
+// sign -1 at a step phase's start (keeps the counters), +1 at its end (adds the difference to
+// step_bytes, which hp_trainer_forward_backward, the first phase, zeroes).
 void hp_trainer_count_bytes(hp_trainer *tr, int sign);
 
 // ---- pipeline_run.c -------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // trainer_measure.c - what a run measured, for the comparison with the planner (plan.h's
-// hp_plan_check_run): the tracking allocator's counters and the last step's traffic.
+// hp_plan_check_run): the tracking allocator's counters and the last step's traffic (the sum
+// of its phases' brackets: trainer.c).
 // defines: hp_trainer_count_bytes, hp_trainer_memory_stats, hp_trainer_step_bytes,
 //          hp_trainer_measured
 #include <string.h>
@@ -10,7 +11,7 @@ void hp_trainer_count_bytes(hp_trainer *tr, int sign) {
         for (int op = 0; op < HP_OP_COUNT; op++) {
             const uint64_t now = hp_comm_bytes(tr->comm, (hp_group_kind)g, (hp_op_kind)op);
             if (sign < 0) tr->step_start[g][op] = now;
-            else tr->step_bytes[g][op] = now - tr->step_start[g][op];
+            else tr->step_bytes[g][op] += now - tr->step_start[g][op];
         }
 }
 

@@ -3,14 +3,15 @@
 // defines: hp_cli_check_outputs, hp_cli_check_dir, hp_cli_check_memory
 //
 // Each failure is one line naming the rule and the numbers, and HP_EXIT_CONFIG, so that a
-// bad --dump or an absurd --seq-len never costs a training run (or a crash) to find out.
+// bad --dump or an absurd --seq-len never costs a training run (or a crash) to find out. The
+// memory is the planner's prediction (plan.h: exact against the tracking allocator).
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
-#include "hyperpar/train.h"
+#include "hyperpar/plan.h"
 
 // Creates dir and its parents (mkdir -p). Returns 0, or errno of the first failure.
 static int make_dirs(const char *dir) {
@@ -83,30 +84,29 @@ static double available_bytes(void) {
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 int hp_cli_check_memory(const hp_cli *cli, const hp_dims *d, int local_ranks) {
-    // the busiest rank: rank 0 holds the head and, under --verify, the reference as well
-    hp_memory_estimate_t est, ref;
-    if (hp_memory_estimate(&cli->model, d, &cli->run, 0, &est) != 0) {
-        fprintf(stderr, "hp: out of memory estimating the run's memory\n");
+    // the planner's prediction of the busiest rank (the pp ranks differ; the other degrees
+    // split evenly, the expert rows sized for the worst rank) and of rank 0, which under
+    // --verify also runs the 1-rank reference
+    hp_plan_memory est, mem0, ref;
+    if (hp_plan_memory_busiest(&cli->model, d, &cli->run, 0, &est, NULL) != 0) {
+        fprintf(stderr, "hp: cannot predict this run's memory (out of memory, or a pipeline "
+                "schedule that cannot run)\n");
         return HP_EXIT_CONFIG;
     }
-    double need = est.total_bytes, largest = est.largest_elems;
+    double need = est.peak, largest = est.largest_elems;
     const char *largest_name = est.largest_name;
-    double rank0 = need;
     if (cli->verify) {
         hp_dims one = hp_dims_default();
         one.dp_shard = 1;
         one.world = 1;
         char err[256];
         if (hp_dims_validate(&one, &cli->model, &cli->run, err, sizeof err) == 0 &&
-            hp_memory_estimate(&cli->model, &one, &cli->run, 0, &ref) == 0) {
+            hp_plan_memory_predict(&cli->model, &one, &cli->run, 0, &ref) == 0 &&
+            hp_plan_memory_predict(&cli->model, d, &cli->run, 0, &mem0) == 0) {
             // the runs follow each other; both keep full copies of init, grads and params
-            hp_param_table t;
-            double full = 0;
-            if (hp_params_build(&t, &cli->model, &one, 0) == 0) {
-                full = (double)t.full_numel;
-                hp_params_free(&t);
-            }
-            rank0 = (ref.total_bytes > need ? ref.total_bytes : need) + 6 * full * sizeof(float);
+            const double rank0 = (ref.peak > mem0.peak ? ref.peak : mem0.peak) +
+                                 6 * (double)ref.params_total * sizeof(float);
+            if (rank0 > need) need = rank0;
             if (ref.largest_elems > largest) { largest = ref.largest_elems; largest_name = ref.largest_name; }
         }
     }
@@ -115,7 +115,6 @@ int hp_cli_check_memory(const hp_cli *cli, const hp_dims *d, int local_ranks) {
                 "is 2^31-1 (lower --seq-len or --batch, or raise the degrees)\n", largest_name, largest);
         return HP_EXIT_CONFIG;
     }
-    if (rank0 > need) need = rank0;
     const double avail = available_bytes() / (local_ranks > 0 ? local_ranks : 1);
     if (avail > 0 && need > avail) {
         fprintf(stderr, "hp: this run needs %.1f GiB per rank; %.1f GiB are available "

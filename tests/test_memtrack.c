@@ -1,5 +1,5 @@
 // test_memtrack.c - the tracking allocator (memtrack.h): zeroed, 64-aligned blocks, current and
-// high-water bytes per category and in total, reset of the peaks, bad input refused.
+// high-water bytes per category and in total, reset of the peaks, realloc, bad input refused.
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,5 +52,33 @@ int main(void) {
     hp_mem_get_stats(&s);
     CHECK(s.total_current == 0 && s.n_live == 0 && s.current[HP_MEM_PARAMS] == 0 && s.total_peak == 3003,
           "everything freed");
+
+    // realloc: NULL allocates; growing keeps the data and zeroes the rest; the counters move
+    // by the difference (a resize in place: old and new are never counted together)
+    hp_mem_reset_peak();
+    int *r = hp_mem_realloc(NULL, HP_MEM_COMM_SCRATCH, 10 * sizeof(int));
+    for (int i = 0; r && i < 10; i++) r[i] = i + 1;
+    int *r2 = r ? hp_mem_realloc(r, HP_MEM_COMM_SCRATCH, 1000 * sizeof(int)) : NULL;
+    int kept = r2 != NULL, zeroed = r2 != NULL;
+    for (int i = 0; r2 && i < 1000; i++) {
+        if (i < 10) kept &= r2[i] == i + 1;
+        else zeroed &= r2[i] == 0;
+    }
+    hp_mem_get_stats(&s);
+    CHECK(kept && zeroed && (uintptr_t)r2 % 64 == 0 && hp_mem_size(r2) == 4000, "realloc grows, keeps, zeroes");
+    CHECK(s.current[HP_MEM_COMM_SCRATCH] == 4000 && s.peak[HP_MEM_COMM_SCRATCH] == 4000 &&
+          s.total_current == 4000 && s.total_peak == 4000 && s.n_live == 1,
+          "realloc counts the new size only: current %zu, peak %zu, live %zu",
+          s.current[HP_MEM_COMM_SCRATCH], s.total_peak, s.n_live);
+    int *r3 = hp_mem_realloc(r2, HP_MEM_OTHER, 8);   // shrink, and move to another category
+    hp_mem_get_stats(&s);
+    CHECK(r3 && r3[0] == 1 && r3[1] == 2 && hp_mem_size(r3) == 8 && s.current[HP_MEM_COMM_SCRATCH] == 0 &&
+          s.current[HP_MEM_OTHER] == 8 && s.peak[HP_MEM_COMM_SCRATCH] == 4000 && s.total_current == 8,
+          "realloc shrinks and recategorises");
+    CHECK(hp_mem_realloc(r3, HP_MEM_COUNT, 8) == NULL && hp_mem_realloc(r3, HP_MEM_OTHER, SIZE_MAX - 10) == NULL &&
+          r3[1] == 2 && hp_mem_size(r3) == 8, "a refused realloc leaves the block as it was");
+    hp_mem_free(r3);
+    hp_mem_get_stats(&s);
+    CHECK(s.total_current == 0 && s.n_live == 0, "realloc'd block freed");
     return test_summary("test_memtrack");
 }

@@ -1,7 +1,8 @@
 // comm.h - collectives over one MPI sub-communicator per mesh group.
 // defines: hp_comm (opaque), hp_comm_init/free, collectives (blocking; nonblocking gradient
 //          reductions), traffic counters (logical
-//          and wire), the watchdog's timeout and step, diagnostic gathers
+//          and wire), the watchdog's timeout and step, diagnostic gathers, the bytes of
+//          the layer's own buffers (hp_comm_fixed_scratch_bytes, hp_comm_async_floats)
 //
 //   hp_comm *comm = hp_comm_init(MPI_COMM_WORLD, &dims, /*deterministic=*/1);
 //   hp_allreduce_sum(comm, HP_G_TP, buf, n);        // sums buf over rank's tp group
@@ -109,6 +110,22 @@ int  hp_allreduce_sum_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n
 void hp_comm_progress(hp_comm *comm);
 void hp_comm_async_wait(hp_comm *comm, int ticket);
 void hp_comm_async_wait_all(hp_comm *comm);
+#define HP_COMM_ASYNC_MAX 4
+
+// The comm layer's own buffers (memtrack category comm_scratch), for the planner
+// (plan_memory.c). A fixed-order all-reduce or reduce-scatter (deterministic mode) over a
+// group of size > 1 with esz-byte elements holds two pieces of size x HP_COMM_CHUNK
+// elements, whatever n: hp_comm_fixed_scratch_bytes; the one scratch buffer keeps the
+// largest it was asked for (0 for size 1: nothing to exchange).
+size_t hp_comm_fixed_scratch_bytes(int size, size_t esz);
+// A nonblocking gradient reduction of n floats per member: a reduce-scatter over rs_size
+// members (1: a local copy, nothing held), then an all-reduce of n over ar_size (1: none).
+// *send and *rows get the floats of its send copy and received rows. The slots are sized
+// together, for the largest of each over every operation posted, and all HP_COMM_ASYNC_MAX
+// are made with the first one: they hold HP_COMM_ASYNC_MAX x (largest send + largest rows)
+// floats, whichever operation landed in which slot.
+void hp_comm_async_floats(int rs_size, size_t n, int ar_size, size_t *send, size_t *rows);
+
 // Nonblocking point to point with group member dst / src (never this rank), tag in
 // [0, 32767]; hp_p2p_wait completes requests under the watchdog (comm_p2p.c). The pipeline
 // posts a stage's sends and waits for them at the end of the step.

@@ -1,8 +1,8 @@
 // memtrack.h - a tracking allocator: every buffer a rank allocates, by the planner's memory
 // category, with current and high-water bytes per category and in total, so that the
 // predicted memory (plan.h) can be compared with what a run really held.
-// defines: hp_mem_category, hp_mem_category_name, hp_mem_alloc, hp_mem_free, hp_mem_size,
-//          hp_mem_stats, hp_mem_get_stats, hp_mem_reset_peak
+// defines: hp_mem_category, hp_mem_category_name, hp_mem_alloc, hp_mem_realloc, hp_mem_free,
+//          hp_mem_size, hp_mem_stats, hp_mem_get_stats, hp_mem_reset_peak
 //
 //   float *acts = hp_mem_alloc(HP_MEM_ACTIVATIONS, n * sizeof(float));   // zeroed, 64-aligned
 //   ...
@@ -25,7 +25,7 @@ typedef enum {
     HP_MEM_GRADS,           // grads_bytes
     HP_MEM_OPTIMIZER,       // optimizer_bytes: AdamW m, v
     HP_MEM_FSDP_WORKING,    // fsdp_working_bytes: one gathered unit and its grads
-    HP_MEM_COMM_SCRATCH,    // comm_scratch_bytes: the gather / reduce-scatter staging
+    HP_MEM_COMM_SCRATCH,    // comm_scratch_bytes: FSDP staging, the comm layer's own buffers
     HP_MEM_ACCUMULATION,    // accumulation_bytes: acc_g, kept_p
     HP_MEM_ACTIVATIONS,     // activation_bytes: what the forward keeps for the backward
     HP_MEM_SCRATCH,         // scratch_bytes: backward scratch, ring K/V, token ids
@@ -40,6 +40,11 @@ const char *hp_mem_category_name(hp_mem_category c);
 // bytes zeroed (like calloc), aligned to 64 bytes; NULL when out of memory or c is out of
 // range. bytes 0 gives a valid, unique pointer that counts 0 bytes.
 void *hp_mem_alloc(hp_mem_category c, size_t bytes);
+// Resizes a block of hp_mem_alloc to bytes (NULL p: hp_mem_alloc): the first min(old, new)
+// bytes kept, any new ones zeroed, still 64-aligned, the block now counted under c with its
+// new size. The counters see a resize in place: old and new copy are never counted at once.
+// Returns NULL (p untouched, like realloc) when out of memory or c is out of range.
+void *hp_mem_realloc(void *p, hp_mem_category c, size_t bytes);
 // Frees a block of hp_mem_alloc (NULL is a no-op) and takes its bytes off its category.
 void hp_mem_free(void *p);
 // The bytes p was allocated with (0 for NULL).

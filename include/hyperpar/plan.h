@@ -35,7 +35,9 @@ typedef struct hp_plan_memory {
     double grads;           // ... of their gradients
     double optimizer;       // AdamW m and v shards (allocated for every optimiser)
     double fsdp_working;    // one gathered unit and its gradients (work_p, work_g)
-    double comm_scratch;    // the gather / reduce-scatter staging buffer (comm_buf)
+    double comm_scratch;    // the gather / reduce-scatter staging buffer (comm_buf), and
+    double comm_layer;      // of it: the comm layer's own buffers (comm.h: the fixed-order
+                            // scratch, the nonblocking reductions' send copies and rows)
     double accumulation;    // microbatches > 1 or pp > 1: every unit's unsharded grads kept
                             // over the step (acc_g), and under pp its parameters too (kept_p)
     double accumulation_if_microbatched;   // what accumulation is with microbatches > 1

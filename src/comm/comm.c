@@ -4,12 +4,13 @@
 // comm_wait.c (the watchdog). spec: shared/spec/torchtitan-semantics.md §2.
 // defines: hp_comm_init/free, accessors, hp_comm_bytes/wire_bytes/calls/reset_stats,
 //          hp_op_name, hp_comm_set_step, hp_comm_fail, hp_mpi_check, hp_comm_scratch,
-//          hp_comm_count, hp_comm_count_wire
+//          hp_comm_fixed_scratch_bytes, hp_comm_count, hp_comm_count_wire
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "hyperpar/memtrack.h"
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
 
 // ----------------------------------------------------------------------------
@@ -66,8 +67,9 @@ hp_comm *hp_comm_init(MPI_Comm world, const hp_dims *dims, int deterministic) {
     hp_comm *comm = calloc(1, sizeof *comm);
     int *members = malloc((size_t)wsize * sizeof *members);
     if (comm == NULL || members == NULL) HP_COMM_FAIL("hp_comm_init: out of memory");
-    comm->reqs = malloc(8 * (size_t)wsize * sizeof *comm->reqs);
-    comm->rows = malloc((size_t)wsize * sizeof *comm->rows);
+    // bookkeeping sized by the world (memtrack's "other"; the exchange buffers are comm_scratch)
+    comm->reqs = hp_mem_alloc(HP_MEM_OTHER, 8 * (size_t)wsize * sizeof *comm->reqs);
+    comm->rows = hp_mem_alloc(HP_MEM_OTHER, (size_t)wsize * sizeof *comm->rows);
     if (comm->reqs == NULL || comm->rows == NULL) HP_COMM_FAIL("hp_comm_init: out of memory");
     comm->world = world;
     comm->world_rank = wrank;
@@ -105,9 +107,9 @@ void hp_comm_free(hp_comm *comm) {
     for (int g = 0; g < HP_G_COUNT; g++)
         if (comm->group[g] != MPI_COMM_NULL) HP_MPI_CHECK(MPI_Comm_free(&comm->group[g]));
     hp_comm_async_free(comm);
-    free(comm->scratch);
-    free(comm->reqs);
-    free((void *)comm->rows);
+    hp_mem_free(comm->scratch);
+    hp_mem_free(comm->reqs);
+    hp_mem_free((void *)comm->rows);
     free(comm);
 }
 
@@ -127,12 +129,16 @@ const hp_coords *hp_comm_coords(const hp_comm *comm) { return &comm->coords; }
 
 void *hp_comm_scratch(hp_comm *comm, size_t nbytes) {
     if (nbytes > comm->scratch_bytes) {
-        void *p = realloc(comm->scratch, nbytes);
+        void *p = hp_mem_realloc(comm->scratch, HP_MEM_COMM_SCRATCH, nbytes);
         if (p == NULL) HP_COMM_FAIL("hp_comm: out of memory for a %zu-byte exchange buffer", nbytes);
         comm->scratch = p;
         comm->scratch_bytes = nbytes;
     }
     return comm->scratch;
+}
+
+size_t hp_comm_fixed_scratch_bytes(int size, size_t esz) {
+    return size > 1 ? 2 * (size_t)size * HP_COMM_CHUNK * esz : 0;
 }
 
 // ----------------------------------------------------------------------------

@@ -24,8 +24,16 @@
 // Every blocking wait is the watchdog's (hp_comm_wait); hp_comm_progress only tests. The
 // watchdog's poll loop progresses the queue too: a rank blocked in another collective still
 // sums and forwards what its partners wait for, so no wait can close a cycle.
-#include <stdlib.h>
+//
+// Memory (memtrack: the send copies and rows are comm_scratch, the requests, counts, operand
+// pointers and slots "other"): all HP_COMM_ASYNC_MAX slots are made with the first operation
+// and sized together, for the largest of each buffer any operation has needed, so what they
+// hold does not depend on which operation landed in which slot (hp_comm_async_floats: the
+// planner's term). A growth first completes the operations in flight, so no buffer moves
+// under a posted request; it happens in the first step only, whose operations are the
+// largest there are (every step posts the same ones).
 #include <string.h>
+#include "hyperpar/memtrack.h"
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK, HP_COMM_CHUNK
 
 // Phase tags: TAG_BASE + 2 (seq mod TAG_SEQS), + 1 for the all-gather of the sums.
@@ -45,6 +53,9 @@ typedef struct phase {
     int          *n_scat;          // per piece: scatter requests posted
 } phase;
 
+// Elements of each buffer: what one operation needs, or what every slot holds.
+typedef struct async_need { size_t send, rows, reqs, cnts, operands; } async_need;
+
 struct hp_comm_async_op {
     float       *recv;             // the result: reduce-scatter (n), all-reduce in place (n)
     size_t       n;
@@ -53,17 +64,19 @@ struct hp_comm_async_op {
     float       *send;             // reduce-scatter: a copy of the caller's (size, n)
     float       *rows;             // received operands: pieces x size rows of HP_COMM_CHUNK
     const void **operands;         // (size) the rows of one sum
-    size_t       send_cap, rows_cap, reqs_cap, cnt_cap, operands_cap;   // grown, kept
+    MPI_Request *reqs;             // every phase's requests, in turn (ph[i].reqs point in)
+    int         *n_scat;           // every phase's per-piece counts (ph[i].n_scat point in)
+    async_need   cap;              // what the buffers hold (the same in every slot)
 };
 
 // ----------------------------------------------------------------------------
-// buffers (grow-only, per slot)
+// buffers (grown together, kept)
 
-static void *grow(void *p, size_t *cap, size_t need, size_t esz) {
-    if (need <= *cap) return p;
-    void *q = realloc(p, need * esz);
+// p grown from `have` to `need` elements of esz bytes (kept when it already fits).
+static void *grow(void *p, size_t have, size_t need, size_t esz, hp_mem_category c) {
+    if (need <= have) return p;
+    void *q = hp_mem_realloc(p, c, need * esz);
     if (q == NULL) HP_COMM_FAIL("hp_comm: out of memory for a %zu-byte gradient exchange", need * esz);
-    *cap = need;
     return q;
 }
 
@@ -140,23 +153,62 @@ static int phase_requests(const hp_comm *comm, const phase *ph) {
     return (int)(ph->pieces * 4 * (size_t)(comm->size[ph->g] - 1));
 }
 
-static void size_buffers(hp_comm_async_op *op, hp_comm *comm) {
-    size_t reqs = 0, cnts = 0, rows = 0, operands = 0;
-    for (int i = 0; i < op->n_phases; i++) {
-        const int size = comm->size[op->ph[i].g];
-        reqs += (size_t)phase_requests(comm, &op->ph[i]);
-        cnts += op->ph[i].pieces;
-        const size_t r = op->ph[i].pieces * (size_t)size * HP_COMM_CHUNK;
-        if (r > rows) rows = r;   // the phases use the rows in turn
-        if ((size_t)size > operands) operands = (size_t)size;
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+// Adds to w what a phase of kind over a group of size, n per member, needs: per piece
+// 4(size-1) requests, one count and size rows (the phases use the rows in turn), size
+// operand pointers; a reduce-scatter's send copy is its (size, n) input.
+static void phase_need(async_need *w, hp_op_kind kind, int size, size_t n) {
+    const size_t pieces = pieces_of(kind, n, size);
+    w->reqs += pieces * 4 * (size_t)(size - 1);
+    w->cnts += pieces;
+    w->rows = max_sz(w->rows, pieces * (size_t)size * HP_COMM_CHUNK);
+    w->operands = max_sz(w->operands, (size_t)size);
+    if (kind == HP_OP_REDUCE_SCATTER) w->send = (size_t)size * n;
+}
+
+void hp_comm_async_floats(int rs_size, size_t n, int ar_size, size_t *send, size_t *rows) {
+    async_need w = { 0 };
+    if (n > 0 && rs_size > 1) phase_need(&w, HP_OP_REDUCE_SCATTER, rs_size, n);
+    if (n > 0 && ar_size > 1) phase_need(&w, HP_OP_ALLREDUCE, ar_size, n);
+    *send = w.send;
+    *rows = w.rows;
+}
+
+// Every slot grown to hold w (and what it held), after the operations in flight are done:
+// their buffers must not move under their posted requests (see the top).
+static void reserve(hp_comm *comm, async_need w) {
+    const async_need have = comm->async[0]->cap;
+    if (w.send <= have.send && w.rows <= have.rows && w.reqs <= have.reqs &&
+        w.cnts <= have.cnts && w.operands <= have.operands)
+        return;
+    hp_comm_async_wait_all(comm);
+    w.send = max_sz(w.send, have.send);
+    w.rows = max_sz(w.rows, have.rows);
+    w.reqs = max_sz(w.reqs, have.reqs);
+    w.cnts = max_sz(w.cnts, have.cnts);
+    w.operands = max_sz(w.operands, have.operands);
+    for (int i = 0; i < HP_COMM_ASYNC_MAX; i++) {
+        hp_comm_async_op *op = comm->async[i];
+        op->send = grow(op->send, have.send, w.send, sizeof *op->send, HP_MEM_COMM_SCRATCH);
+        op->rows = grow(op->rows, have.rows, w.rows, sizeof *op->rows, HP_MEM_COMM_SCRATCH);
+        op->reqs = grow(op->reqs, have.reqs, w.reqs, sizeof *op->reqs, HP_MEM_OTHER);
+        op->n_scat = grow(op->n_scat, have.cnts, w.cnts, sizeof *op->n_scat, HP_MEM_OTHER);
+        op->operands = grow(op->operands, have.operands, w.operands, sizeof *op->operands,
+                            HP_MEM_OTHER);
+        op->cap = w;
     }
-    // the pointers move with realloc: hand them out only after every grow
-    MPI_Request *rq = NULL;
-    int *cn = NULL;
-    op->rows = grow(op->rows, &op->rows_cap, rows, sizeof(float));
-    op->operands = grow(op->operands, &op->operands_cap, operands, sizeof *op->operands);
-    rq = grow(op->ph[0].reqs, &op->reqs_cap, reqs, sizeof *rq);
-    cn = grow(op->ph[0].n_scat, &op->cnt_cap, cnts, sizeof *cn);
+}
+
+// Sizes every slot for op (the slot at the queue's tail, phases set) and hands its phases
+// their requests and counts.
+static void size_buffers(hp_comm_async_op *op, hp_comm *comm) {
+    async_need w = { 0 };
+    for (int i = 0; i < op->n_phases; i++)
+        phase_need(&w, op->ph[i].kind, comm->size[op->ph[i].g], op->n);
+    reserve(comm, w);
+    MPI_Request *rq = op->reqs;
+    int *cn = op->n_scat;
     for (int i = 0; i < op->n_phases; i++) {
         const int nr = phase_requests(comm, &op->ph[i]);
         op->ph[i].reqs = rq;
@@ -278,14 +330,18 @@ void hp_comm_async_wait_all(hp_comm *comm) {
 static hp_comm_async_op *next_slot(hp_comm *comm) {
     if (comm->async_tail - comm->async_head == HP_COMM_ASYNC_MAX)
         hp_comm_async_wait(comm, comm->async_head);
-    hp_comm_async_op **s = &comm->async[comm->async_tail % HP_COMM_ASYNC_MAX];
-    if (*s == NULL && (*s = calloc(1, sizeof **s)) == NULL)
-        HP_COMM_FAIL("hp_comm: out of memory for a gradient exchange");
-    return *s;
+    for (int i = 0; i < HP_COMM_ASYNC_MAX; i++)   // all at once, with the first operation
+        if (comm->async[i] == NULL &&
+            (comm->async[i] = hp_mem_alloc(HP_MEM_OTHER, sizeof *comm->async[i])) == NULL)
+            HP_COMM_FAIL("hp_comm: out of memory for a gradient exchange");
+    return comm->async[comm->async_tail % HP_COMM_ASYNC_MAX];
 }
 
-static int enqueue(hp_comm *comm, hp_comm_async_op *op) {
+// Posts op (phases set); send: a reduce-scatter's (size, n) input, copied (the caller may
+// reuse it), or NULL.
+static int enqueue(hp_comm *comm, hp_comm_async_op *op, const float *send) {
     size_buffers(op, comm);
+    if (send) memcpy(op->send, send, (size_t)comm->size[op->ph[0].g] * op->n * sizeof *send);
     op->cur = 0;
     post_phase(comm, op);
     const int ticket = comm->async_tail++;
@@ -297,9 +353,9 @@ void hp_comm_async_free(hp_comm *comm) {
     for (int i = 0; i < HP_COMM_ASYNC_MAX; i++) {
         hp_comm_async_op *op = comm->async[i];
         if (op == NULL) continue;
-        free(op->send); free(op->rows); free((void *)op->operands);
-        free(op->ph[0].reqs); free(op->ph[0].n_scat);
-        free(op);
+        hp_mem_free(op->send); hp_mem_free(op->rows); hp_mem_free((void *)op->operands);
+        hp_mem_free(op->reqs); hp_mem_free(op->n_scat);
+        hp_mem_free(op);
     }
 }
 
@@ -314,7 +370,7 @@ static int allreduce_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n)
     op->n = n;
     op->n_phases = 1;
     init_phase(comm, op, 0, HP_OP_ALLREDUCE, g);
-    return enqueue(comm, op);
+    return enqueue(comm, op, NULL);
 }
 
 int hp_reduce_scatter_start(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
@@ -349,11 +405,9 @@ int hp_reduce_scatter_start(hp_comm *comm, hp_group_kind g, float *recv, const f
     op->recv = recv;
     op->n = n;
     op->n_phases = ar ? 2 : 1;
-    op->send = grow(op->send, &op->send_cap, (size_t)size * n, sizeof(float));
-    memcpy(op->send, send, (size_t)size * n * sizeof(float));   // the caller may reuse send
     init_phase(comm, op, 0, HP_OP_REDUCE_SCATTER, g);
     if (ar) init_phase(comm, op, 1, HP_OP_ALLREDUCE, then_allreduce);
-    return enqueue(comm, op);
+    return enqueue(comm, op, send);
 }
 
 int hp_allreduce_sum_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n) {

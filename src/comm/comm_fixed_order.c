@@ -141,7 +141,7 @@ void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_
     const exch x = exch_of(comm, g, k, "all-reduce");
     const size_t piece = (size_t)x.size * HP_COMM_CHUNK;
     const size_t slot_bytes = (size_t)x.size * HP_COMM_CHUNK * x.esz;
-    char *scratch = hp_comm_scratch(comm, 2 * slot_bytes);
+    char *scratch = hp_comm_scratch(comm, hp_comm_fixed_scratch_bytes(x.size, x.esz));
     char *b = buf;
     const size_t pieces = (n + piece - 1) / piece;
     // Requests: scatter and gather of two pieces in flight, 2(size-1) each at most.
@@ -192,7 +192,7 @@ void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const 
                              size_t n) {
     const exch x = exch_of(comm, g, HP_RED_F32_SUM, "reduce-scatter");
     const size_t slot_bytes = (size_t)x.size * HP_COMM_CHUNK * x.esz;
-    char *scratch = hp_comm_scratch(comm, 2 * slot_bytes);
+    char *scratch = hp_comm_scratch(comm, hp_comm_fixed_scratch_bytes(x.size, x.esz));
     const size_t pieces = (n + HP_COMM_CHUNK - 1) / HP_COMM_CHUNK;
     MPI_Request *scat[2] = { comm->reqs, comm->reqs + 2 * (x.size - 1) };
     int n_scat[2] = { 0, 0 };

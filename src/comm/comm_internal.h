@@ -1,7 +1,7 @@
 // comm_internal.h - the hp_comm struct and the checks shared by src/comm/*.c (private).
 // defines: struct hp_comm, HP_MPI_CHECK, hp_comm_fail, hp_comm_scratch, hp_comm_count,
 //          hp_comm_count_wire, hp_comm_wait, hp_comm_test, HP_COMM_CHUNK, HP_COMM_TAG_*,
-//          HP_COMM_ASYNC_MAX, hp_chunk_len/off
+//          hp_chunk_len/off
 #ifndef HYPERPAR_COMM_INTERNAL_H
 #define HYPERPAR_COMM_INTERNAL_H
 #include <limits.h>
@@ -20,9 +20,8 @@
 enum { HP_COMM_TAG_SENDRECV = 0, HP_COMM_TAG_SCATTER = 0x4801, HP_COMM_TAG_GATHER = 0x4802,
        HP_COMM_TAG_BCAST = 0x4803 };
 
-// Nonblocking reductions in flight at once on one hp_comm; one more waits for the oldest
-// (each holds a copy of its operands: this bounds the memory).
-#define HP_COMM_ASYNC_MAX 4
+// HP_COMM_ASYNC_MAX (comm.h): nonblocking reductions in flight at once on one hp_comm; one
+// more waits for the oldest (each holds a copy of its operands: this bounds the memory).
 typedef struct hp_comm_async_op hp_comm_async_op;   // comm_async.c
 
 struct hp_comm {
@@ -59,7 +58,7 @@ _Noreturn void hp_comm_fail(const char *file, int line, const char *fmt, ...)
 void hp_mpi_check(int rc, const char *call, const char *file, int line);
 #define HP_MPI_CHECK(call) hp_mpi_check((call), #call, __FILE__, __LINE__)
 
-// Grows and returns the scratch buffer (at least nbytes).
+// Grows and returns the scratch buffer (at least nbytes; memtrack's comm_scratch).
 void *hp_comm_scratch(hp_comm *comm, size_t nbytes);
 
 // Validates comm and g and returns the group's size.

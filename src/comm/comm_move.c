@@ -43,7 +43,8 @@ void hp_alltoallv(hp_comm *comm, hp_group_kind g, float *recv, const int *recv_c
     const char *who = "hp_alltoallv";
     int size = hp_comm_group_size(comm, g, who);
     int me = comm->rank[g];
-    int *displ = hp_comm_scratch(comm, 2 * (size_t)size * sizeof(int));
+    int local[2];   // a group of one copies: no exchange buffer (the planner counts none)
+    int *displ = size > 1 ? hp_comm_scratch(comm, 2 * (size_t)size * sizeof(int)) : local;
     int *sdispl = displ, *rdispl = displ + size;
     int64_t stot = 0, rtot = 0;
     uint64_t bytes = 0;

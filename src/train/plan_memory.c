@@ -4,7 +4,8 @@
 //
 // The persistent and FSDP terms repeat fsdp.c's allocations from the parameter table, so they
 // are exact: four shard buffers (p, g, m, v), two buffers of the largest unsharded unit, and
-// a staging buffer of (group size x shard) of the largest (unit, stack) span, plus one float.
+// a staging buffer of (group size x shard) of the largest (unit, stack) span, plus one float;
+// with the staging, the comm layer's own buffers (comm_layer_bytes), exact the same way.
 // The activations are the model's buffers under the run's AC mode (plan_activations.c), the
 // scratch the per-rank buffers and the largest transient of one attention backward.
 // The parameter-table terms do not depend on the run config: hp_plan_memory_table computes
@@ -20,28 +21,54 @@
 
 #define F4 ((double)sizeof(float))
 
-// fsdp.c's comm_buf: the largest G * n over every unit's dense and expert spans. The table is
-// in unit order with each (unit, stack) one contiguous run of rows, so one pass finds them.
+// The end of the (unit, stack) span starting at row i of the table (one contiguous run of
+// rows: the table is in unit order) and, in *n, its shard floats.
+static int span_end(const hp_param_table *t, int i, double *n) {
+    const hp_param *first = &t->p[i];
+    int64_t end = first->shard_offset + first->shard_numel;
+    int j = i + 1;
+    for (; j < t->n && t->p[j].unit == first->unit && t->p[j].stack == first->stack; j++)
+        end = t->p[j].shard_offset + t->p[j].shard_numel;
+    *n = (double)(end - first->shard_offset);
+    return j;
+}
+
+// fsdp.c's comm_buf: the largest G * n over every unit's dense and expert spans.
 static double staging_floats(const hp_param_table *t) {
-    double need = 0;
-    for (int i = 0; i < t->n;) {
-        const hp_param *first = &t->p[i];
-        int64_t end = first->shard_offset + first->shard_numel;
-        int j = i + 1;
-        for (; j < t->n && t->p[j].unit == first->unit && t->p[j].stack == first->stack; j++)
-            end = t->p[j].shard_offset + t->p[j].shard_numel;
-        const double span = (double)(end - first->shard_offset) * first->fsdp_size;
-        if (span > need) need = span;
-        i = j;
+    double need = 0, n;
+    for (int i = 0, j; i < t->n; i = j) {
+        j = span_end(t, i, &n);
+        if (n * t->p[i].fsdp_size > need) need = n * t->p[i].fsdp_size;
     }
     return need + 1;
+}
+
+// The comm layer's own buffers (comm.h), in memtrack's comm_scratch with the staging:
+// - the fixed-order scratch, sized for the largest group and element a deterministic
+//   reduction runs on: the grad norm's f64 all-reduce over the world (trainer.c, every step),
+//   which no other group (a subgroup) or element (4 or 8 bytes) exceeds; none at world 1;
+// - the nonblocking gradient reductions: each span posts one (fsdp.c: a reduce-scatter of n
+//   over its shard group, then an all-reduce over dp_replicate), and the slots hold
+//   HP_COMM_ASYNC_MAX x (the largest send copy + the largest rows) of them.
+static double comm_layer_bytes(const hp_param_table *t, const hp_dims *d) {
+    double send = 0, rows = 0, n;
+    for (int i = 0, j; i < t->n; i = j) {
+        size_t s, r;
+        j = span_end(t, i, &n);
+        hp_comm_async_floats(t->p[i].fsdp_size, (size_t)n, d->dp_replicate, &s, &r);
+        if ((double)s > send) send = (double)s;
+        if ((double)r > rows) rows = (double)r;
+    }
+    return (double)hp_comm_fixed_scratch_bytes(d->world, sizeof(double)) +
+           HP_COMM_ASYNC_MAX * (send + rows) * F4;
 }
 
 // The table's largest buffer: a gathered unit (work_p), or the staging buffer holding one
 // gathered (unit, stack) span with its padding, whichever is larger. From the table's terms,
 // so that hp_plan_memory_run can start again from it for every run config.
 static void largest_of_table(hp_plan_memory *out) {
-    const double unit = out->fsdp_working / (2 * F4), staged = out->comm_scratch / F4 - 1;
+    const double unit = out->fsdp_working / (2 * F4);
+    const double staged = (out->comm_scratch - out->comm_layer) / F4 - 1;
     out->largest_elems = staged > unit ? staged : unit;
     out->largest_name = "a gathered FSDP unit";
 }
@@ -56,7 +83,8 @@ int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, h
     out->grads = out->params;
     out->optimizer = 2 * out->params;
     out->fsdp_working = 2 * (double)t.max_unit_work * F4;
-    out->comm_scratch = staging_floats(&t) * F4;
+    out->comm_layer = comm_layer_bytes(&t, d);
+    out->comm_scratch = staging_floats(&t) * F4 + out->comm_layer;
     double total = 0;   // fsdp.c: acc_g (and kept_p under pp)
     for (int u = 0; u < t.n_units; u++) total += (double)t.unit_work_numel[u];
     out->accumulation_if_microbatched = (total + 1) * F4 * (d->pp > 1 ? 2 : 1);

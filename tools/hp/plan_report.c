@@ -135,15 +135,8 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
 
     // under pp the stages differ: the peak of every pp rank with this rank's inner coordinates
     int worst_rank = rank;
-    double worst_peak = mem.peak;
-    for (int p = 0; d->pp > 1 && p < d->pp; p++) {
-        const int inner = d->world / d->pp, r = p * inner + rank % inner;
-        hp_plan_memory mp;
-        if (r != rank && hp_plan_memory_predict(m, d, rc, r, &mp) == 0 && mp.peak > worst_peak) {
-            worst_peak = mp.peak;
-            worst_rank = r;
-        }
-    }
+    hp_plan_memory busiest;
+    double worst_peak = hp_plan_memory_busiest(m, d, rc, rank, &busiest, &worst_rank) == 0 ? busiest.peak : mem.peak;
     if (d->pp > 1)
         printf("  %-26s %14.0f B  %10.3f GiB  rank %d, of the %d pp ranks with rank %d's inner coordinates\n",
                "worst pp rank's peak", worst_peak, worst_peak / GIB, worst_rank, d->pp, rank);

@@ -7,6 +7,20 @@ foreach(np 1 2 4 8)
   set_tests_properties(comm_np${np} PROPERTIES LABELS L0 TIMEOUT 120)
 endforeach()
 
+# The same tests over a comm layer built with pieces of at most 64 elements: at 4 and 8
+# ranks a piece holds 16 or 8 elements per member, the path a group of more than 64 ranks
+# takes with the real bound (hp_comm_chunk), with many pieces in flight. Its own copy of
+# src/comm comes first at link time, so the library's is not used.
+file(GLOB HP_COMM_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/comm/*.c)
+add_executable(test_comm_small_pieces ${CMAKE_CURRENT_LIST_DIR}/test_comm.c ${HP_COMM_SOURCES})
+target_compile_definitions(test_comm_small_pieces PRIVATE HP_COMM_PIECE_MAX=64)
+target_include_directories(test_comm_small_pieces PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(test_comm_small_pieces PRIVATE hyperpar)
+foreach(np 4 8)
+  add_test(NAME comm_small_pieces_np${np} COMMAND ${HP_MPIEXEC} -np ${np} $<TARGET_FILE:test_comm_small_pieces>)
+  set_tests_properties(comm_small_pieces_np${np} PROPERTIES LABELS L0 TIMEOUT 120)
+endforeach()
+
 string(REPLACE ";" " " HP_COMM_MPIEXEC_STR "${HP_MPIEXEC}")
 set(HP_COMM_ABORT_arg "root 99 out of range")
 # (Open MPI returns a failed request's error to the comm layer; MPICH raises it on

@@ -138,7 +138,7 @@ void *hp_comm_scratch(hp_comm *comm, size_t nbytes) {
 }
 
 size_t hp_comm_fixed_scratch_bytes(int size, size_t esz) {
-    return size > 1 ? 2 * (size_t)size * HP_COMM_CHUNK * esz : 0;
+    return size > 1 ? 2 * (size_t)size * hp_comm_chunk(size) * esz : 0;
 }
 
 // ----------------------------------------------------------------------------

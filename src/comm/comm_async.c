@@ -42,7 +42,7 @@ enum { TAG_BASE = 0x4810, TAG_SEQS = 2 * HP_COMM_ASYNC_MAX };
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
 // One phase: a reduce-scatter of n per member (send is (size, n)) or an in-place all-reduce
-// of n, over group g, in pieces (HP_COMM_CHUNK elements of every block; size*HP_COMM_CHUNK
+// of n, over group g, in pieces (hp_comm_chunk(size) elements of every block; size times that
 // elements of an all-reduce buffer).
 typedef struct phase {
     hp_op_kind    kind;            // HP_OP_REDUCE_SCATTER or HP_OP_ALLREDUCE
@@ -62,7 +62,7 @@ struct hp_comm_async_op {
     int          n_phases, cur;    // 1 or 2 (reduce-scatter, then all-reduce of recv)
     phase        ph[2];
     float       *send;             // reduce-scatter: a copy of the caller's (size, n)
-    float       *rows;             // received operands: pieces x size rows of HP_COMM_CHUNK
+    float       *rows;             // received operands: pieces x size rows of hp_comm_chunk(size)
     const void **operands;         // (size) the rows of one sum
     MPI_Request *reqs;             // every phase's requests, in turn (ph[i].reqs point in)
     int         *n_scat;           // every phase's per-piece counts (ph[i].n_scat point in)
@@ -81,7 +81,7 @@ static void *grow(void *p, size_t have, size_t need, size_t esz, hp_mem_category
 }
 
 static size_t pieces_of(hp_op_kind kind, size_t n, int size) {
-    const size_t piece = kind == HP_OP_ALLREDUCE ? (size_t)size * HP_COMM_CHUNK : HP_COMM_CHUNK;
+    const size_t chunk = hp_comm_chunk(size), piece = kind == HP_OP_ALLREDUCE ? (size_t)size * chunk : chunk;
     return (n + piece - 1) / piece;
 }
 
@@ -103,7 +103,7 @@ static int post(const hp_comm *comm, const phase *ph, int recv, void *buf, size_
 // (all-reduce); *mine: the part this member reduces, at *mine_off inside the piece.
 static void piece_range(const hp_comm_async_op *op, const phase *ph, int size, int me, size_t p,
                         size_t *off, size_t *len, size_t *mine_off, size_t *mine) {
-    const size_t piece = ph->kind == HP_OP_ALLREDUCE ? (size_t)size * HP_COMM_CHUNK : HP_COMM_CHUNK;
+    const size_t chunk = hp_comm_chunk(size), piece = ph->kind == HP_OP_ALLREDUCE ? (size_t)size * chunk : chunk;
     *off = p * piece;
     *len = min_sz(op->n - *off, piece);
     *mine_off = ph->kind == HP_OP_ALLREDUCE ? hp_chunk_off(*len, size, me) : 0;
@@ -111,7 +111,7 @@ static void piece_range(const hp_comm_async_op *op, const phase *ph, int size, i
 }
 
 static float *row(hp_comm_async_op *op, int size, size_t p, int r) {
-    return op->rows + (p * (size_t)size + (size_t)r) * HP_COMM_CHUNK;
+    return op->rows + (p * (size_t)size + (size_t)r) * hp_comm_chunk(size);
 }
 
 // Posts every piece's scatter of the current phase.
@@ -162,7 +162,7 @@ static void phase_need(async_need *w, hp_op_kind kind, int size, size_t n) {
     const size_t pieces = pieces_of(kind, n, size);
     w->reqs += pieces * 4 * (size_t)(size - 1);
     w->cnts += pieces;
-    w->rows = max_sz(w->rows, pieces * (size_t)size * HP_COMM_CHUNK);
+    w->rows = max_sz(w->rows, pieces * (size_t)size * hp_comm_chunk(size));
     w->operands = max_sz(w->operands, (size_t)size);
     if (kind == HP_OP_REDUCE_SCATTER) w->send = (size_t)size * n;
 }

@@ -9,7 +9,7 @@
 // Why not a ring: a ring reduce-scatter accumulates chunk j starting at member j+1, so its
 // order (and its bits) would depend on j. Direct exchange keeps member order everywhere.
 //
-// The buffer goes through in pieces of at most HP_COMM_CHUNK elements per member (bounded
+// The buffer goes through in pieces of at most hp_comm_chunk(size) elements per member (bounded
 // scratch, two slots). Piece k+1's scatter is posted before piece k is reduced, and piece
 // k's gather runs while piece k+1 is received, so the phases overlap.
 // defines: hp_fixed_allreduce, hp_fixed_reduce_scatter, hp_fixed_allreduce_wire,
@@ -99,13 +99,13 @@ static int post_send(const exch *x, const void *buf, size_t cnt, int j, int tag,
 // all-reduce
 
 // Scatter of one piece (len elements at base): chunk j to member j; my chunk from every
-// member r into row r of the slot (row stride HP_COMM_CHUNK elements).
+// member r into row r of the slot (row stride hp_comm_chunk(size) elements).
 static int post_scatter(const exch *x, const char *base, size_t len, char *slot, MPI_Request *r) {
     int n = 0;
     const size_t mine = hp_chunk_len(len, x->size, x->me);
     for (int j = 0; j < x->size; j++) {
         if (j == x->me) continue;
-        n += post_recv(x, slot + (size_t)j * HP_COMM_CHUNK * x->esz, mine, j,
+        n += post_recv(x, slot + (size_t)j * hp_comm_chunk(x->size) * x->esz, mine, j,
                        HP_COMM_TAG_SCATTER, r + n);
         n += post_send(x, base + hp_chunk_off(len, x->size, j) * x->esz, hp_chunk_len(len, x->size, j),
                        j, HP_COMM_TAG_SCATTER, r + n);
@@ -128,7 +128,7 @@ static int post_gather(const exch *x, char *base, size_t len, MPI_Request *r) {
 
 uint64_t hp_fixed_allreduce_wire(size_t n, int size, int me, size_t esz) {
     if (size <= 1) return 0;
-    const size_t piece = (size_t)size * HP_COMM_CHUNK;
+    const size_t piece = (size_t)size * hp_comm_chunk(size);
     uint64_t elems = 0;
     for (size_t off = 0; off < n; off += piece) {
         const size_t len = min_sz(n - off, piece), mine = hp_chunk_len(len, size, me);
@@ -139,8 +139,8 @@ uint64_t hp_fixed_allreduce_wire(size_t n, int size, int me, size_t esz) {
 
 void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_red_kind k) {
     const exch x = exch_of(comm, g, k, "all-reduce");
-    const size_t piece = (size_t)x.size * HP_COMM_CHUNK;
-    const size_t slot_bytes = (size_t)x.size * HP_COMM_CHUNK * x.esz;
+    const size_t chunk = hp_comm_chunk(x.size), piece = (size_t)x.size * chunk;
+    const size_t slot_bytes = piece * x.esz;
     char *scratch = hp_comm_scratch(comm, hp_comm_fixed_scratch_bytes(x.size, x.esz));
     char *b = buf;
     const size_t pieces = (n + piece - 1) / piece;
@@ -162,8 +162,8 @@ void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_
         // My own piece joins as row me (a copy: the result overwrites it in place).
         const size_t mine = hp_chunk_len(len, x.size, x.me);
         char *own = base + hp_chunk_off(len, x.size, x.me) * x.esz;
-        for (int r = 0; r < x.size; r++) comm->rows[r] = slot + (size_t)r * HP_COMM_CHUNK * x.esz;
-        memcpy(slot + (size_t)x.me * HP_COMM_CHUNK * x.esz, own, mine * x.esz);
+        for (int r = 0; r < x.size; r++) comm->rows[r] = slot + (size_t)r * chunk * x.esz;
+        memcpy(slot + (size_t)x.me * chunk * x.esz, own, mine * x.esz);
         if (mine > 0) hp_fixed_reduce_rows(own, comm->rows, x.size, mine, k);
         n_gath[s] = post_gather(&x, base, len, gath[s]);
         if (p > 0) hp_comm_wait(comm, n_gath[1 - s], gath[1 - s], x.op, x.group);
@@ -174,14 +174,14 @@ void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_
 
 // ----------------------------------------------------------------------------
 // reduce-scatter: send is (size, n), member j's block at send + j*n; pieces of
-// HP_COMM_CHUNK elements of every block.
+// hp_comm_chunk(size) elements of every block.
 
 static int post_block_scatter(const exch *x, const float *send, size_t n, size_t off, size_t len,
                               char *slot, MPI_Request *r) {
     int cnt = 0;
     for (int j = 0; j < x->size; j++) {
         if (j == x->me) continue;
-        cnt += post_recv(x, slot + (size_t)j * HP_COMM_CHUNK * x->esz, len, j,
+        cnt += post_recv(x, slot + (size_t)j * hp_comm_chunk(x->size) * x->esz, len, j,
                          HP_COMM_TAG_SCATTER, r + cnt);
         cnt += post_send(x, send + (size_t)j * n + off, len, j, HP_COMM_TAG_SCATTER, r + cnt);
     }
@@ -191,24 +191,24 @@ static int post_block_scatter(const exch *x, const float *send, size_t n, size_t
 void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
                              size_t n) {
     const exch x = exch_of(comm, g, HP_RED_F32_SUM, "reduce-scatter");
-    const size_t slot_bytes = (size_t)x.size * HP_COMM_CHUNK * x.esz;
+    const size_t chunk = hp_comm_chunk(x.size), slot_bytes = (size_t)x.size * chunk * x.esz;
     char *scratch = hp_comm_scratch(comm, hp_comm_fixed_scratch_bytes(x.size, x.esz));
-    const size_t pieces = (n + HP_COMM_CHUNK - 1) / HP_COMM_CHUNK;
+    const size_t pieces = (n + chunk - 1) / chunk;
     MPI_Request *scat[2] = { comm->reqs, comm->reqs + 2 * (x.size - 1) };
     int n_scat[2] = { 0, 0 };
 
-    n_scat[0] = post_block_scatter(&x, send, n, 0, min_sz(n, HP_COMM_CHUNK), scratch, scat[0]);
+    n_scat[0] = post_block_scatter(&x, send, n, 0, min_sz(n, chunk), scratch, scat[0]);
     for (size_t p = 0; p < pieces; p++) {
         const int s = (int)(p % 2);
-        const size_t off = p * HP_COMM_CHUNK, len = min_sz(n - off, HP_COMM_CHUNK);
+        const size_t off = p * chunk, len = min_sz(n - off, chunk);
         char *slot = scratch + (size_t)s * slot_bytes;
         if (p + 1 < pieces)
-            n_scat[1 - s] = post_block_scatter(&x, send, n, off + HP_COMM_CHUNK,
-                                               min_sz(n - off - HP_COMM_CHUNK, HP_COMM_CHUNK),
+            n_scat[1 - s] = post_block_scatter(&x, send, n, off + chunk,
+                                               min_sz(n - off - chunk, chunk),
                                                scratch + (size_t)(1 - s) * slot_bytes,
                                                scat[1 - s]);
         hp_comm_wait(comm, n_scat[s], scat[s], x.op, x.group);
-        for (int r = 0; r < x.size; r++) comm->rows[r] = slot + (size_t)r * HP_COMM_CHUNK * x.esz;
+        for (int r = 0; r < x.size; r++) comm->rows[r] = slot + (size_t)r * chunk * x.esz;
         comm->rows[x.me] = send + (size_t)x.me * n + off;   // mine, read in place
         hp_fixed_reduce_rows(recv + off, comm->rows, x.size, len, HP_RED_F32_SUM);
     }

@@ -12,6 +12,19 @@
 // this many elements per member (256 KiB of floats; two pieces in flight) to keep that
 // bounded; the pieces do not change the result.
 #define HP_COMM_CHUNK ((size_t)1 << 16)
+// A piece (size*chunk elements: the scratch's slot) stays within this many elements, so a
+// large group takes smaller pieces: a world of 16384 all-reducing one double reserves
+// 2 * 4 Mi * 8 bytes of scratch, not 2 * 16384 * 64 Ki * 8 (16 GiB). Groups of up to 64
+// members keep HP_COMM_CHUNK.
+#ifndef HP_COMM_PIECE_MAX   // tests/comm.cmake builds the comm layer once with a tiny one
+#define HP_COMM_PIECE_MAX ((size_t)1 << 22)
+#endif
+
+// Elements per member of one piece for a group of size members (>= 1).
+static inline size_t hp_comm_chunk(int size) {
+    const size_t c = HP_COMM_PIECE_MAX / (size_t)(size > 1 ? size : 1);
+    return c < 1 ? 1 : c > HP_COMM_CHUNK ? HP_COMM_CHUNK : c;
+}
 
 // Tags of the point-to-point messages the comm layer sends itself (fixed-order reductions,
 // broadcast, send/recv). Distinct per phase so one phase never matches another's message;

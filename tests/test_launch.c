@@ -1,8 +1,8 @@
 // test_launch.c - the launcher (tools/hp/launch.c): run outside MPI, it re-executes itself
 // under mpirun with 2 ranks and gets the ranks' exit status back; inside, each rank checks it
 // sees a 2-rank world, the same arguments and OPENBLAS_NUM_THREADS.
-//   test_launch ok     ranks exit 0 -> hp_launch_self returns 0
-//   test_launch exit7  ranks exit 7 -> hp_launch_self returns 7
+//   test_launch ok     ranks exit 0 -> tool_launch_self returns 0
+//   test_launch exit7  ranks exit 7 -> tool_launch_self returns 7
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_launch ok|exit7\n");
         return 2;
     }
-    if (hp_launch_under_mpi()) {
+    if (tool_launch_under_mpi()) {
         MPI_Init(&argc, &argv);
         int size = 0, rank = 0;
         MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -28,8 +28,8 @@ int main(int argc, char **argv) {
         return strcmp(argv[1], "exit7") ? 0 : 7;
     }
     int want = strcmp(argv[1], "exit7") ? 0 : 7;
-    int rc = hp_launch_self(2, argc, argv);
-    printf("test_launch: hp_launch_self returned %d, want %d\n", rc, want);
+    int rc = tool_launch_self(2, argc, argv);
+    printf("test_launch: tool_launch_self returned %d, want %d\n", rc, want);
     printf("test_launch: %d passed, %d failed\n", rc == want, rc != want);
     return rc == want ? 0 : 1;
 }

@@ -142,8 +142,8 @@ static void test_table(void) {
         argv[argc++] = "hp";
         argv[argc++] = "run";
         for (char *tok = strtok(run_flags, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
-        hp_cli cli;
-        CHECK(hp_cli_parse(&cli, argc, argv, 2, NULL, NULL) == 0, "%s: its flags do not parse", r->id);
+        tool_cli cli;
+        CHECK(tool_cli_parse(&cli, argc, argv, 2, NULL, NULL) == 0, "%s: its flags do not parse", r->id);
         hp_model_config m = cli.model;
         hp_run_config rc = cli.run;
         hp_dims d = cli.dims;
@@ -157,8 +157,8 @@ static void test_table(void) {
             bv[bc++] = "hp";
             bv[bc++] = "run";
             for (char *tok = strtok(b_flags, " "); tok && bc < 63; tok = strtok(NULL, " ")) bv[bc++] = tok;
-            hp_cli cb;
-            CHECK(hp_cli_parse(&cb, bc, bv, 2, NULL, NULL) == 0, "%s: layout B does not parse", r->id);
+            tool_cli cb;
+            CHECK(tool_cli_parse(&cb, bc, bv, 2, NULL, NULL) == 0, "%s: layout B does not parse", r->id);
             hp_dims db = cb.dims;
             db.world = 0;
             CHECK(hp_dims_validate(&db, &cb.model, &cb.run, err, sizeof err) == 0, "%s: layout B is refused: %s",
@@ -284,14 +284,14 @@ static char *slurp(const char *path) {
 // A made-up matrix: every recipe, one failing with numbers, one crashed, one non-deterministic;
 // every negative case, one of them wrong.
 static void test_reports(const char *svg_out) {
-    hp_matrix_report m;
+    tool_matrix_report m;
     memset(&m, 0, sizeof m);
     snprintf(m.selection, sizeof m.selection, "--level all");
     m.repeat = 2;
     m.n_rec = hp_n_recipes;
     m.rec = calloc((size_t)m.n_rec, sizeof *m.rec);
     for (int i = 0; i < m.n_rec; i++) {
-        hp_recipe_result *x = &m.rec[i];
+        tool_recipe_result *x = &m.rec[i];
         x->r = &hp_recipes[i];
         x->world = hp_recipe_world(x->r);
         x->have_json = 1;
@@ -311,16 +311,16 @@ static void test_reports(const char *svg_out) {
         x->runs = 2;
         x->deterministic = 1;
         x->same_as_rel = -1;
-        x->verdict = HP_V_PASS;
+        x->verdict = TOOL_V_PASS;
     }
-    hp_recipe_result *f1 = &m.rec[3], *f2 = &m.rec[5], *f3 = &m.rec[7];
-    f1->verdict = HP_V_FAIL; f1->exit_code = 1; f1->worst_grad_rel = 3e-3; f1->traffic_ok = 0;
+    tool_recipe_result *f1 = &m.rec[3], *f2 = &m.rec[5], *f3 = &m.rec[7];
+    f1->verdict = TOOL_V_FAIL; f1->exit_code = 1; f1->worst_grad_rel = 3e-3; f1->traffic_ok = 0;
     for (int s = 0; s < 5; s++) f1->losses[s] += 0.003 * s;
     snprintf(f1->failure, sizeof f1->failure, "gradient layers.0.attention.wq.weight: rel 3e-3 > 1e-5 | bad");
     snprintf(f1->log, sizeof f1->log, "/tmp/x/runs/%s.run1.log", f1->r->id);
-    f2->verdict = HP_V_CRASH; f2->have_json = 0; f2->exit_code = 139; f2->deterministic = -1;
+    f2->verdict = TOOL_V_CRASH; f2->have_json = 0; f2->exit_code = 139; f2->deterministic = -1;
     snprintf(f2->failure, sizeof f2->failure, "killed by signal 11; last line: <segfault & more>");
-    f3->verdict = HP_V_NONDET; f3->deterministic = 0;
+    f3->verdict = TOOL_V_NONDET; f3->deterministic = 0;
     snprintf(f3->failure, sizeof f3->failure, "run 2 differs from run 1 at step 2");
     m.rec[0].loss_rel_err = m.rec[0].worst_grad_rel = m.rec[0].worst_param_rel = 0;   // a world-1 run: exact
     m.n_neg = hp_n_negatives;
@@ -333,7 +333,7 @@ static void test_reports(const char *svg_out) {
         snprintf(m.neg[i].line, sizeof m.neg[i].line, "hp: rule of %s", hp_negatives[i].id);
         if (i == 2) snprintf(m.neg[i].why, sizeof m.neg[i].why, "exit 0, want 2");
     }
-    for (int i = 0; i < m.n_rec; i++) m.rec[i].verdict == HP_V_PASS ? m.n_pass++ : m.n_fail++;
+    for (int i = 0; i < m.n_rec; i++) m.rec[i].verdict == TOOL_V_PASS ? m.n_pass++ : m.n_fail++;
     m.n_neg_ok = m.n_neg - 1;
     m.n_neg_wrong = 1;
     m.seconds = 99;
@@ -344,10 +344,10 @@ static void test_reports(const char *svg_out) {
     snprintf(md, sizeof md, "%s/report.md", dir);
     snprintf(js, sizeof js, "%s/report.json", dir);
     snprintf(svg, sizeof svg, "%s/report.svg", dir);
-    CHECK(hp_report_markdown(md, &m) == 0, "markdown");
-    CHECK(hp_report_json(js, &m) == 0, "json");
-    CHECK(hp_report_svg(svg, &m) == 0, "svg");
-    if (svg_out) hp_report_svg(svg_out, &m);
+    CHECK(tool_report_markdown(md, &m) == 0, "markdown");
+    CHECK(tool_report_json(js, &m) == 0, "json");
+    CHECK(tool_report_svg(svg, &m) == 0, "svg");
+    if (svg_out) tool_report_svg(svg_out, &m);
 
     char *t = slurp(md);
     CHECK(t && strstr(t, "**FAIL**") && strstr(t, "**CRASH**") && strstr(t, "**NONDET**") && strstr(t, "**WRONG**"),

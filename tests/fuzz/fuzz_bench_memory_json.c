@@ -8,11 +8,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cJSON *j = hp_fuzz_json(data, size);
     if (!j) return 0;
     double full = 0.0;
-    const int n = hp_bench_read_memory(j, &full, NULL, 0);
+    const int n = tool_bench_read_memory(j, &full, NULL, 0);
     if (n > 0) {
-        hp_bench_rank_bytes *rows = calloc((size_t)n, sizeof *rows);
-        if (rows && hp_bench_read_memory(j, &full, rows, n) != n) abort();   // same file, same count
-        if (rows && n > 1 && hp_bench_read_memory(j, &full, rows, n - 1) != n) abort();   // cap only limits the rows
+        tool_bench_rank_bytes *rows = calloc((size_t)n, sizeof *rows);
+        if (rows && tool_bench_read_memory(j, &full, rows, n) != n) abort();   // same file, same count
+        if (rows && n > 1 && tool_bench_read_memory(j, &full, rows, n - 1) != n) abort();   // cap only limits the rows
         free(rows);
     }
     cJSON_Delete(j);

@@ -7,8 +7,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cJSON *j = hp_fuzz_json(data, size);
     if (!j) return 0;
-    hp_bench_run_result r;
-    if (hp_bench_read_run(j, &r) == 0 && r.pass != 0 && r.pass != 1) abort();
+    tool_bench_run_result r;
+    if (tool_bench_read_run(j, &r) == 0 && r.pass != 0 && r.pass != 1) abort();
     cJSON_Delete(j);
     return 0;
 }

@@ -4,7 +4,7 @@
 // Invariants (abort when broken): a parse returns 0, -1 (help) or HP_EXIT_CONFIG; after a
 // successful one, rest[] holds at most its 16 entries, each an argument of the command line or
 // an extra flag kept as "--flag=value"; the path flags point at arguments of the command line.
-// (hp_cli_parse prints its one line to stderr; `make fuzz` runs with -close_fd_mask=3.)
+// (tool_cli_parse prints its one line to stderr; `make fuzz` runs with -close_fd_mask=3.)
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 
 #define MAX_ARGS 256
 
-// cmd_bench.c's extras (hp_cmd_bench takes --memory / --recipes out before parsing)
+// cmd_bench.c's extras (tool_cmd_bench takes --memory / --recipes out before parsing)
 static const char *const bench_extra[] = { "--threads", "--warmup", "--shards", "--memory-out", NULL };
 
 // 1 if p points into (or at the end of) one of the arguments; compared as addresses, since the
@@ -51,14 +51,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *const *extra = NULL;
     if (argc > 1 && !strcmp(argv[1], "bench")) {
         extra = bench_extra;
-        int k = 2;   // hp_cmd_bench's own pre-pass
+        int k = 2;   // tool_cmd_bench's own pre-pass
         for (int i = 2; i < argc; i++)
             if (strcmp(argv[i], "--memory") && strcmp(argv[i], "--recipes")) argv[k++] = argv[i];
         argc = k;
         argv[argc] = NULL;
     }
-    hp_cli cli;
-    const int rc = hp_cli_parse(&cli, argc, argv, 2, extra, "usage: hp fuzz\n");
+    tool_cli cli;
+    const int rc = tool_cli_parse(&cli, argc, argv, 2, extra, "usage: hp fuzz\n");
     if (rc != 0 && rc != -1 && rc != HP_EXIT_CONFIG) abort();
     if (rc == 0) {
         if (cli.n_rest < 0 || cli.n_rest > (int)(sizeof cli.rest / sizeof cli.rest[0])) abort();
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         hp_cli_check(&cli);   // the range checks after a successful parse (tools/hp/cli.c)
 #endif
     }
-    hp_cli_release();   // the kept "--flag=value" strings: one command line's worth at a time
+    tool_cli_release();   // the kept "--flag=value" strings: one command line's worth at a time
     free(buf);
     return 0;
 }

@@ -1,5 +1,5 @@
 // bench_json.c - readers of the JSON files hp bench's child jobs write (see bench_json.h).
-// defines: hp_bench_read_memory, hp_bench_read_run
+// defines: tool_bench_read_memory, tool_bench_read_run
 #include "bench_json.h"
 
 // The number under key k of object j into *out: 0, or -1 when absent or not a number.
@@ -10,14 +10,14 @@ static int number(const cJSON *j, const char *k, double *out) {
     return 0;
 }
 
-int hp_bench_read_memory(const cJSON *j, double *full_bytes, hp_bench_rank_bytes *rows, int cap) {
+int tool_bench_read_memory(const cJSON *j, double *full_bytes, tool_bench_rank_bytes *rows, int cap) {
     if (number(j, "full_bytes", full_bytes) != 0) return -1;
     const cJSON *ranks = cJSON_GetObjectItem(j, "ranks");
     if (!cJSON_IsArray(ranks)) return -1;
     int n = 0;
     const cJSON *o;
     cJSON_ArrayForEach(o, ranks) {
-        hp_bench_rank_bytes b;
+        tool_bench_rank_bytes b;
         if (number(o, "persistent", &b.persistent) || number(o, "working", &b.working) ||
             number(o, "padding", &b.padding))
             return -1;
@@ -27,7 +27,7 @@ int hp_bench_read_memory(const cJSON *j, double *full_bytes, hp_bench_rank_bytes
     return n;
 }
 
-int hp_bench_read_run(const cJSON *j, hp_bench_run_result *r) {
+int tool_bench_read_run(const cJSON *j, tool_bench_run_result *r) {
     double world;
     if (number(j, "world", &world) || number(j, "bytes_counted", &r->bytes_counted) ||
         number(j, "bytes_predicted", &r->bytes_predicted))

@@ -1,5 +1,5 @@
 // cli.c - the flags every `hp` subcommand shares: one table, one parser, one help text.
-// defines: hp_cli_parse, hp_cli_print_common_help
+// defines: tool_cli_parse, tool_cli_print_common_help
 //
 // Flags are `--name value` or `--name=value`; names must match exactly (no prefixes), values
 // must parse fully ("--tp 2x" is an error, not 2). Anything that does not start with '-' is a
@@ -68,7 +68,7 @@ static void print_model_names(FILE *out) {
           "                     check refuses them)\n", out);
 }
 
-void hp_cli_print_common_help(FILE *out) {
+void tool_cli_print_common_help(FILE *out) {
     fputs(
         "parallel degrees (world = dp_replicate*dp_shard*cp*tp*pp; ep and etp re-use those ranks):\n"
         "  --dp-replicate N   HSDP replication / DDP degree (default 1)\n"
@@ -218,7 +218,7 @@ static int parse_model_config(const char *path, hp_model_config *m) {
     return HP_EXIT_CONFIG;
 }
 
-static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
+static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
     int e = 0, choice = 0;
     switch (id) {
     case F_DP_REPLICATE: return parse_int(flag, v, &cli->dims.dp_replicate);
@@ -231,10 +231,10 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_NO_SP:        cli->dims.sp = 0; return 0;
     case F_SP:           cli->dims.sp = 1; return 0;
     case F_MODEL:        return parse_model(v, &cli->model);
-    case F_SEQ_LEN:      return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->run.seq_len);
-    case F_BATCH:        return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->run.batch);
+    case F_SEQ_LEN:      return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->run.seq_len);
+    case F_BATCH:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->run.batch);
     case F_SEED:         return parse_u64(flag, v, &cli->run.seed);
-    case F_STEPS:        return parse_int_in(flag, v, 1, HP_CLI_MAX_STEPS, &cli->run.steps);
+    case F_STEPS:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->run.steps);
     case F_LR:           return parse_finite(flag, v, 1, &cli->run.lr);
     case F_MAX_NORM:     return parse_finite(flag, v, 0, &cli->run.max_norm);
     case F_DATA:         cli->run.data_path = v; return 0;
@@ -251,8 +251,8 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
         if ((e = parse_choice(flag, v, "alltoall", "allgather", &choice))) return e;
         cli->run.dispatcher = choice ? HP_DISPATCH_ALLGATHER : HP_DISPATCH_ALLTOALL;
         return 0;
-    case F_NPROC:        return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->nproc);
-    case F_RANK:         return parse_int_in(flag, v, 0, HP_CLI_MAX_SIZE - 1, &cli->rank);
+    case F_NPROC:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->nproc);
+    case F_RANK:         return parse_int_in(flag, v, 0, TOOL_CLI_MAX_SIZE - 1, &cli->rank);
     case F_VERIFY:       cli->verify = 1; return 0;
     case F_VERIFY_STEPS: return parse_int_in(flag, v, 1, 1000, &cli->verify_steps);
     case F_DUMP:         cli->dump_dir = v; return 0;
@@ -260,8 +260,8 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_JSON:         cli->json_out = v; return 0;
     case F_QUIET:        cli->quiet = 1; return 0;
     case F_TIMEOUT:      return parse_finite(flag, v, 1, &cli->timeout);
-    case F_MICROBATCHES: return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->microbatches);
-    case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->pp_microbatches);
+    case F_MICROBATCHES: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->microbatches);
+    case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->pp_microbatches);
     case F_PP_VIRTUAL:   return parse_int_in(flag, v, 1, 64, &cli->dims.pp_virtual);
     case F_LAYERS:       return parse_int_in(flag, v, 1, 4096, &cli->layers);
     case F_ULYSSES:      return parse_int(flag, v, &cli->dims.ulysses);
@@ -273,14 +273,14 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
         return 0;
     case F_LIST_FAILPOINTS: cli->list_failpoints = 1; return 0;
     case F_CKPT_DIR:     cli->ckpt_dir = v; return 0;
-    case F_CKPT_EVERY:   return parse_int_in(flag, v, 0, HP_CLI_MAX_STEPS, &cli->ckpt_every);
-    case F_CKPT_KEEP:    return parse_int_in(flag, v, 0, HP_CLI_MAX_STEPS, &cli->ckpt_keep);
+    case F_CKPT_EVERY:   return parse_int_in(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->ckpt_every);
+    case F_CKPT_KEEP:    return parse_int_in(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->ckpt_keep);
     case F_RESUME:       cli->resume = v; return 0;
     case F_MODEL_CONFIG: return parse_model_config(v, &cli->model);
     case F_PLAN_MEMORY:  cli->plan_memory = 1; return 0;
     case F_PLAN_SEARCH:  cli->plan_search = 1; return 0;
     case F_PLAN_RANKS:   cli->plan_ranks = 1; return 0;
-    case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, HP_CLI_MAX_SIZE, &cli->plan_world);
+    case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->plan_world);
     case F_MEM_PER_RANK: cli->mem_per_rank = v; return 0;
     case F_HW:           cli->hw = v; return 0;
     case F_AC: {
@@ -295,7 +295,7 @@ static int apply(hp_cli *cli, flag_id id, const char *flag, const char *v) {
     return 0;
 }
 
-static int push_rest(hp_cli *cli, char *s) {
+static int push_rest(tool_cli *cli, char *s) {
     if (cli->n_rest >= (int)(sizeof cli->rest / sizeof cli->rest[0])) {
         fprintf(stderr, "hp: too many arguments (at most %d positional or subcommand flags)\n",
                 (int)(sizeof cli->rest / sizeof cli->rest[0]));
@@ -305,13 +305,13 @@ static int push_rest(hp_cli *cli, char *s) {
     return 0;
 }
 
-// "--flag" + "=" + "value" for rest[]. hp_cli has no free function, so the strings are kept on
-// a process-wide list: they live as long as the process (or until hp_cli_release) and are never
+// "--flag" + "=" + "value" for rest[]. tool_cli has no free function, so the strings are kept on
+// a process-wide list: they live as long as the process (or until tool_cli_release) and are never
 // reported as leaks.
 static char **kept = NULL;
 static int n_kept = 0, cap_kept = 0;
 
-void hp_cli_release(void) {
+void tool_cli_release(void) {
     for (int i = 0; i < n_kept; i++) free(kept[i]);
     free(kept);
     kept = NULL;
@@ -337,7 +337,7 @@ static char *keep_joined(const char *name, const char *value) {
 }
 
 // Flags that only mean something together, applied once all are read (any order).
-static int combine_flags(hp_cli *cli) {
+static int combine_flags(tool_cli *cli) {
     if (cli->layers > 0) cli->model.n_layers = cli->layers;   // --layers deepens any model
     const int pp = cli->dims.pp;
     if (cli->pp_microbatches && pp <= 1) {
@@ -355,7 +355,7 @@ static int combine_flags(hp_cli *cli) {
     return 0;
 }
 
-int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *const *extra,
+int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *const *extra,
                  const char *usage) {
     memset(cli, 0, sizeof *cli);
     cli->dims = hp_dims_default();
@@ -411,7 +411,7 @@ int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *cons
         }
         if (f->id == F_HELP) {
             if (usage) fputs(usage, stdout);
-            hp_cli_print_common_help(stdout);
+            tool_cli_print_common_help(stdout);
             return -1;
         }
         int e = apply(cli, f->id, name, value);

@@ -1,5 +1,5 @@
 // cli.h - the flags every `hp` subcommand shares, and the launcher (the torchrun role).
-// defines: hp_cli, hp_cli_parse, hp_cli_usage_common, hp_launch_*
+// defines: tool_cli, tool_cli_parse, tool_cli_print_common_help, tool_launch_*
 #ifndef HP_TOOL_CLI_H
 #define HP_TOOL_CLI_H
 #include <stdio.h>
@@ -7,10 +7,10 @@
 #include "hyperpar/dims.h"
 
 // Flag ranges: sizes (seq_len, batch, ranks) and step counts an int and the memory check hold.
-#define HP_CLI_MAX_SIZE  (1L << 24)
-#define HP_CLI_MAX_STEPS 1000000000L
+#define TOOL_CLI_MAX_SIZE  (1L << 24)
+#define TOOL_CLI_MAX_STEPS 1000000000L
 
-typedef struct hp_cli {
+typedef struct tool_cli {
     hp_dims         dims;        // --dp-replicate --dp-shard --cp --tp --pp --ep --etp --no-sp
     hp_model_config model;       // --model NAME (default tiny)
     hp_run_config   run;         // --seq-len --batch --seed --steps --lr --optimizer --max-norm
@@ -44,50 +44,50 @@ typedef struct hp_cli {
     // positional arguments left after the flags (subcommand-specific)
     int   n_rest;
     char *rest[16];
-} hp_cli;
+} tool_cli;
 
 // Parses argv[first..argc) into *cli (defaults first). Unknown flags, missing or
 // malformed values -> one line on stderr naming the flag, returns HP_EXIT_CONFIG.
 // Returns 0 on success, and -1 after printing help for --help/-h.
 // `extra` lists subcommand flags (e.g. "--level", "--report") that take a value and are
 // stored into rest[] as "--flag=value"; NULL for none.
-int hp_cli_parse(hp_cli *cli, int argc, char **argv, int first, const char *const *extra,
+int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *const *extra,
                  const char *usage);
-void hp_cli_print_common_help(FILE *out);
-// Frees the "--flag=value" strings every hp_cli_parse so far put in rest[] (they are otherwise
+void tool_cli_print_common_help(FILE *out);
+// Frees the "--flag=value" strings every tool_cli_parse so far put in rest[] (they are otherwise
 // kept until exit). Only for a process that parses many command lines (tests/fuzz/fuzz_cli.c);
 // the rest[] of every earlier parse is invalid afterwards.
-void hp_cli_release(void);
+void tool_cli_release(void);
 
 // Checks that can only run once every flag is known, before any rank starts (cli_check.c).
 // Each prints one line naming the rule and the numbers and returns HP_EXIT_CONFIG, or 0.
 // Output paths: --dump DIR is created (if needed) and written to, --json FILE can be created.
-int hp_cli_check_outputs(const hp_cli *cli);
+int tool_cli_check_outputs(const tool_cli *cli);
 // An output folder (--dump, --report): created if needed and written to; flag names it.
-int hp_cli_check_dir(const char *flag, const char *dir);
+int tool_cli_check_dir(const char *flag, const char *dir);
 // Memory: the per-rank estimate of dims (validated) against what this machine has available
 // for `local_ranks` ranks; with --verify world rank 0 also holds the reference and the full
 // tensors of both runs.
-int hp_cli_check_memory(const hp_cli *cli, const hp_dims *dims, int local_ranks);
+int tool_cli_check_memory(const tool_cli *cli, const hp_dims *dims, int local_ranks);
 
 // Launch: 1 if this process runs under an MPI launcher (mpirun/srun/mpiexec env vars).
-int  hp_launch_under_mpi(void);
+int  tool_launch_under_mpi(void);
 // Re-executes the current command on nproc ranks under the launcher of the MPI hp was built
 // with (HP_MPIRUN names another): Open MPI's with --allow-run-as-root --oversubscribe and -x,
 // MPICH's Hydra with -genv; every rank gets OPENBLAS_NUM_THREADS (1 unless set) and the BLAS
 // core hp chose. Returns the launcher's exit status, or one line and HP_EXIT_FAIL when it
 // cannot start.
-int  hp_launch_self(int nproc, int argc, char **argv);
+int  tool_launch_self(int nproc, int argc, char **argv);
 
 // `hp plan` under pp > 1: stages, their layers and ranks, the schedule grid and its ideal
 // bubble (plan_pipeline.c).
-void hp_plan_print_pipeline(FILE *out, const hp_dims *d, int n_layers, int M);
+void tool_plan_print_pipeline(FILE *out, const hp_dims *d, int n_layers, int M);
 
 // Subcommands (each its own file).
-int hp_cmd_plan(int argc, char **argv);
-int hp_cmd_run(int argc, char **argv);
-int hp_cmd_matrix(int argc, char **argv);
-int hp_cmd_bench(int argc, char **argv);
-int hp_cmd_export(int argc, char **argv);   // cmd_export.c: checkpoint -> safetensors
+int tool_cmd_plan(int argc, char **argv);
+int tool_cmd_run(int argc, char **argv);
+int tool_cmd_matrix(int argc, char **argv);
+int tool_cmd_bench(int argc, char **argv);
+int tool_cmd_export(int argc, char **argv);   // cmd_export.c: checkpoint -> safetensors
 
 #endif

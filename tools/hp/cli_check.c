@@ -1,6 +1,6 @@
 // cli_check.c - the checks of a command line that need every flag at once, run before any
 // rank starts: output paths that cannot be written, and runs that cannot fit in memory.
-// defines: hp_cli_check_outputs, hp_cli_check_dir, hp_cli_check_memory
+// defines: tool_cli_check_outputs, tool_cli_check_dir, tool_cli_check_memory
 //
 // Each failure is one line naming the rule and the numbers, and HP_EXIT_CONFIG, so that a
 // bad --dump or an absurd --seq-len never costs a training run (or a crash) to find out. The
@@ -29,7 +29,7 @@ static int make_dirs(const char *dir) {
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
-int hp_cli_check_dir(const char *flag, const char *dir) {
+int tool_cli_check_dir(const char *flag, const char *dir) {
     int e = make_dirs(dir);
     char probe[4200];
     snprintf(probe, sizeof probe, "%s/.hp-write-probe", dir);
@@ -61,9 +61,9 @@ static int check_file(const char *flag, const char *path) {
     return 0;
 }
 
-int hp_cli_check_outputs(const hp_cli *cli) {
+int tool_cli_check_outputs(const tool_cli *cli) {
     int e = 0;
-    if (!e && cli->dump_dir) e = hp_cli_check_dir("--dump", cli->dump_dir);
+    if (!e && cli->dump_dir) e = tool_cli_check_dir("--dump", cli->dump_dir);
     if (!e && cli->json_out) e = check_file("--json", cli->json_out);
     return e;
 }
@@ -83,7 +83,7 @@ static double available_bytes(void) {
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-int hp_cli_check_memory(const hp_cli *cli, const hp_dims *d, int local_ranks) {
+int tool_cli_check_memory(const tool_cli *cli, const hp_dims *d, int local_ranks) {
     // the planner's prediction of the busiest rank (the pp ranks differ; the other degrees
     // split evenly, the expert rows sized for the worst rank) and of rank 0, which under
     // --verify also runs the 1-rank reference

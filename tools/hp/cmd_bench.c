@@ -2,7 +2,7 @@
 // matrices and the most its FMA units can do (fma_peak.c); and (--memory) how much each rank
 // keeps under FSDP. Performance is reported as
 // ratios measured side by side in one run, never asserted by a test.
-// defines: hp_cmd_bench
+// defines: tool_cmd_bench
 //
 //   hp bench                                  # model bench, B 4 x S 512, 3 measured steps
 //   hp bench --threads 1 --json out.json      # OpenBLAS threads; machine-readable result
@@ -75,8 +75,8 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-// The value of an extra flag kept by hp_cli_parse as "--name=value" in rest[], or NULL.
-static const char *rest_value(const hp_cli *cli, const char *name) {
+// The value of an extra flag kept by tool_cli_parse as "--name=value" in rest[], or NULL.
+static const char *rest_value(const tool_cli *cli, const char *name) {
     size_t n = strlen(name);
     for (int i = 0; i < cli->n_rest; i++)
         if (!strncmp(cli->rest[i], name, n) && cli->rest[i][n] == '=') return cli->rest[i] + n + 1;
@@ -167,7 +167,7 @@ typedef struct {
     size_t persistent, working;
 } step_result;
 
-static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *res) {
+static int bench_step(const tool_cli *cli, int warmup, int threads, step_result *res) {
     const hp_model_config *m = &cli->model;
     const int B = cli->run.batch, S = cli->run.seq_len, steps = cli->run.steps;
     const int D = m->dim, F = m->num_experts ? m->moe_hidden : m->ffn_hidden, T = B * S;
@@ -183,7 +183,7 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
     printf("hp: blas %s\n", hp_blas_info_line(line, sizeof line));   // the first line, always
     fflush(stdout);
     char isa[16];
-    res->peak = hp_fma_peak(threads, isa, sizeof isa);
+    res->peak = tool_fma_peak(threads, isa, sizeof isa);
     for (int i = 0; i < ns; i++) time_sgemm(&shapes[i], 3);
 
     char err[256];
@@ -206,7 +206,7 @@ static int bench_step(const hp_cli *cli, int warmup, int threads, step_result *r
     hp_trainer_free(tr);
     // again after the steps: the machine may be shared, so the best of both is the rate
     for (int i = 0; i < ns; i++) time_sgemm(&shapes[i], 3);
-    const double peak2 = hp_fma_peak(threads, isa, sizeof isa);
+    const double peak2 = tool_fma_peak(threads, isa, sizeof isa);
     if (peak2 > res->peak) res->peak = peak2;
 
     qsort(ms, (size_t)steps, sizeof(double), cmp_double);
@@ -299,7 +299,7 @@ typedef struct { int rank; double persistent, working, padding; } mem_row;
 
 // Child: runs under mpirun with --memory-out FILE. One training step (so every buffer is
 // live), then rank 0 writes every rank's figures to FILE as JSON.
-static int memory_child(hp_cli *cli, const char *out_path) {
+static int memory_child(tool_cli *cli, const char *out_path) {
     int rank, world;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -348,7 +348,7 @@ static int memory_child(hp_cli *cli, const char *out_path) {
 
 
 // Parent: launches one job per degree and prints the table.
-static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, char **argv) {
+static int memory_parent(const tool_cli *cli, const char *shards_list, int argc, char **argv) {
     int degrees[16], nd = 0;
     char list[128];
     snprintf(list, sizeof list, "%s", shards_list);
@@ -387,11 +387,11 @@ static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, c
                           "--model", (char *)cli->model.name, "--seq-len", seq, "--batch", batch,
                           "--optimizer", "adamw", "--quiet", NULL };
         const int cargc = (int)(sizeof cargv / sizeof cargv[0]) - 1;
-        int e = hp_launch_self(N, cargc, cargv);
+        int e = tool_launch_self(N, cargc, cargv);
         cJSON *j = e == 0 ? hp_json_load(path) : NULL;
         double full = 0.0;
-        const int n_ranks = j ? hp_bench_read_memory(j, &full, NULL, 0) : -1;   // bench_json.c
-        hp_bench_rank_bytes *rows = n_ranks > 0 ? calloc((size_t)n_ranks, sizeof *rows) : NULL;
+        const int n_ranks = j ? tool_bench_read_memory(j, &full, NULL, 0) : -1;   // bench_json.c
+        tool_bench_rank_bytes *rows = n_ranks > 0 ? calloc((size_t)n_ranks, sizeof *rows) : NULL;
         if (n_ranks < 0 || (n_ranks > 0 && !rows)) {
             if (j) fprintf(stderr, "hp bench --memory: the dp_shard %d job wrote no usable '%s'\n", N, path);
             else fprintf(stderr, "hp bench --memory: the dp_shard %d job failed (exit %d)\n", N, e);
@@ -399,7 +399,7 @@ static int memory_parent(const hp_cli *cli, const char *shards_list, int argc, c
             rc = HP_EXIT_FAIL;
             break;
         }
-        hp_bench_read_memory(j, &full, rows, n_ranks);
+        tool_bench_read_memory(j, &full, rows, n_ranks);
         for (int r = 0; r < n_ranks; r++) {
             const double pers = rows[r].persistent, work = rows[r].working, pad = rows[r].padding;
             printf("%8d %6d %14.0f %14.0f %10.0f %8.4f %14.0f %14.0f\n", N, r, pers, full / N, pad,
@@ -450,7 +450,7 @@ static int run_child(char **args) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static int bench_recipes(const hp_cli *cli) {
+static int bench_recipes(const tool_cli *cli) {
     static char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) { fprintf(stderr, "hp bench --recipes: cannot find this executable\n"); return HP_EXIT_FAIL; }
@@ -480,8 +480,8 @@ static int bench_recipes(const hp_cli *cli) {
         const int e = run_child(args);
         const double dt = now_s() - t0;
         cJSON *j = hp_json_load(path);
-        hp_bench_run_result res;
-        if (!j || hp_bench_read_run(j, &res) != 0) {   // bench_json.c
+        tool_bench_run_result res;
+        if (!j || tool_bench_read_run(j, &res) != 0) {   // bench_json.c
             printf("%-14s %-9s %5s %7s %14s %14s %8.1f   (exit %d, no result)\n", r->id, r->model, "-",
                    "FAIL", "-", "-", dt, e);
             rc = HP_EXIT_FAIL;
@@ -513,9 +513,9 @@ static int bench_recipes(const hp_cli *cli) {
 
 // ---------------------------------------------------------------------------------------
 
-int hp_cmd_bench(int argc, char **argv) {
+int tool_cmd_bench(int argc, char **argv) {
     hp_blas_core_reexec(argv);   // the kernels this CPU deserves, before MPI_Init (hyperpar/blas.h)
-    // --memory and --recipes take no value (hp_cli_parse's extras all do): taken out first
+    // --memory and --recipes take no value (tool_cli_parse's extras all do): taken out first
     int memory = 0, recipes_mode = 0;
     char **av = calloc((size_t)argc + 1, sizeof *av);
     if (!av) { fprintf(stderr, "hp bench: out of memory\n"); return HP_EXIT_FAIL; }
@@ -526,8 +526,8 @@ int hp_cmd_bench(int argc, char **argv) {
         av[ac++] = argv[i];
     }
     static const char *const extra[] = { "--threads", "--warmup", "--shards", "--memory-out", NULL };
-    hp_cli cli;
-    int e = hp_cli_parse(&cli, ac, av, 2, extra, bench_usage);
+    tool_cli cli;
+    int e = tool_cli_parse(&cli, ac, av, 2, extra, bench_usage);
     if (e) { free(av); return e < 0 ? HP_EXIT_OK : e; }
     const char *memory_out = rest_value(&cli, "--memory-out");
     for (int i = 0; i < cli.n_rest; i++)
@@ -561,14 +561,14 @@ int hp_cmd_bench(int argc, char **argv) {
     }
 
     if (recipes_mode) {
-        if (hp_launch_under_mpi()) {
+        if (tool_launch_under_mpi()) {
             fprintf(stderr, "hp bench --recipes launches its own jobs: run it without mpirun\n");
             return HP_EXIT_CONFIG;
         }
         return bench_recipes(&cli);
     }
     if (memory) {
-        if (hp_launch_under_mpi()) {
+        if (tool_launch_under_mpi()) {
             fprintf(stderr, "hp bench --memory launches its own jobs: run it without mpirun\n");
             return HP_EXIT_CONFIG;
         }

@@ -18,7 +18,7 @@ static const char *const export_usage =
     "  --optimizer   add AdamW's moments: optimizer.state.<name>.exp_avg and .exp_avg_sq\n"
     "\n";
 
-int hp_cmd_export(int argc, char **argv) {
+int tool_cmd_export(int argc, char **argv) {
     const char *out = NULL, *src = NULL;
     int with_opt = 0;
     for (int i = 2; i < argc; i++) {

@@ -1,5 +1,5 @@
 // cmd_matrix.c - `hp matrix`: runs the completeness matrix of recipes.md and writes a report.
-// defines: hp_cmd_matrix
+// defines: tool_cmd_matrix
 //
 //   hp matrix                              # every recipe (L0+L1+L2), negative case and failpoint
 //   hp matrix --level L0 --report report   # the L0 recipes; report/report.{md,json,svg}
@@ -37,7 +37,7 @@
 #include "matrix_opts.h"
 #include "report.h"
 
-static void on_signal(int sig) { hp_matrix_interrupted = sig; }
+static void on_signal(int sig) { tool_matrix_interrupted = sig; }
 
 // snprintf that may cut: paths and messages here are bounded by their buffers on purpose
 static void fmt(char *out, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
@@ -49,33 +49,33 @@ static void fmt(char *out, size_t cap, const char *f, ...) {
 }
 
 // A run's --json record (the library's reader: src/train/verify_json.c), and x's numbers from it.
-static int load_json(const char *path, hp_recipe_result *x, hp_verify_record *rec) {
+static int load_json(const char *path, tool_recipe_result *x, hp_verify_record *rec) {
     if (hp_verify_record_load(rec, path) != 0) return -1;
-    if (x) hp_recipe_result_take(x, rec);
+    if (x) tool_recipe_result_take(x, rec);
     return 0;
 }
 
 // Why a run that did not pass failed, from its exit code and its log.
-static void explain(hp_recipe_result *x, int code, const char *log_path, double limit_s, int json_pass) {
+static void explain(tool_recipe_result *x, int code, const char *log_path, double limit_s, int json_pass) {
     char line[400];
     if (code == -1) {
-        x->verdict = HP_V_TIMEOUT;
-        if (hp_matrix_interrupted) fmt(x->failure, sizeof x->failure, "interrupted; the run was killed");
+        x->verdict = TOOL_V_TIMEOUT;
+        if (tool_matrix_interrupted) fmt(x->failure, sizeof x->failure, "interrupted; the run was killed");
         else fmt(x->failure, sizeof x->failure, "still running after %.0f s (--timeout); killed with its ranks", limit_s);
     } else if (code == HP_EXIT_CONFIG) {
-        x->verdict = HP_V_REFUSED;
-        hp_file_line(log_path, "hp", 0, line, sizeof line);
+        x->verdict = TOOL_V_REFUSED;
+        tool_file_line(log_path, "hp", 0, line, sizeof line);
         fmt(x->failure, sizeof x->failure, "refused as a bad configuration: %.300s", line);
     } else if (code == HP_EXIT_FAIL && x->have_json && !json_pass) {
-        x->verdict = HP_V_FAIL;
+        x->verdict = TOOL_V_FAIL;
         if (!x->failure[0]) fmt(x->failure, sizeof x->failure, "verification failed");
     } else {
-        x->verdict = HP_V_CRASH;
+        x->verdict = TOOL_V_CRASH;
         // the most telling line: hp's own message, a sanitizer's or an MPI error, else the last
         static const char *const needles[] = { "hp:", "ERROR", "Sanitizer", "error", NULL };
         line[0] = '\0';
-        for (int k = 0; needles[k] && !line[0]; k++) hp_file_line(log_path, needles[k], 0, line, sizeof line);
-        if (!line[0]) hp_file_line(log_path, NULL, 1, line, sizeof line);
+        for (int k = 0; needles[k] && !line[0]; k++) tool_file_line(log_path, needles[k], 0, line, sizeof line);
+        if (!line[0]) tool_file_line(log_path, NULL, 1, line, sizeof line);
         if (code > 128) fmt(x->failure, sizeof x->failure, "killed by signal %d: %.280s", code - 128, line);
         else if (json_pass) fmt(x->failure, sizeof x->failure, "exit %d although its verification passed: %.260s", code, line);
         else fmt(x->failure, sizeof x->failure, "exit %d without a verification result: %.280s", code, line);
@@ -83,32 +83,32 @@ static void explain(hp_recipe_result *x, int code, const char *log_path, double 
 }
 
 // One `hp run` of a resume recipe: flags, then the extra arguments (NULL-terminated).
-static int run_stage(const char *exe, const char *flags, const char *log, const hp_matrix_opts *o,
+static int run_stage(const char *exe, const char *flags, const char *log, const tool_matrix_opts *o,
                      double *secs, ...) {
     char *argv[64];
     argv[0] = (char *)exe;
     argv[1] = "run";
-    int n = hp_child_split_args(flags, NULL, argv, 2, 48);
+    int n = tool_child_split_args(flags, NULL, argv, 2, 48);
     const int n_own = n;
     va_list ap;
     va_start(ap, secs);
     for (const char *a; n < 62 && (a = va_arg(ap, const char *));) argv[n++] = (char *)a;
     va_end(ap);
     argv[n] = NULL;
-    const int code = hp_child_run(argv, log, log, o->timeout_s, secs);
-    hp_child_free_args(argv, 2, n_own);
+    const int code = tool_child_run(argv, log, log, o->timeout_s, secs);
+    tool_child_free_args(argv, 2, n_own);
     return code;
 }
 
 // The planner against what run 1 measured on world rank 0 (the run's JSON "plan_check", written
 // by hp_plan_check_run): a recipe whose persistent bytes or (group, op) traffic differ from the
 // prediction, or whose peak is off by more than 10%, fails.
-static void take_plan_check(hp_recipe_result *x, const hp_verify_record *rec) {
+static void take_plan_check(tool_recipe_result *x, const hp_verify_record *rec) {
     x->plan_checked = rec->plan_checked;
     x->plan_pass = rec->plan_pass;
     x->plan_peak_ratio = rec->plan_peak_ratio;
-    if (x->verdict != HP_V_PASS || (rec->plan_checked && rec->plan_pass)) return;
-    x->verdict = HP_V_FAIL;
+    if (x->verdict != TOOL_V_PASS || (rec->plan_checked && rec->plan_pass)) return;
+    x->verdict = TOOL_V_FAIL;
     if (rec->plan_checked) fmt(x->failure, sizeof x->failure, "planner: %s", rec->plan_why);
     else fmt(x->failure, sizeof x->failure, "planner: the run's JSON has no plan check");
 }
@@ -117,15 +117,15 @@ static void take_plan_check(hp_recipe_result *x, const hp_verify_record *rec) {
 // under layout B to step 6. The losses of steps 4-6 must equal the straight run's: bit for bit
 // when B is A, else within 1e-5 relative (the final parameters are the CTests' business:
 // tests/checkpoint.cmake compares them too).
-static void run_resume(const char *exe, const hp_recipe *r, const hp_matrix_opts *o, const char *runs_dir,
-                       hp_recipe_result *x) {
+static void run_resume(const char *exe, const hp_recipe *r, const tool_matrix_opts *o, const char *runs_dir,
+                       tool_recipe_result *x) {
     char flags[512], full[1024], res[1024], ckpt[1024], log[1024];
     hp_recipe_flags(r, flags, sizeof flags);
     fmt(full, sizeof full, "%s/%s.full.json", runs_dir, r->id);
     fmt(res, sizeof res, "%s/%s.resumed.json", runs_dir, r->id);
     fmt(ckpt, sizeof ckpt, "%s/%s.ckpt", runs_dir, r->id);
     fmt(log, sizeof log, "%s/%s.log", runs_dir, r->id);
-    hp_remove_tree(ckpt, 0);
+    tool_remove_tree(ckpt, 0);
     unlink(full);
     unlink(res);
     double t = 0, secs = 0;
@@ -146,7 +146,7 @@ static void run_resume(const char *exe, const hp_recipe *r, const hp_matrix_opts
                      a.steps == 6 && b.steps == 3;
     fmt(x->log, sizeof x->log, "%s", log);
     if (!have) {
-        x->verdict = HP_V_FAIL;
+        x->verdict = TOOL_V_FAIL;
         fmt(x->failure, sizeof x->failure, code ? "a run exited %d (see the log)" : "no losses of steps 4-6", code);
         return;
     }
@@ -159,7 +159,7 @@ static void run_resume(const char *exe, const hp_recipe *r, const hp_matrix_opts
     double worst;
     const int bitwise = !strcmp(flags, r->resume_to);
     if (hp_verify_resume_check(&a, &b, bitwise, &worst, x->failure, sizeof x->failure))
-        x->verdict = HP_V_FAIL;
+        x->verdict = TOOL_V_FAIL;
     x->traj_worst = x->loss_rel_err = worst;
     x->worst_grad_rel = x->worst_param_rel = 0;
     x->traffic_ok = x->init_equal = 1;
@@ -167,8 +167,8 @@ static void run_resume(const char *exe, const hp_recipe *r, const hp_matrix_opts
 }
 
 // A verify recipe: o->repeat runs that must pass and agree bit for bit; *first: run 1's record.
-static void run_recipe(const char *exe, const hp_recipe *r, const hp_matrix_opts *o, const char *runs_dir,
-                       hp_recipe_result *x, hp_verify_record *first) {
+static void run_recipe(const char *exe, const hp_recipe *r, const tool_matrix_opts *o, const char *runs_dir,
+                       tool_recipe_result *x, hp_verify_record *first) {
     memset(x, 0, sizeof *x);
     hp_verify_record_init(first);
     if (r->resume_to) {
@@ -176,7 +176,7 @@ static void run_recipe(const char *exe, const hp_recipe *r, const hp_matrix_opts
         x->world = hp_recipe_world(r);
         x->deterministic = -1;
         x->same_as_rel = -1;
-        x->verdict = HP_V_PASS;
+        x->verdict = TOOL_V_PASS;
         run_resume(exe, r, o, runs_dir, x);
         return;
     }
@@ -184,21 +184,21 @@ static void run_recipe(const char *exe, const hp_recipe *r, const hp_matrix_opts
     x->world = hp_recipe_world(r);
     x->deterministic = -1;
     x->same_as_rel = -1;
-    x->verdict = HP_V_PASS;
+    x->verdict = TOOL_V_PASS;
     char flags[512], json[1024], log[1024], dump[1024], dump1[1024] = "";
     hp_recipe_flags(r, flags, sizeof flags);
     int keep_dumps = 0;
-    for (int rep = 0; rep < o->repeat && !hp_matrix_interrupted; rep++) {
+    for (int rep = 0; rep < o->repeat && !tool_matrix_interrupted; rep++) {
         char *argv[64];
         argv[0] = (char *)exe;
         argv[1] = "run";
-        int n = hp_child_split_args(flags, NULL, argv, 2, 48);
+        int n = tool_child_split_args(flags, NULL, argv, 2, 48);
         const int n_own = n;
         fmt(json, sizeof json, "%s/%s.run%d.json", runs_dir, r->id, rep + 1);
         fmt(log, sizeof log, "%s/%s.run%d.log", runs_dir, r->id, rep + 1);
         fmt(dump, sizeof dump, "%s/%s.run%d.dump", runs_dir, r->id, rep + 1);
         unlink(json);
-        hp_remove_tree(dump, 0);
+        tool_remove_tree(dump, 0);
         if (rep == 0) fmt(dump1, sizeof dump1, "%s", dump);
         if (o->repeat > 1) {
             // the full gradients of step 1, to compare the runs bit for bit
@@ -213,8 +213,8 @@ static void run_recipe(const char *exe, const hp_recipe *r, const hp_matrix_opts
         argv[n++] = "--quiet";
         argv[n] = NULL;
         double secs;
-        int code = hp_child_run(argv, log, log, o->timeout_s, &secs);
-        hp_child_free_args(argv, 2, n_own);
+        int code = tool_child_run(argv, log, log, o->timeout_s, &secs);
+        tool_child_free_args(argv, 2, n_own);
         x->runs = rep + 1;
         hp_verify_record again;
         hp_verify_record *rn = rep == 0 ? first : &again;
@@ -242,7 +242,7 @@ static void run_recipe(const char *exe, const hp_recipe *r, const hp_matrix_opts
             char why[sizeof x->failure - 32];
             if (hp_verify_rerun_check(first, rn, g1, gn, why, sizeof why)) {
                 x->deterministic = 0;
-                x->verdict = HP_V_NONDET;
+                x->verdict = TOOL_V_NONDET;
                 fmt(x->failure, sizeof x->failure, "run %d against run 1: %s", rep + 1, why);
             }
             if (x->deterministic == 0) {
@@ -254,19 +254,19 @@ static void run_recipe(const char *exe, const hp_recipe *r, const hp_matrix_opts
         }
     }
     if (x->have_json && first->pass) take_plan_check(x, first);
-    if (hp_matrix_interrupted && x->verdict == HP_V_PASS && x->runs < o->repeat) {
-        x->verdict = HP_V_TIMEOUT;
+    if (tool_matrix_interrupted && x->verdict == TOOL_V_PASS && x->runs < o->repeat) {
+        x->verdict = TOOL_V_TIMEOUT;
         fmt(x->failure, sizeof x->failure, "interrupted after %d of %d runs", x->runs, o->repeat);
     }
     // the dumps only served the comparison
     for (int rep = 0; rep < x->runs && !keep_dumps; rep++) {
         fmt(dump, sizeof dump, "%s/%s.run%d.dump", runs_dir, r->id, rep + 1);
-        hp_remove_tree(dump, 0);
+        tool_remove_tree(dump, 0);
     }
 }
 
-static void run_negative(const char *exe, const hp_negative *g, const hp_matrix_opts *o, const char *runs_dir,
-                         const char *bad_dir, hp_negative_result *x) {
+static void run_negative(const char *exe, const hp_negative *g, const tool_matrix_opts *o, const char *runs_dir,
+                         const char *bad_dir, tool_negative_result *x) {
     memset(x, 0, sizeof *x);
     x->n = g;
     char out[1024], err[1024];
@@ -274,13 +274,13 @@ static void run_negative(const char *exe, const hp_negative *g, const hp_matrix_
     fmt(err, sizeof err, "%s/%s.err", runs_dir, g->id);
     char *argv[64];
     argv[0] = (char *)exe;
-    int n = hp_child_split_args(g->args, bad_dir, argv, 1, 64);
+    int n = tool_child_split_args(g->args, bad_dir, argv, 1, 64);
     // a refusal is fast: no launcher, no rank; 30 s is a hang
     double limit = o->timeout_s < 30 ? o->timeout_s : 30;
-    x->exit_code = hp_child_run(argv, out, err, limit, &x->seconds);
-    hp_child_free_args(argv, 1, n);
-    hp_file_line(err, NULL, 0, x->line, sizeof x->line);
-    x->n_lines = hp_count_lines(err);
+    x->exit_code = tool_child_run(argv, out, err, limit, &x->seconds);
+    tool_child_free_args(argv, 1, n);
+    tool_file_line(err, NULL, 0, x->line, sizeof x->line);
+    x->n_lines = tool_count_lines(err);
     regex_t re;
     int rc = regcomp(&re, g->err_regex, REG_EXTENDED | REG_NOSUB);
     if (rc != 0) {
@@ -298,8 +298,8 @@ static void run_negative(const char *exe, const hp_negative *g, const hp_matrix_
 
 // One failpoint: its recipe with HP_FAILPOINT=<name> (the child and its ranks inherit it) must
 // exit 1 with a failed verification whose report matches the failpoint's `touches` regex.
-static void run_fault(const char *exe, const hp_failpoint_info *fp, const hp_matrix_opts *o,
-                      const char *runs_dir, hp_fault_result *x) {
+static void run_fault(const char *exe, const hp_failpoint_info *fp, const tool_matrix_opts *o,
+                      const char *runs_dir, tool_fault_result *x) {
     memset(x, 0, sizeof *x);
     x->fp = fp;
     char json[1024], log[1024];
@@ -309,7 +309,7 @@ static void run_fault(const char *exe, const hp_failpoint_info *fp, const hp_mat
     char *argv[64];
     argv[0] = (char *)exe;
     argv[1] = "run";
-    int n = hp_child_split_args(fp->flags, NULL, argv, 2, 52);
+    int n = tool_child_split_args(fp->flags, NULL, argv, 2, 52);
     const int n_own = n;
     argv[n++] = "--verify";
     argv[n++] = "--verify-steps";
@@ -319,9 +319,9 @@ static void run_fault(const char *exe, const hp_failpoint_info *fp, const hp_mat
     argv[n++] = "--quiet";
     argv[n] = NULL;
     setenv("HP_FAILPOINT", fp->name, 1);
-    x->exit_code = hp_child_run(argv, log, log, o->timeout_s, &x->seconds);
+    x->exit_code = tool_child_run(argv, log, log, o->timeout_s, &x->seconds);
     unsetenv("HP_FAILPOINT");
-    hp_child_free_args(argv, 2, n_own);
+    tool_child_free_args(argv, 2, n_own);
     fmt(x->log, sizeof x->log, "%s", log);
     hp_verify_record r;
     x->have_json = hp_verify_record_load(&r, json) == 0;
@@ -374,9 +374,9 @@ static int make_dir(const char *path) {
     return -1;
 }
 
-int hp_cmd_matrix(int argc, char **argv) {
-    hp_matrix_opts o;
-    int e = hp_matrix_parse_opts(argc, argv, &o);
+int tool_cmd_matrix(int argc, char **argv) {
+    tool_matrix_opts o;
+    int e = tool_matrix_parse_opts(argc, argv, &o);
     if (e < 0) return HP_EXIT_OK;
     if (e) return e;
     if (o.list) {
@@ -402,7 +402,7 @@ int hp_cmd_matrix(int argc, char **argv) {
         }
         return HP_EXIT_OK;
     }
-    if (hp_launch_under_mpi()) {
+    if (tool_launch_under_mpi()) {
         fprintf(stderr, "hp: matrix starts its own jobs: run it directly, not under mpirun/srun\n");
         return HP_EXIT_CONFIG;
     }
@@ -437,11 +437,11 @@ int hp_cmd_matrix(int argc, char **argv) {
     int n_sel = 0, n_negs = 0;
     for (int i = 0; i < hp_n_recipes && !o.faults_only; i++) {
         const hp_recipe *r = &hp_recipes[i];
-        if (hp_matrix_selected(&o, r->id, r->level)) sel[n_sel++] = r;
+        if (tool_matrix_selected(&o, r->id, r->level)) sel[n_sel++] = r;
     }
     for (int i = 0; i < hp_n_negatives && !o.no_negative && !o.faults_only; i++) {
         const hp_negative *g = &hp_negatives[i];
-        if (hp_matrix_selected(&o, g->id, HP_LEVEL_L0)) negs[n_negs++] = g;
+        if (tool_matrix_selected(&o, g->id, HP_LEVEL_L0)) negs[n_negs++] = g;
     }
 
     struct sigaction sa;
@@ -452,54 +452,54 @@ int hp_cmd_matrix(int argc, char **argv) {
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    hp_matrix_report m;
+    tool_matrix_report m;
     memset(&m, 0, sizeof m);
     fmt(m.selection, sizeof m.selection, "%s", o.selection);
     m.repeat = o.repeat;
     m.rec = calloc((size_t)(n_sel ? n_sel : 1), sizeof *m.rec);
     m.neg = calloc((size_t)(n_negs ? n_negs : 1), sizeof *m.neg);
     hp_verify_record *first = calloc((size_t)(n_sel ? n_sel : 1), sizeof *first);   // run 1 of each
-    const double t0 = hp_now_s();
+    const double t0 = tool_now_s();
 
-    for (int i = 0; i < n_sel && !hp_matrix_interrupted; i++) {
+    for (int i = 0; i < n_sel && !tool_matrix_interrupted; i++) {
         const hp_recipe *r = sel[i];
         fprintf(stderr, "[%2d/%d] %-13s w%d %-3s ... ", i + 1, n_sel, r->id, hp_recipe_world(r), hp_level_name(r->level));
         fflush(stderr);
-        hp_recipe_result *x = &m.rec[m.n_rec++];
+        tool_recipe_result *x = &m.rec[m.n_rec++];
         run_recipe(exe, r, &o, runs_dir, x, &first[i]);
-        fprintf(stderr, "%s %.1fs%s\n", hp_verdict_name(x->verdict), x->seconds,
+        fprintf(stderr, "%s %.1fs%s\n", tool_verdict_name(x->verdict), x->seconds,
                 x->deterministic == 1 ? " (bit-identical rerun)" : "");
     }
     // alternative paths against their twins
     for (int i = 0; i < m.n_rec; i++) {
-        hp_recipe_result *x = &m.rec[i];
+        tool_recipe_result *x = &m.rec[i];
         for (int k = 0; x->r->same_as && x->have_json && k < m.n_rec; k++) {
             if (strcmp(m.rec[k].r->id, x->r->same_as) || !m.rec[k].have_json) continue;
             char why[256];
             if (hp_verify_same_as_check(&first[i], &first[k], &x->same_as_rel, why, sizeof why) &&
-                x->verdict == HP_V_PASS) {
-                x->verdict = HP_V_MISMATCH;
+                x->verdict == TOOL_V_PASS) {
+                x->verdict = TOOL_V_MISMATCH;
                 fmt(x->failure, sizeof x->failure, "against %s: %s", x->r->same_as, why);
             }
         }
     }
-    if (n_negs && !hp_matrix_interrupted) {
+    if (n_negs && !tool_matrix_interrupted) {
         char err[256];
         if (hp_negative_write_files(bad_dir, err, sizeof err) != 0)
             fprintf(stderr, "hp matrix: cannot write the bad input files: %s\n", err);
-        for (int i = 0; i < n_negs && !hp_matrix_interrupted; i++) {
+        for (int i = 0; i < n_negs && !tool_matrix_interrupted; i++) {
             fprintf(stderr, "[neg %2d/%d] %-19s ... ", i + 1, n_negs, negs[i]->id);
-            hp_negative_result *g = &m.neg[m.n_neg++];
+            tool_negative_result *g = &m.neg[m.n_neg++];
             run_negative(exe, negs[i], &o, runs_dir, bad_dir, g);
             fprintf(stderr, "%s %.2fs%s%s\n", g->ok ? "refused-ok" : "WRONG", g->seconds, g->ok ? "" : ": ", g->why);
         }
     }
     if (o.faults) {
         m.faults = calloc(HP_FP_COUNT, sizeof *m.faults);
-        for (int i = 0; i < HP_FP_COUNT && !hp_matrix_interrupted; i++) {
+        for (int i = 0; i < HP_FP_COUNT && !tool_matrix_interrupted; i++) {
             fprintf(stderr, "[fault %2d/%d] %-24s on %-10s ... ", i + 1, HP_FP_COUNT,
                     hp_failpoints[i].name, hp_failpoints[i].recipe);
-            hp_fault_result *x = &m.faults[m.n_faults++];
+            tool_fault_result *x = &m.faults[m.n_faults++];
             run_fault(exe, &hp_failpoints[i], &o, runs_dir, x);
             m.n_faults_caught += x->caught;
             fprintf(stderr, "%s %.1fs%s%s\n", x->caught ? "caught" : "MISSED", x->seconds,
@@ -511,9 +511,9 @@ int hp_cmd_matrix(int argc, char **argv) {
             fmt(m.faults[m.n_faults].why, sizeof m.faults[m.n_faults].why, "not run (interrupted)");
         }
     }
-    m.seconds = hp_now_s() - t0;
+    m.seconds = tool_now_s() - t0;
     for (int i = 0; i < m.n_rec; i++) {
-        if (m.rec[i].verdict == HP_V_PASS) m.n_pass++;
+        if (m.rec[i].verdict == TOOL_V_PASS) m.n_pass++;
         else m.n_fail++;
     }
     for (int i = 0; i < m.n_neg; i++) {
@@ -522,33 +522,33 @@ int hp_cmd_matrix(int argc, char **argv) {
     }
     // logs of a temporary folder are gone after the run: do not point at them
     const int all_ok = m.n_fail == 0 && m.n_neg_wrong == 0 && m.n_faults_caught == m.n_faults &&
-                       !hp_matrix_interrupted;
+                       !tool_matrix_interrupted;
     if (temp_work && all_ok)
         for (int i = 0; i < m.n_rec; i++) m.rec[i].log[0] = '\0';
     if (temp_work && all_ok)
         for (int i = 0; i < m.n_faults; i++) m.faults[i].log[0] = '\0';
 
     printf("\n");
-    hp_report_table(stdout, &m);
+    tool_report_table(stdout, &m);
     int rc = all_ok ? HP_EXIT_OK : HP_EXIT_FAIL;
     if (o.report_dir) {
         char path[1200];
         fmt(path, sizeof path, "%s/report.md", o.report_dir);
-        if (hp_report_markdown(path, &m)) rc = HP_EXIT_FAIL;
+        if (tool_report_markdown(path, &m)) rc = HP_EXIT_FAIL;
         fmt(path, sizeof path, "%s/report.json", o.report_dir);
-        if (hp_report_json(path, &m)) rc = HP_EXIT_FAIL;
+        if (tool_report_json(path, &m)) rc = HP_EXIT_FAIL;
         fmt(path, sizeof path, "%s/report.svg", o.report_dir);
-        if (hp_report_svg(path, &m)) rc = HP_EXIT_FAIL;
+        if (tool_report_svg(path, &m)) rc = HP_EXIT_FAIL;
         fmt(path, sizeof path, "%s/faults.md", o.report_dir);
-        if (m.n_faults && hp_report_faults_markdown(path, &m)) rc = HP_EXIT_FAIL;
+        if (m.n_faults && tool_report_faults_markdown(path, &m)) rc = HP_EXIT_FAIL;
         printf("report: %s/report.md, report.json, report.svg (runs: %s)\n", o.report_dir, runs_dir);
     } else if (temp_work && all_ok) {
         // everything passed: nothing to look at
-        if (hp_remove_tree(work, 0) != 0) fprintf(stderr, "hp matrix: cannot remove '%s'\n", work);
+        if (tool_remove_tree(work, 0) != 0) fprintf(stderr, "hp matrix: cannot remove '%s'\n", work);
     } else {
         printf("logs of the runs: %s\n", runs_dir);
     }
-    if (hp_matrix_interrupted) fprintf(stderr, "hp matrix: interrupted (signal %d)\n", (int)hp_matrix_interrupted);
+    if (tool_matrix_interrupted) fprintf(stderr, "hp matrix: interrupted (signal %d)\n", (int)tool_matrix_interrupted);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     free(sel);

@@ -1,5 +1,5 @@
 // cmd_plan.c - `hp plan`: validate a configuration and show its whole layout, without MPI.
-// defines: hp_cmd_plan
+// defines: tool_cmd_plan
 //
 // Prints, in order: what to launch, the degrees and derived sizes, the dense and sparse mesh
 // shapes, every rank's coordinates, every group of every kind, and the parameter table of one
@@ -119,17 +119,17 @@ static void print_groups(const hp_dims *d, int all) {
 
 static const char *yes(int b) { return b ? "yes" : "no"; }
 
-int hp_cmd_plan(int argc, char **argv) {
-    hp_cli cli;
-    int rc = hp_cli_parse(&cli, argc, argv, 2, NULL, plan_usage);
+int tool_cmd_plan(int argc, char **argv) {
+    tool_cli cli;
+    int rc = tool_cli_parse(&cli, argc, argv, 2, NULL, plan_usage);
     if (rc < 0) return HP_EXIT_OK;   // --help
     if (rc) return rc;
     if (cli.n_rest > 0) {
         fprintf(stderr, "hp: plan takes no positional arguments, got '%s' (see hp plan --help)\n", cli.rest[0]);
         return HP_EXIT_CONFIG;
     }
-    if (cli.plan_search) return hp_plan_search_cmd(&cli);
-    if ((rc = hp_plan_check_flags(&cli)) != 0) return rc;
+    if (cli.plan_search) return tool_plan_search_cmd(&cli);
+    if ((rc = tool_plan_check_flags(&cli)) != 0) return rc;
 
     hp_dims d = cli.dims;
     d.world = cli.nproc;
@@ -152,7 +152,7 @@ int hp_cmd_plan(int argc, char **argv) {
     const hp_run_config *run = &cli.run;
 
     char ac[32];
-    hp_plan_ac_name(ac, sizeof ac, run->ac_every);
+    tool_plan_ac_name(ac, sizeof ac, run->ac_every);
     printf("hp plan: model %s (%s), world %d, seq_len %d, global batch %d, activation checkpointing %s\n",
            m->name, m->num_experts ? "MoE" : "dense", W, run->seq_len, run->batch, ac);
     printf("\nlaunch\n  hp run --nproc %d", W);
@@ -194,9 +194,9 @@ int hp_cmd_plan(int argc, char **argv) {
            d.pp, R, S, d.ulysses, C, T);
     printf("  sparse  [pp, dp_replicate, efsdp, ep, etp]   = [%d, %d, %d, %d, %d]\n", d.pp, R,
            hp_dims_efsdp(&d), d.ep, d.etp);
-    hp_plan_print_pipeline(stdout, &d, m->n_layers, hp_run_microbatches(&cli.run));
+    tool_plan_print_pipeline(stdout, &d, m->n_layers, hp_run_microbatches(&cli.run));
 
-    const int full = W <= HP_PLAN_SUMMARY_WORLD || cli.plan_ranks;
+    const int full = W <= TOOL_PLAN_SUMMARY_WORLD || cli.plan_ranks;
     printf("\nranks\n  %4s  %3s %3s %3s %3s %3s %3s   %5s %5s %5s   %5s %3s %3s\n",
            "rank", "p", "r", "s", "u", "c", "t", "fsdp", "batch", "loss", "efsdp", "ep", "etp");
     for (int rank = 0; rank < W && (cli.plan_ranks || rank < (full ? MAX_RANK_ROWS : 8)); rank++) {
@@ -209,7 +209,7 @@ int hp_cmd_plan(int argc, char **argv) {
         printf("  ... (%d ranks in all; --ranks prints every one, --rank K one rank's shapes)\n", W);
     printf("\n");
     if (full) print_groups(&d, cli.plan_ranks);
-    else hp_plan_print_group_strides(stdout, &d);
+    else tool_plan_print_group_strides(stdout, &d);
 
     printf("\n");
     hp_param_table t;
@@ -219,6 +219,6 @@ int hp_cmd_plan(int argc, char **argv) {
     }
     hp_params_print(stdout, &t, &d, cli.rank);
     hp_params_free(&t);
-    if (cli.plan_memory || cli.json_out) return hp_plan_memory_cmd(&cli, &d);
+    if (cli.plan_memory || cli.json_out) return tool_plan_memory_cmd(&cli, &d);
     return HP_EXIT_OK;
 }

@@ -35,7 +35,7 @@ typedef struct pp_measured { int P; float *idle_slots; } pp_measured;   // (P, 3
 // losses (first_step > 1 after --resume) and, under pp, what each pp rank measured. The keys
 // are the library's (src/train/verify_json.c); a new one goes there. Returns 0, or
 // HP_EXIT_FAIL after one line when the file cannot be written.
-static int write_json(const char *path, const hp_cli *cli, const hp_verify_result *r,
+static int write_json(const char *path, const tool_cli *cli, const hp_verify_result *r,
                       const double *losses, int steps, int first_step, const pp_measured *pp,
                       const hp_plan_measured *meas) {
     hp_verify_record rec;
@@ -67,7 +67,7 @@ static int write_json(const char *path, const hp_cli *cli, const hp_verify_resul
 }
 
 // Every rank reads --load itself (a small file; no broadcast needed), after validation.
-static float *load_model(const hp_cli *cli, int rank) {
+static float *load_model(const tool_cli *cli, int rank) {
     hp_param_table t;
     hp_params_build(&t, &cli->model, &cli->dims, rank);
     float *full = malloc((size_t)t.full_numel * sizeof(float));
@@ -115,7 +115,7 @@ static pp_measured measure_pp(hp_trainer *tr, int rank, int quiet) {
     return pm;
 }
 
-static int train(const hp_cli *cli, const float *init, int rank) {
+static int train(const tool_cli *cli, const float *init, int rank) {
     char err[256];
     hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &cli->model, &cli->dims, &cli->run, err, sizeof err);
     if (!tr) { if (rank == 0) fprintf(stderr, "hp: %s\n", err); return HP_EXIT_CONFIG; }
@@ -124,7 +124,7 @@ static int train(const hp_cli *cli, const float *init, int rank) {
     const int64_t full_n = hp_trainer_params(tr)->full_numel;
     int rc = HP_EXIT_OK;
     int first = 0;   // steps done before this run: the checkpoint's step after --resume
-    if (cli->resume && (first = hp_run_ckpt_resume(tr, cli, rank)) < 0) {
+    if (cli->resume && (first = tool_run_ckpt_resume(tr, cli, rank)) < 0) {
         free(losses);
         hp_trainer_free(tr);
         return HP_EXIT_CONFIG;
@@ -155,7 +155,7 @@ static int train(const hp_cli *cli, const float *init, int rank) {
             printf("step %4d | loss %.6f | grad norm %.4f | %8.2f ms | %10.0f tok/s\n", st.step,
                    st.loss, st.grad_norm, st.ms, st.tokens_per_s);
         if (!hp_step_finite(st.loss, st.grad_norm)) report_nonfinite(&st, rank);
-        if (rc == HP_EXIT_OK) rc = hp_run_ckpt_after_step(tr, cli, st.step, rank);
+        if (rc == HP_EXIT_OK) rc = tool_run_ckpt_after_step(tr, cli, st.step, rank);
     }
     pp_measured pm = { 0, NULL };
     if (cli->dims.pp > 1) pm = measure_pp(tr, rank, cli->quiet);
@@ -173,21 +173,21 @@ static int train(const hp_cli *cli, const float *init, int rank) {
 
 // Under a launcher that hp did not start (mpirun, srun), the checks of the self-launch run
 // here: on world rank 0, with its node's rank count, and every rank learns the verdict.
-static int check_under_launcher(const hp_cli *cli, int rank) {
+static int check_under_launcher(const tool_cli *cli, int rank) {
     MPI_Comm node;
     int local = 1, bad = 0;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &local);
     MPI_Comm_free(&node);
     if (rank == 0 && !getenv("HP_LAUNCHED"))
-        bad = hp_cli_check_outputs(cli) || hp_cli_check_memory(cli, &cli->dims, local);
+        bad = tool_cli_check_outputs(cli) || tool_cli_check_memory(cli, &cli->dims, local);
     hp_mpi_broadcast(MPI_COMM_WORLD, &bad, 1, MPI_INT, 0, "launch-check");
     return bad ? HP_EXIT_CONFIG : 0;
 }
 
-int hp_cmd_run(int argc, char **argv) {
-    hp_cli cli;
-    int e = hp_cli_parse(&cli, argc, argv, 2, NULL, run_usage);
+int tool_cmd_run(int argc, char **argv) {
+    tool_cli cli;
+    int e = tool_cli_parse(&cli, argc, argv, 2, NULL, run_usage);
     if (e < 0) return HP_EXIT_OK;
     if (e) return e;
     if (cli.n_rest) {
@@ -195,13 +195,13 @@ int hp_cmd_run(int argc, char **argv) {
         return HP_EXIT_CONFIG;
     }
     if (cli.list_failpoints) { hp_failpoint_print_list(stdout); return HP_EXIT_OK; }
-    if ((e = hp_run_ckpt_flags(&cli))) return e;
+    if ((e = tool_run_ckpt_flags(&cli))) return e;
     char fp_err[256];   // HP_FAILPOINT=name[,name]: an unknown name is refused before any rank
     if (hp_failpoint_init(fp_err, sizeof fp_err) != 0) {
         fprintf(stderr, "hp: %s\n", fp_err);
         return HP_EXIT_CONFIG;
     }
-    const int under_mpi = hp_launch_under_mpi();
+    const int under_mpi = tool_launch_under_mpi();
     if (!under_mpi) {
         // validate before starting any rank: bad input exits 2 here, fast
         hp_dims d = cli.dims;
@@ -223,17 +223,17 @@ int hp_cmd_run(int argc, char **argv) {
                 return HP_EXIT_CONFIG;
             }
         }
-        if ((e = hp_cli_check_outputs(&cli)) || (e = hp_cli_check_memory(&cli, &d, d.world)))
+        if ((e = tool_cli_check_outputs(&cli)) || (e = tool_cli_check_memory(&cli, &d, d.world)))
             return e;
         if (cli.load_file) {
-            hp_cli probe = cli;
+            tool_cli probe = cli;
             probe.dims = d;
             float *full = load_model(&probe, 0);
             if (!full) return HP_EXIT_CONFIG;
             free(full);
         }
-        if ((e = hp_run_ckpt_precheck(&cli))) return e;   // --resume: refused before any rank
-        if (d.world > 1) return hp_launch_self(d.world, argc, argv);
+        if ((e = tool_run_ckpt_precheck(&cli))) return e;   // --resume: refused before any rank
+        if (d.world > 1) return tool_launch_self(d.world, argc, argv);
     }
 
     hp_blas_core_reexec(argv);   // the kernels this CPU deserves, before MPI_Init (hyperpar/blas.h)

@@ -1,5 +1,5 @@
 // fma_peak.c - the fp32 FMA-throughput microbenchmark behind `hp bench`'s peak figure.
-// defines: hp_fma_peak
+// defines: tool_fma_peak
 //
 // Why 16 accumulators: an FMA has a latency of about 4 cycles and a core issues up to 2 per
 // cycle, so at least 8 independent chains keep both ports busy; 16 leave room for cores with
@@ -143,7 +143,7 @@ static double timed(loop_fn fn, int threads, long iters) {
     return t1 > t0 ? flops / (t1 - t0) * 1e-9 : 0.0;
 }
 
-double hp_fma_peak(int threads, char *isa, size_t isa_len) {
+double tool_fma_peak(int threads, char *isa, size_t isa_len) {
     const char *name;
     loop_fn fn = pick_loop(&name);
     if (isa && isa_len) snprintf(isa, isa_len, "%s", name);

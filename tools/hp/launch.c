@@ -1,5 +1,5 @@
 // launch.c - the torchrun role: notice an MPI launcher, or re-run this very command under one.
-// defines: hp_launch_under_mpi, hp_launch_self
+// defines: tool_launch_under_mpi, tool_launch_self
 //
 // `hp run --nproc 4 ...` outside any launcher forks and execs the launcher of the MPI that hp
 // was built with (CMake's MPIEXEC_EXECUTABLE, compiled in as HP_MPIEXEC_BUILT; HP_MPIRUN
@@ -31,9 +31,9 @@
 #define HP_MPIEXEC_BUILT ""
 #endif
 
-int hp_launch_under_mpi(void) {
+int tool_launch_under_mpi(void) {
     static const char *const vars[] = {
-        "HP_LAUNCHED",                                  // set by hp_launch_self: never recurse
+        "HP_LAUNCHED",                                  // set by tool_launch_self: never recurse
         "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", // Open MPI
         "PMI_SIZE", "PMI_RANK",                         // MPICH / Hydra, Intel MPI
         "PMIX_RANK",                                    // PMIx (Open MPI 5, srun --mpi=pmix)
@@ -66,7 +66,7 @@ static int launcher_is_open_mpi(const char *path) {
     return -1;
 }
 
-int hp_launch_self(int nproc, int argc, char **argv) {
+int tool_launch_self(int nproc, int argc, char **argv) {
     static char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) exe[n] = '\0';

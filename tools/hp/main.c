@@ -2,7 +2,7 @@
 // defines: main
 //
 // Each subcommand gets the whole argv (argv[1] is its name) and parses from argv[2] with
-// hp_cli_parse(cli, argc, argv, 2, ...), so hp_launch_self can re-run the same command line.
+// tool_cli_parse(cli, argc, argv, 2, ...), so tool_launch_self can re-run the same command line.
 // MPI is the subcommand's business: plan never initialises it; run/matrix/bench do (or launch).
 #include <stdio.h>
 #include <string.h>
@@ -45,11 +45,11 @@ int main(int argc, char **argv) {
         printf("hp (hyperpar) %s\n", HP_VERSION);
         return HP_EXIT_OK;
     }
-    if (!strcmp(cmd, "plan"))   return hp_cmd_plan(argc, argv);
-    if (!strcmp(cmd, "run"))    return hp_cmd_run(argc, argv);
-    if (!strcmp(cmd, "matrix")) return hp_cmd_matrix(argc, argv);
-    if (!strcmp(cmd, "bench"))  return hp_cmd_bench(argc, argv);
-    if (!strcmp(cmd, "export")) return hp_cmd_export(argc, argv);   // checkpoint -> one safetensors file
+    if (!strcmp(cmd, "plan"))   return tool_cmd_plan(argc, argv);
+    if (!strcmp(cmd, "run"))    return tool_cmd_run(argc, argv);
+    if (!strcmp(cmd, "matrix")) return tool_cmd_matrix(argc, argv);
+    if (!strcmp(cmd, "bench"))  return tool_cmd_bench(argc, argv);
+    if (!strcmp(cmd, "export")) return tool_cmd_export(argc, argv);   // checkpoint -> one safetensors file
     fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, matrix, bench; see hp --help)\n", cmd);
     return HP_EXIT_CONFIG;
 }

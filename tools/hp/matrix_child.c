@@ -1,7 +1,7 @@
 // matrix_child.c - the child processes of `hp matrix` (matrix_child.h): one run under a time
 // limit in its own process group, its argument lists, what its logs say.
-// defines: hp_matrix_interrupted, hp_now_s, hp_child_run, hp_child_split_args, hp_child_free_args,
-//          hp_remove_tree, hp_file_line, hp_count_lines
+// defines: tool_matrix_interrupted, tool_now_s, tool_child_run, tool_child_split_args, tool_child_free_args,
+//          tool_remove_tree, tool_file_line, tool_count_lines
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -17,15 +17,15 @@
 #include <unistd.h>
 #include "matrix_child.h"
 
-volatile sig_atomic_t hp_matrix_interrupted = 0;
+volatile sig_atomic_t tool_matrix_interrupted = 0;
 
-double hp_now_s(void) {
+double tool_now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int hp_remove_tree(const char *path, int depth) {
+int tool_remove_tree(const char *path, int depth) {
     struct stat st;
     if (lstat(path, &st) != 0) return -1;
     if (S_ISDIR(st.st_mode) && depth < 4) {
@@ -36,7 +36,7 @@ int hp_remove_tree(const char *path, int depth) {
             if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
             char sub[1400];
             snprintf(sub, sizeof sub, "%s/%s", path, ent->d_name);
-            hp_remove_tree(sub, depth + 1);
+            tool_remove_tree(sub, depth + 1);
         }
         closedir(d);
         return rmdir(path);
@@ -45,9 +45,9 @@ int hp_remove_tree(const char *path, int depth) {
 }
 
 
-int hp_child_run(char *const *argv, const char *out_path, const char *err_path, double timeout_s,
+int tool_child_run(char *const *argv, const char *out_path, const char *err_path, double timeout_s,
                      double *seconds) {
-    const double t0 = hp_now_s();
+    const double t0 = tool_now_s();
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
@@ -75,12 +75,12 @@ int hp_child_run(char *const *argv, const char *out_path, const char *err_path, 
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) { status = 127 << 8; break; }
-        if (hp_matrix_interrupted || hp_now_s() - t0 > timeout_s) {
+        if (tool_matrix_interrupted || tool_now_s() - t0 > timeout_s) {
             // the whole group: hp, its mpirun and the ranks
             timed_out = 1;
             kill(-pid, SIGTERM);
-            double t1 = hp_now_s();
-            while (waitpid(pid, &status, WNOHANG) == 0 && hp_now_s() - t1 < 5) {
+            double t1 = tool_now_s();
+            while (waitpid(pid, &status, WNOHANG) == 0 && tool_now_s() - t1 < 5) {
                 struct timespec ts = { 0, 20 * 1000 * 1000 };
                 nanosleep(&ts, NULL);
             }
@@ -93,14 +93,14 @@ int hp_child_run(char *const *argv, const char *out_path, const char *err_path, 
     }
     // ranks that outlived their hp (they should not): end them with the group
     kill(-pid, SIGKILL);
-    *seconds = hp_now_s() - t0;
+    *seconds = tool_now_s() - t0;
     if (timed_out) return -1;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return 127;
 }
 
-int hp_child_split_args(const char *s, const char *dir, char **argv, int first, int cap) {
+int tool_child_split_args(const char *s, const char *dir, char **argv, int first, int cap) {
     int n = first;
     while (*s && n < cap - 1) {
         while (*s == ' ') s++;
@@ -125,11 +125,11 @@ int hp_child_split_args(const char *s, const char *dir, char **argv, int first, 
     return n;
 }
 
-void hp_child_free_args(char **argv, int first, int n) {
+void tool_child_free_args(char **argv, int first, int n) {
     for (int i = first; i < n; i++) free(argv[i]);
 }
 
-void hp_file_line(const char *path, const char *needle, int last, char *out, int cap) {
+void tool_file_line(const char *path, const char *needle, int last, char *out, int cap) {
     out[0] = '\0';
     FILE *f = fopen(path, "r");
     if (!f) return;
@@ -147,7 +147,7 @@ void hp_file_line(const char *path, const char *needle, int last, char *out, int
     fclose(f);
 }
 
-int hp_count_lines(const char *path) {
+int tool_count_lines(const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     int n = 0, c, prev = '\n';

@@ -1,5 +1,5 @@
 // matrix_opts.c - the command line of `hp matrix` (matrix_opts.h).
-// defines: hp_matrix_parse_opts, hp_matrix_selected
+// defines: tool_matrix_parse_opts, tool_matrix_selected
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +89,7 @@ static int parse_levels(const char *s, int levels[HP_LEVEL_COUNT]) {
     return 0;
 }
 
-int hp_matrix_parse_opts(int argc, char **argv, hp_matrix_opts *o) {
+int tool_matrix_parse_opts(int argc, char **argv, tool_matrix_opts *o) {
     memset(o, 0, sizeof *o);
     for (int l = 0; l < HP_LEVEL_COUNT; l++) o->levels[l] = 1;
     snprintf(o->selection, sizeof o->selection, "--level all");
@@ -123,7 +123,7 @@ int hp_matrix_parse_opts(int argc, char **argv, hp_matrix_opts *o) {
             continue;
         }
         if ((k = opt_value(argc, argv, &i, "--report", &v))) {
-            if (k < 0 || hp_cli_check_dir("--report", v)) return HP_EXIT_CONFIG;
+            if (k < 0 || tool_cli_check_dir("--report", v)) return HP_EXIT_CONFIG;
             o->report_dir = v;
             continue;
         }
@@ -173,6 +173,6 @@ int hp_matrix_parse_opts(int argc, char **argv, hp_matrix_opts *o) {
     return o->only ? check_only(o->only) : 0;
 }
 
-int hp_matrix_selected(const hp_matrix_opts *o, const char *id, int level) {
+int tool_matrix_selected(const tool_matrix_opts *o, const char *id, int level) {
     return o->only ? in_list(o->only, id) : o->levels[level];
 }

@@ -1,15 +1,15 @@
 // matrix_opts.h - the command line of `hp matrix`: which recipes, negative cases and failpoints
 // to run, how often, where the report goes, or which generated file to print.
-// defines: hp_matrix_opts, hp_matrix_parse_opts, hp_matrix_selected
+// defines: tool_matrix_opts, tool_matrix_parse_opts, tool_matrix_selected
 //
-//   hp_matrix_opts o;
-//   int e = hp_matrix_parse_opts(argc, argv, &o);   // -1: --help printed; else 0 or exit 2
-//   if (hp_matrix_selected(&o, "M4-s2", HP_LEVEL_L0)) ...
+//   tool_matrix_opts o;
+//   int e = tool_matrix_parse_opts(argc, argv, &o);   // -1: --help printed; else 0 or exit 2
+//   if (tool_matrix_selected(&o, "M4-s2", HP_LEVEL_L0)) ...
 #ifndef HP_TOOL_MATRIX_OPTS_H
 #define HP_TOOL_MATRIX_OPTS_H
 #include "hyperpar/recipes.h"
 
-typedef struct hp_matrix_opts {
+typedef struct tool_matrix_opts {
     int  levels[HP_LEVEL_COUNT];
     char selection[128];
     const char *only;        // comma list or NULL
@@ -21,12 +21,12 @@ typedef struct hp_matrix_opts {
     int  faults, faults_only;    // --faults / --faults-only
     int  no_faults;              // --no-faults: not even with the whole matrix
     const char *bad_files_dir;
-} hp_matrix_opts;
+} tool_matrix_opts;
 
 // Parses argv[2..] (after "hp matrix"). Returns 0, -1 after printing --help, or HP_EXIT_CONFIG
 // after one line naming the bad flag (an unknown --only id included).
-int hp_matrix_parse_opts(int argc, char **argv, hp_matrix_opts *o);
+int tool_matrix_parse_opts(int argc, char **argv, tool_matrix_opts *o);
 // 1 when the recipe or negative case `id` (of `level`) is selected: in --only, else by --level.
-int hp_matrix_selected(const hp_matrix_opts *o, const char *id, int level);
+int tool_matrix_selected(const tool_matrix_opts *o, const char *id, int level);
 
 #endif

@@ -1,6 +1,6 @@
 // plan_pipeline.c - `hp plan` under pp > 1: the stages (layers, pp rank), and the schedule as a
 // grid of pp rank x time slot with its ideal bubble (pipeline.md "What a user sees").
-// defines: hp_plan_print_pipeline
+// defines: tool_plan_print_pipeline
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -8,7 +8,7 @@
 
 // Cells like F3, B2, I1, W0; slots as hp_pp_ideal_bubble times them (F = I = W = 1, B = 2), so
 // a gap in a row is that rank waiting.
-void hp_plan_print_pipeline(FILE *out, const hp_dims *d, int n_layers, int M) {
+void tool_plan_print_pipeline(FILE *out, const hp_dims *d, int n_layers, int M) {
     hp_pp_layout lay;
     if (d->pp <= 1 || hp_pp_layout_init(&lay, d, n_layers) != 0) return;
     fprintf(out, "\npipeline: pp %d, schedule %s, %d stage%s per pp rank, %d microbatch%s\n", lay.P,

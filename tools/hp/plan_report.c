@@ -1,8 +1,8 @@
 // plan_report.c - `hp plan --memory [--hw NAME] [--json FILE]`: a rank's bytes by category,
 // its traffic per (group, op), its FLOPs and, on named hardware, a step-time model; and the
 // stride summary of the groups of a big world.
-// defines: hp_plan_check_flags, hp_plan_parse_size, hp_plan_ac_name, hp_plan_memory_cmd,
-//          hp_plan_print_group_strides
+// defines: tool_plan_check_flags, tool_plan_parse_size, tool_plan_ac_name, tool_plan_memory_cmd,
+//          tool_plan_print_group_strides
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-int hp_plan_parse_size(const char *s, double *bytes) {
+int tool_plan_parse_size(const char *s, double *bytes) {
     char *end;
     const double v = strtod(s, &end);
     if (end == s || !(v > 0) || v > 1e18) return -1;
@@ -27,14 +27,14 @@ int hp_plan_parse_size(const char *s, double *bytes) {
     return -1;
 }
 
-int hp_plan_check_flags(hp_cli *cli) {
+int tool_plan_check_flags(tool_cli *cli) {
     hp_plan_hw hw;
     if (cli->hw && hp_plan_hw_by_name(cli->hw, &hw) != 0) {
         fprintf(stderr, "hp: --hw expects h100, h200, mi300x or cpu, got '%s'\n", cli->hw);
         return HP_EXIT_CONFIG;
     }
     double b;
-    if (cli->mem_per_rank && hp_plan_parse_size(cli->mem_per_rank, &b) != 0) {
+    if (cli->mem_per_rank && tool_plan_parse_size(cli->mem_per_rank, &b) != 0) {
         fprintf(stderr, "hp: --mem-per-rank expects a size > 0 such as 80GiB or 141GB, got '%s'\n",
                 cli->mem_per_rank);
         return HP_EXIT_CONFIG;
@@ -51,7 +51,7 @@ int hp_plan_check_flags(hp_cli *cli) {
 // ---------------------------------------------------------------------------------------
 // --memory
 
-void hp_plan_ac_name(char *buf, size_t n, int ac_every) {
+void tool_plan_ac_name(char *buf, size_t n, int ac_every) {
     if (ac_every == 0) snprintf(buf, n, "none");
     else if (ac_every == 1) snprintf(buf, n, "full");
     else snprintf(buf, n, "every:%d", ac_every);
@@ -92,7 +92,7 @@ static cJSON *memory_json(const hp_plan_memory *mem) {
     return j;
 }
 
-int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
+int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
     const hp_model_config *m = &cli->model;
     const hp_run_config *rc = &cli->run;
     const int rank = cli->rank;
@@ -113,7 +113,7 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
     if (mem.accumulation > 0)
         row("accumulation buffers", mem.accumulation, "every unit's grads over the microbatches (and params under pp)");
     char acts_note[200], ac[32];
-    hp_plan_ac_name(ac, sizeof ac, rc->ac_every);
+    tool_plan_ac_name(ac, sizeof ac, rc->ac_every);
     if (d->pp > 1)
         snprintf(acts_note, sizeof acts_note, "kept for the backward, AC %s: %d microbatches in flight "
                  "x this rank's stages%s", ac, mem.pp_in_flight, rc->ac_every ? " + one recompute set" : "");
@@ -232,7 +232,7 @@ int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d) {
 // ---------------------------------------------------------------------------------------
 // groups by stride
 
-void hp_plan_print_group_strides(FILE *out, const hp_dims *d) {
+void tool_plan_print_group_strides(FILE *out, const hp_dims *d) {
     int *members = malloc((size_t)d->world * sizeof *members);
     if (!members) { fprintf(stderr, "hp: out of memory\n"); return; }
     fprintf(out, "groups (%d ranks: rank 0's group of each kind, by stride; --ranks lists every group)\n", d->world);

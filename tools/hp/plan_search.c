@@ -7,7 +7,7 @@
 // of enumeration. Prints the top 10 and how many were tried, legal and fit.
 // AC changes only the activations (plan.h: hp_plan_activations), so each (layout, M) is
 // predicted once without AC and the other modes swap their activations in.
-// defines: hp_plan_search_cmd
+// defines: tool_plan_search_cmd
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,7 +43,7 @@ typedef struct pp_memo { int pp, schedule, virt, M, slots; double bubble; } pp_m
 #define PP_MEMO 4096
 
 typedef struct search {
-    const hp_cli *cli;
+    const tool_cli *cli;
     const hp_plan_hw *hw;      // the time model, or NULL
     hp_plan_hw topo;           // nodes of 8 for the byte ranking
     double mem;
@@ -224,7 +224,7 @@ static int consider(search *s, hp_dims d0) {
     return 0;
 }
 
-int hp_plan_search_cmd(const hp_cli *cli) {
+int tool_plan_search_cmd(const tool_cli *cli) {
     const int W = cli->plan_world ? cli->plan_world : cli->nproc;
     if (W <= 0) {
         fprintf(stderr, "hp: --search needs --world N (the number of ranks to lay out)\n");
@@ -255,7 +255,7 @@ int hp_plan_search_cmd(const hp_cli *cli) {
     s.hw = cli->hw ? &hw : NULL;
     hp_plan_hw_by_name("h100", &s.topo);
     if (cli->mem_per_rank) {
-        if (hp_plan_parse_size(cli->mem_per_rank, &s.mem) != 0) {
+        if (tool_plan_parse_size(cli->mem_per_rank, &s.mem) != 0) {
             fprintf(stderr, "hp: --mem-per-rank expects a size > 0 such as 80GiB or 141GB, got '%s'\n",
                     cli->mem_per_rank);
             return HP_EXIT_CONFIG;
@@ -320,7 +320,7 @@ int hp_plan_search_cmd(const hp_cli *cli) {
     if (s.n_fit == 0) {
         const layout *c = &s.closest;
         char ac[32];
-        hp_plan_ac_name(ac, sizeof ac, c->ac_every);
+        tool_plan_ac_name(ac, sizeof ac, c->ac_every);
         fprintf(stderr, "hp: none of the %d legal layouts of world %d fits %.4g GiB per rank; the smallest peak "
                 "is %.1f GiB (pp %d %s dp_replicate %d dp_shard %d ulysses %d cp %d tp %d ep %d etp %d "
                 "microbatches %d ac %s)\n", s.n_legal, W, s.mem / GIB, c->peak / GIB, c->d.pp,
@@ -336,7 +336,7 @@ int hp_plan_search_cmd(const hp_cli *cli) {
     for (int i = 0; i < s.n_fit && i < TOP; i++) {
         const layout *l = &s.fit[i];
         char ac[32];
-        hp_plan_ac_name(ac, sizeof ac, l->ac_every);
+        tool_plan_ac_name(ac, sizeof ac, l->ac_every);
         printf("  %3d %4d %-16s %6d %6d %3d %5d %3d %3d %3d %4d %-8s   %9.2f %9.2f %14.3f", i + 1, l->d.pp,
                l->d.pp > 1 ? hp_pp_schedule_name(l->d.pp_schedule) : "-", l->d.dp_replicate, l->d.dp_shard,
                l->d.ulysses, l->d.cp, l->d.tp, l->d.ep, l->d.etp, l->microbatches, ac, l->peak / GIB,

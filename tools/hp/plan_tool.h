@@ -1,7 +1,7 @@
 // plan_tool.h - the parts of `hp plan` beyond the layout: --memory (and --json, --hw), the
 // stride summary of big worlds, and --search. The formulas live in the library (plan.h).
-// defines: hp_plan_check_flags, hp_plan_ac_name, hp_plan_memory_cmd, hp_plan_print_group_strides,
-//          hp_plan_search_cmd, hp_plan_parse_size, HP_PLAN_SUMMARY_WORLD
+// defines: tool_plan_check_flags, tool_plan_ac_name, tool_plan_memory_cmd, tool_plan_print_group_strides,
+//          tool_plan_search_cmd, tool_plan_parse_size, TOOL_PLAN_SUMMARY_WORLD
 #ifndef HP_TOOL_PLAN_TOOL_H
 #define HP_TOOL_PLAN_TOOL_H
 #include <stddef.h>
@@ -10,21 +10,21 @@
 #include "hyperpar/dims.h"
 
 // Beyond this many ranks plan prints groups by stride and a summary unless --ranks.
-#define HP_PLAN_SUMMARY_WORLD 64
+#define TOOL_PLAN_SUMMARY_WORLD 64
 
 // --hw, --mem-per-rank, --world against --nproc: one line and HP_EXIT_CONFIG, or 0.
 // --world N without --search stands for --nproc N.
-int hp_plan_check_flags(hp_cli *cli);
+int tool_plan_check_flags(tool_cli *cli);
 // "80GiB" -> 85899345920; "141GB" -> 1.41e11; a plain number is bytes. Returns 0, or -1.
-int hp_plan_parse_size(const char *s, double *bytes);
+int tool_plan_parse_size(const char *s, double *bytes);
 // "none", "full" or "every:N" (--ac's spelling of rc->ac_every).
-void hp_plan_ac_name(char *buf, size_t n, int ac_every);
+void tool_plan_ac_name(char *buf, size_t n, int ac_every);
 // The --memory report of rank cli->rank (dims validated), text, and JSON with --json FILE.
-int hp_plan_memory_cmd(const hp_cli *cli, const hp_dims *d);
+int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d);
 // One line per group kind: how many groups, their size, rank 0's members by stride, and
 // whether a group fits in a node of 8 ranks.
-void hp_plan_print_group_strides(FILE *out, const hp_dims *d);
+void tool_plan_print_group_strides(FILE *out, const hp_dims *d);
 // --search: every legal layout of --world N that fits, ranked; prints the top 10.
-int hp_plan_search_cmd(const hp_cli *cli);
+int tool_plan_search_cmd(const tool_cli *cli);
 
 #endif

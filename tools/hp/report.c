@@ -1,8 +1,8 @@
 // report.c - renders the results of `hp matrix`: the console table, report.md, report.json and
 // report.svg (hand-written SVG: one small loss-trajectory panel per recipe, a log-scale bar
 // chart of each recipe's worst relative error against the tolerance, the negative cases).
-// defines: hp_verdict_name, hp_recipe_worst_rel, hp_recipe_dims_text, hp_report_table,
-//          hp_report_markdown, hp_report_json, hp_report_svg
+// defines: tool_verdict_name, tool_recipe_worst_rel, tool_recipe_dims_text, tool_report_table,
+//          tool_report_markdown, tool_report_json, tool_report_svg
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,20 +10,20 @@
 #include "util/file_io.h"
 #include "report.h"
 
-const char *hp_verdict_name(hp_verdict v) {
+const char *tool_verdict_name(tool_verdict v) {
     switch (v) {
-    case HP_V_PASS:     return "PASS";
-    case HP_V_FAIL:     return "FAIL";
-    case HP_V_NONDET:   return "NONDET";
-    case HP_V_MISMATCH: return "MISMATCH";
-    case HP_V_REFUSED:  return "REFUSED";
-    case HP_V_CRASH:    return "CRASH";
-    case HP_V_TIMEOUT:  return "TIMEOUT";
+    case TOOL_V_PASS:     return "PASS";
+    case TOOL_V_FAIL:     return "FAIL";
+    case TOOL_V_NONDET:   return "NONDET";
+    case TOOL_V_MISMATCH: return "MISMATCH";
+    case TOOL_V_REFUSED:  return "REFUSED";
+    case TOOL_V_CRASH:    return "CRASH";
+    case TOOL_V_TIMEOUT:  return "TIMEOUT";
     }
     return "?";
 }
 
-double hp_recipe_worst_rel(const hp_recipe_result *r) {
+double tool_recipe_worst_rel(const tool_recipe_result *r) {
     if (!r->have_json) return -1;
     double w = r->loss_rel_err;
     if (r->worst_grad_rel > w) w = r->worst_grad_rel;
@@ -31,7 +31,7 @@ double hp_recipe_worst_rel(const hp_recipe_result *r) {
     return w;
 }
 
-void hp_recipe_dims_text(const hp_recipe *r, char *out, int cap) {
+void tool_recipe_dims_text(const hp_recipe *r, char *out, int cap) {
     int n = 0;
     if (r->P > 1) n += snprintf(out + n, (size_t)(cap - n), "P%d ", r->P);
     n += snprintf(out + n, (size_t)(cap - n), "R%d S%d ", r->R, r->S);
@@ -52,7 +52,7 @@ static void fmt_err(char *out, int cap, double v) {
 static const char *det_text(int d) { return d == 1 ? "yes" : d == 0 ? "NO" : "-"; }
 
 // The largest relative error of a fault's run and where: "4.11e-03 (loss)".
-static void fault_worst(const hp_fault_result *x, char *out, int cap) {
+static void fault_worst(const tool_fault_result *x, char *out, int cap) {
     const double v[3] = { x->loss_rel_err, x->grad_norm_rel, x->worst_grad_rel };
     static const char *const what[3] = { "loss", "grad norm", "gradient" };
     int k = -1;
@@ -67,16 +67,16 @@ static void fault_worst(const hp_fault_result *x, char *out, int cap) {
 
 // The planner column: "= 0.998" (persistent bytes and every (group, op) equal; predicted /
 // measured peak), "DIFF 0.85" when the check failed, "-" when it did not run.
-static void plan_text(const hp_recipe_result *x, char *out, size_t cap) {
+static void plan_text(const tool_recipe_result *x, char *out, size_t cap) {
     if (!x->plan_checked) snprintf(out, cap, "-");
     else snprintf(out, cap, "%s %.3f", x->plan_pass ? "=" : "DIFF", x->plan_peak_ratio);
 }
 
 // One line: how many recipes the planner predicted exactly, and the worst peak ratio.
-static void plan_summary(FILE *out, const hp_matrix_report *m, const char *bold) {
+static void plan_summary(FILE *out, const tool_matrix_report *m, const char *bold) {
     int n = 0, ok = 0, worst = -1;
     for (int i = 0; i < m->n_rec; i++) {
-        const hp_recipe_result *x = &m->rec[i];
+        const tool_recipe_result *x = &m->rec[i];
         if (!x->plan_checked) continue;
         n++;
         ok += x->plan_pass;
@@ -88,15 +88,15 @@ static void plan_summary(FILE *out, const hp_matrix_report *m, const char *bold)
             m->rec[worst].plan_peak_ratio, m->rec[worst].r->id);
 }
 
-void hp_report_table(FILE *out, const hp_matrix_report *m) {
+void tool_report_table(FILE *out, const tool_matrix_report *m) {
     if (m->n_rec || !m->n_faults)   // hp matrix --faults-only: no recipe table
         fprintf(out, "%-13s %-3s %-30s %5s %9s %-40s %-24s %-11s %6s %4s  %s\n", "recipe", "lvl", "dims",
                 "world", "loss rel", "worst grad rel (tensor)", "bytes counted / formula", "plan peak",
                 "time", "det", "verdict");
     for (int i = 0; i < m->n_rec; i++) {
-        const hp_recipe_result *x = &m->rec[i];
+        const tool_recipe_result *x = &m->rec[i];
         char dims[64], lre[16], gre[16], grad[64], bytes[48];
-        hp_recipe_dims_text(x->r, dims, sizeof dims);
+        tool_recipe_dims_text(x->r, dims, sizeof dims);
         fmt_err(lre, sizeof lre, x->have_json ? x->loss_rel_err : -1);
         fmt_err(gre, sizeof gre, x->have_json ? x->worst_grad_rel : -1);
         snprintf(grad, sizeof grad, "%s %.30s", gre, x->have_json ? x->worst_grad : "");
@@ -109,11 +109,11 @@ void hp_report_table(FILE *out, const hp_matrix_report *m) {
         plan_text(x, plan, sizeof plan);
         fprintf(out, "%-13s %-3s %-30s %5d %9s %-40s %-24s %-11s %5.1fs %4s  %s\n", x->r->id,
                 hp_level_name(x->r->level), dims, x->world, lre, grad, bytes, plan, x->seconds,
-                det_text(x->deterministic), hp_verdict_name(x->verdict));
+                det_text(x->deterministic), tool_verdict_name(x->verdict));
     }
     for (int i = 0; i < m->n_rec; i++) {
-        const hp_recipe_result *x = &m->rec[i];
-        if (x->verdict == HP_V_PASS) continue;
+        const tool_recipe_result *x = &m->rec[i];
+        if (x->verdict == TOOL_V_PASS) continue;
         fprintf(out, "  %s: %s", x->r->id, x->failure);
         if (x->log[0]) fprintf(out, " (log: %s)", x->log);
         fputc('\n', out);
@@ -121,7 +121,7 @@ void hp_report_table(FILE *out, const hp_matrix_report *m) {
     if (m->n_neg) {
         fprintf(out, "\n%-20s %4s %7s  %-10s %s\n", "negative case", "exit", "time", "verdict", "stderr line");
         for (int i = 0; i < m->n_neg; i++) {
-            const hp_negative_result *g = &m->neg[i];
+            const tool_negative_result *g = &m->neg[i];
             fprintf(out, "%-20s %4d %6.2fs  %-10s %.110s\n", g->n->id, g->exit_code, g->seconds,
                     g->ok ? "refused-ok" : "WRONG", g->line);
             if (!g->ok) fprintf(out, "  %s: %s\n", g->n->id, g->why);
@@ -131,7 +131,7 @@ void hp_report_table(FILE *out, const hp_matrix_report *m) {
         fprintf(out, "\n%-24s %-10s %-7s %-34s %-40s %s\n", "failpoint", "recipe", "verdict",
                 "first failed check", "worst grad rel (tensor)", "worst error");
         for (int i = 0; i < m->n_faults; i++) {
-            const hp_fault_result *x = &m->faults[i];
+            const tool_fault_result *x = &m->faults[i];
             char gre[16], worst[48];
             fmt_err(gre, sizeof gre, x->have_json ? x->worst_grad_rel : -1);
             fault_worst(x, worst, sizeof worst);
@@ -174,7 +174,7 @@ static const char *tol_text(double v, char *buf, size_t cap) {
 }
 
 // The "faults caught" table: one row per failpoint run (hp matrix --faults).
-static void md_faults_table(FILE *f, const hp_matrix_report *m) {
+static void md_faults_table(FILE *f, const tool_matrix_report *m) {
     char tol[32];
     fprintf(f, "Each failpoint (include/hyperpar/failpoint.h) is a one-line bug compiled into the code; "
                "its row is the smallest recipe it affects run with `HP_FAILPOINT=<name>` and "
@@ -186,7 +186,7 @@ static void md_faults_table(FILE *f, const hp_matrix_report *m) {
     fprintf(f, "| failpoint | recipe | what failed | worst error | caught |\n");
     fprintf(f, "|---|---|---|---|---|\n");
     for (int i = 0; i < m->n_faults; i++) {
-        const hp_fault_result *x = &m->faults[i];
+        const tool_fault_result *x = &m->faults[i];
         char gre[16], worst[48];
         fmt_err(gre, sizeof gre, x->have_json ? x->worst_grad_rel : -1);
         fault_worst(x, worst, sizeof worst);
@@ -203,7 +203,7 @@ static void md_faults_table(FILE *f, const hp_matrix_report *m) {
     fprintf(f, "\n%d of %d failpoints caught.\n", m->n_faults_caught, m->n_faults);
 }
 
-int hp_report_faults_markdown(const char *path, const hp_matrix_report *m) {
+int tool_report_faults_markdown(const char *path, const tool_matrix_report *m) {
     FILE *f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hp matrix: cannot write '%s'\n", path); return -1; }
     fprintf(f, "# Faults caught\n\n");
@@ -218,7 +218,7 @@ int hp_report_faults_markdown(const char *path, const hp_matrix_report *m) {
     return 0;
 }
 
-int hp_report_markdown(const char *path, const hp_matrix_report *m) {
+int tool_report_markdown(const char *path, const tool_matrix_report *m) {
     FILE *f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hp matrix: cannot write '%s'\n", path); return -1; }
     const int all_ok = m->n_fail == 0 && m->n_neg_wrong == 0 && m->n_faults_caught == m->n_faults;
@@ -246,9 +246,9 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
                "traj worst | bytes counted / formula | plan peak | time | det | verdict |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < m->n_rec; i++) {
-        const hp_recipe_result *x = &m->rec[i];
+        const tool_recipe_result *x = &m->rec[i];
         char dims[64], a[16], b[16], c[16], d[16];
-        hp_recipe_dims_text(x->r, dims, sizeof dims);
+        tool_recipe_dims_text(x->r, dims, sizeof dims);
         fmt_err(a, sizeof a, x->have_json ? x->loss_rel_err : -1);
         fmt_err(b, sizeof b, x->have_json ? x->worst_grad_rel : -1);
         fmt_err(c, sizeof c, x->have_json ? x->worst_param_rel : -1);
@@ -262,19 +262,19 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
         plan_text(x, plan, sizeof plan);
         fprintf(f, " | %s", plan);
         fprintf(f, " | %.1f s | %s | %s%s%s |\n", x->seconds, det_text(x->deterministic),
-                x->verdict == HP_V_PASS ? "" : "**", hp_verdict_name(x->verdict), x->verdict == HP_V_PASS ? "" : "**");
+                x->verdict == TOOL_V_PASS ? "" : "**", tool_verdict_name(x->verdict), x->verdict == TOOL_V_PASS ? "" : "**");
     }
     int n_bad = 0;
-    for (int i = 0; i < m->n_rec; i++) n_bad += m->rec[i].verdict != HP_V_PASS;
+    for (int i = 0; i < m->n_rec; i++) n_bad += m->rec[i].verdict != TOOL_V_PASS;
     if (n_bad) {
         fprintf(f, "\n## Failures\n\n");
         for (int i = 0; i < m->n_rec; i++) {
-            const hp_recipe_result *x = &m->rec[i];
-            if (x->verdict == HP_V_PASS) continue;
+            const tool_recipe_result *x = &m->rec[i];
+            if (x->verdict == TOOL_V_PASS) continue;
             char flags[512];
             hp_recipe_flags(x->r, flags, sizeof flags);
-            if (x->verdict == HP_V_TIMEOUT) fprintf(f, "- **%s** (%s): ", x->r->id, hp_verdict_name(x->verdict));
-            else fprintf(f, "- **%s** (%s, exit %d): ", x->r->id, hp_verdict_name(x->verdict), x->exit_code);
+            if (x->verdict == TOOL_V_TIMEOUT) fprintf(f, "- **%s** (%s): ", x->r->id, tool_verdict_name(x->verdict));
+            else fprintf(f, "- **%s** (%s, exit %d): ", x->r->id, tool_verdict_name(x->verdict), x->exit_code);
             md_cell(f, x->failure);
             fprintf(f, "  \n  reproduce: `hp run %s --verify`", flags);
             if (x->log[0]) fprintf(f, "; log: `%s`", x->log);
@@ -295,7 +295,7 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
         fprintf(f, "\n## Negative cases\n\nEach must exit %d fast with one stderr line naming the rule and the numbers.\n\n", 2);
         fprintf(f, "| case | rule | command | exit | time | stderr line | verdict |\n|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < m->n_neg; i++) {
-            const hp_negative_result *g = &m->neg[i];
+            const tool_negative_result *g = &m->neg[i];
             fprintf(f, "| %s | ", g->n->id);
             md_cell(f, g->n->rule);
             fprintf(f, " | `hp ");
@@ -314,7 +314,7 @@ int hp_report_markdown(const char *path, const hp_matrix_report *m) {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
-int hp_report_json(const char *path, const hp_matrix_report *m) {
+int tool_report_json(const char *path, const tool_matrix_report *m) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddBoolToObject(j, "pass", m->n_fail == 0 && m->n_neg_wrong == 0 &&
                                      m->n_faults_caught == m->n_faults);
@@ -328,7 +328,7 @@ int hp_report_json(const char *path, const hp_matrix_report *m) {
     cJSON_AddNumberToObject(j, "tolerance", hp_verify_tol.grad);
     cJSON *ra = cJSON_AddArrayToObject(j, "recipes");
     for (int i = 0; i < m->n_rec; i++) {
-        const hp_recipe_result *x = &m->rec[i];
+        const tool_recipe_result *x = &m->rec[i];
         const hp_recipe *r = x->r;
         cJSON *o = cJSON_CreateObject();
         char flags[512];
@@ -349,8 +349,8 @@ int hp_report_json(const char *path, const hp_matrix_report *m) {
         if (r->dispatcher) cJSON_AddStringToObject(dm, "dispatcher", r->dispatcher);
         cJSON_AddStringToObject(o, "flags", flags);
         cJSON_AddNumberToObject(o, "world", x->world);
-        cJSON_AddStringToObject(o, "verdict", hp_verdict_name(x->verdict));
-        cJSON_AddBoolToObject(o, "pass", x->verdict == HP_V_PASS);
+        cJSON_AddStringToObject(o, "verdict", tool_verdict_name(x->verdict));
+        cJSON_AddBoolToObject(o, "pass", x->verdict == TOOL_V_PASS);
         cJSON_AddNumberToObject(o, "exit_code", x->exit_code);
         cJSON_AddNumberToObject(o, "seconds", x->seconds);
         cJSON_AddNumberToObject(o, "runs", x->runs);
@@ -390,7 +390,7 @@ int hp_report_json(const char *path, const hp_matrix_report *m) {
     }
     cJSON *na = cJSON_AddArrayToObject(j, "negative");
     for (int i = 0; i < m->n_neg; i++) {
-        const hp_negative_result *g = &m->neg[i];
+        const tool_negative_result *g = &m->neg[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "id", g->n->id);
         cJSON_AddStringToObject(o, "rule", g->n->rule);
@@ -408,7 +408,7 @@ int hp_report_json(const char *path, const hp_matrix_report *m) {
     if (m->n_faults) {
         cJSON *fa = cJSON_AddArrayToObject(j, "faults");
         for (int i = 0; i < m->n_faults; i++) {
-            const hp_fault_result *x = &m->faults[i];
+            const tool_fault_result *x = &m->faults[i];
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "failpoint", x->fp->name);
             cJSON_AddStringToObject(o, "what", x->fp->what);
@@ -480,24 +480,24 @@ static void svg_polyline(FILE *f, const double *v, int n, double x0, double w, d
 }
 
 // One recipe: its 5-step loss trajectory, parallel against the reference.
-static void svg_panel(FILE *f, const hp_recipe_result *x, double px, double py, double pw, double ph) {
-    const int ok = x->verdict == HP_V_PASS;
+static void svg_panel(FILE *f, const tool_recipe_result *x, double px, double py, double pw, double ph) {
+    const int ok = x->verdict == TOOL_V_PASS;
     char buf[160], dims[64];
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"4\" fill=\"%s\" stroke=\"%s\" stroke-width=\"%s\"/>\n",
             px, py, pw, ph, ok ? C_PASS_BG : C_FAIL_BG, ok ? C_PASS : C_FAIL, ok ? "1" : "2");
     snprintf(buf, sizeof buf, "%s", x->r->id);
     svg_text(f, px + 6, py + 15, "font-size=\"12\" font-weight=\"bold\"", buf);
-    snprintf(buf, sizeof buf, "%s %s", hp_level_name(x->r->level), hp_verdict_name(x->verdict));
+    snprintf(buf, sizeof buf, "%s %s", hp_level_name(x->r->level), tool_verdict_name(x->verdict));
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"bold\" text-anchor=\"end\" fill=\"%s\">%s</text>\n",
             px + pw - 6, py + 15, ok ? C_PASS : C_FAIL, buf);
-    hp_recipe_dims_text(x->r, dims, sizeof dims);
+    tool_recipe_dims_text(x->r, dims, sizeof dims);
     snprintf(buf, sizeof buf, "%s w%d%s", dims, x->world, x->r->EP == 1 && strcmp(x->r->model, "tiny") ? " moe" : "");
     svg_text(f, px + 6, py + 28, "font-size=\"9.5\" fill=\"#444\"", buf);
 
     // plot area
     const double ax = px + 44, ay = py + 36, aw = pw - 52, ah = ph - 62;
     if (!x->have_json || x->steps < 1) {
-        if (x->verdict == HP_V_TIMEOUT) snprintf(buf, sizeof buf, "no result (timed out)");
+        if (x->verdict == TOOL_V_TIMEOUT) snprintf(buf, sizeof buf, "no result (timed out)");
         else if (x->exit_code > 128) snprintf(buf, sizeof buf, "no result (signal %d)", x->exit_code - 128);
         else snprintf(buf, sizeof buf, "no result (exit %d)", x->exit_code);
         svg_text(f, px + pw / 2, ay + ah / 2, "font-size=\"11\" text-anchor=\"middle\" fill=\"" C_FAIL "\"", buf);
@@ -538,7 +538,7 @@ static void svg_panel(FILE *f, const hp_recipe_result *x, double px, double py, 
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"1.8\" fill=\"" C_REFERENCE "\"/>\n", gx, gy);
     }
     char e1[16], e2[16];
-    fmt_err(e1, sizeof e1, hp_recipe_worst_rel(x));
+    fmt_err(e1, sizeof e1, tool_recipe_worst_rel(x));
     fmt_err(e2, sizeof e2, x->traj_worst);
     snprintf(buf, sizeof buf, "worst rel %s  traj %s  det %s", e1, e2, det_text(x->deterministic));
     svg_text(f, px + 6, py + ph - 5, "font-size=\"8.5\" fill=\"#333\"", buf);
@@ -547,7 +547,7 @@ static void svg_panel(FILE *f, const hp_recipe_result *x, double px, double py, 
 // One block per pipeline recipe: a lane per pp rank, a box per action of the last step (F
 // forward, B backward, I and W the split backward), on a common time axis per recipe, so the
 // gaps are the bubble a reader sees.
-static void svg_pp_timelines(FILE *f, const hp_matrix_report *m, double x0, double y0, double w,
+static void svg_pp_timelines(FILE *f, const tool_matrix_report *m, double x0, double y0, double w,
                              double lane_h) {
     static const char *const fill[4] = { "#4c78a8", "#54a24b", "#f58518", "#b279a2" };
     static const char *const name[4] = { "F", "B", "I", "W" };
@@ -557,7 +557,7 @@ static void svg_pp_timelines(FILE *f, const hp_matrix_report *m, double x0, doub
     double y = y0 + 20;
     const double lx = x0 + 150, lw = w - 160;
     for (int i = 0; i < m->n_rec; i++) {
-        const hp_recipe_result *x = &m->rec[i];
+        const tool_recipe_result *x = &m->rec[i];
         if (x->pp_ranks <= 0) continue;
         double end = 0;
         for (int p = 0; p < x->pp_ranks; p++)
@@ -584,7 +584,7 @@ static void svg_pp_timelines(FILE *f, const hp_matrix_report *m, double x0, doub
     }
 }
 
-int hp_report_svg(const char *path, const hp_matrix_report *m) {
+int tool_report_svg(const char *path, const tool_matrix_report *m) {
     FILE *f = fopen(path, "w");
     if (!f) { fprintf(stderr, "hp matrix: cannot write '%s'\n", path); return -1; }
     const int cols = 6;
@@ -658,9 +658,9 @@ int hp_report_svg(const char *path, const hp_matrix_report *m) {
     const int n = m->n_rec > 0 ? m->n_rec : 1;
     const double slot = bw / n, barw = slot * 0.7;
     for (int i = 0; i < m->n_rec; i++) {
-        const hp_recipe_result *x = &m->rec[i];
-        const int ok = x->verdict == HP_V_PASS;
-        double v = hp_recipe_worst_rel(x);
+        const tool_recipe_result *x = &m->rec[i];
+        const int ok = x->verdict == TOOL_V_PASS;
+        double v = tool_recipe_worst_rel(x);
         double cx = bx + slot * (i + 0.5);
         double top;
         if (v < 0) top = bar_y;                       // no numbers: a full red bar
@@ -672,7 +672,7 @@ int hp_report_svg(const char *path, const hp_matrix_report *m) {
         }
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%s\"><title>",
                 cx - barw / 2, top, barw, bar_y + bar_h - top, ok ? C_PASS : C_FAIL, v < 0 ? "0.35" : "0.85");
-        snprintf(buf, sizeof buf, "%s: %s %.3g", x->r->id, hp_verdict_name(x->verdict), v);
+        snprintf(buf, sizeof buf, "%s: %s %.3g", x->r->id, tool_verdict_name(x->verdict), v);
         svg_text_escaped(f, buf);
         fputs("</title></rect>\n", f);
         if (v < 0) svg_text(f, cx, bar_y + 12, "font-size=\"8\" text-anchor=\"middle\" fill=\"white\"", "n/a");
@@ -694,7 +694,7 @@ int hp_report_svg(const char *path, const hp_matrix_report *m) {
         svg_text(f, margin, neg_y, "font-size=\"14\" font-weight=\"bold\"", buf);
         const double cw = (W - 2 * margin) / neg_cols;
         for (int i = 0; i < m->n_neg; i++) {
-            const hp_negative_result *g = &m->neg[i];
+            const tool_negative_result *g = &m->neg[i];
             double x0 = margin + (i % neg_cols) * cw, y0 = neg_y + 10 + (i / neg_cols) * neg_row_h;
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" rx=\"2\" fill=\"%s\"/>\n", x0, y0 + 2,
                     g->ok ? C_PASS : C_FAIL);

@@ -1,6 +1,6 @@
 // report.h - the results of `hp matrix` and their three renderings: a console table, a
 // Markdown report, a JSON report and an SVG picture (loss trajectories + error bars).
-// defines: hp_verdict, hp_recipe_result, hp_negative_result, hp_matrix_report, hp_report_*
+// defines: tool_verdict, tool_recipe_result, tool_negative_result, tool_matrix_report, hp_report_*
 #ifndef HP_TOOL_REPORT_H
 #define HP_TOOL_REPORT_H
 #include <stdio.h>
@@ -8,29 +8,29 @@
 #include "hyperpar/recipes.h"
 #include "hyperpar/verify_record.h"
 
-#define HP_MATRIX_MAX_STEPS 16
+#define TOOL_MATRIX_MAX_STEPS 16
 
 typedef enum {
-    HP_V_PASS = 0,     // every check of --verify passed, runs bit-identical
-    HP_V_FAIL,         // --verify found a difference beyond the tolerance (exit 1)
-    HP_V_NONDET,       // passed, but two runs gave different losses
-    HP_V_MISMATCH,     // passed, but its trajectory differs from its same_as variant
-    HP_V_REFUSED,      // a legal recipe was refused as a bad configuration (exit 2)
-    HP_V_CRASH,        // killed by a signal or an unexpected exit code, or no JSON result
-    HP_V_TIMEOUT,      // still running after the time limit (killed)
-} hp_verdict;
+    TOOL_V_PASS = 0,     // every check of --verify passed, runs bit-identical
+    TOOL_V_FAIL,         // --verify found a difference beyond the tolerance (exit 1)
+    TOOL_V_NONDET,       // passed, but two runs gave different losses
+    TOOL_V_MISMATCH,     // passed, but its trajectory differs from its same_as variant
+    TOOL_V_REFUSED,      // a legal recipe was refused as a bad configuration (exit 2)
+    TOOL_V_CRASH,        // killed by a signal or an unexpected exit code, or no JSON result
+    TOOL_V_TIMEOUT,      // still running after the time limit (killed)
+} tool_verdict;
 
-#define HP_REPORT_PP_RANKS   8
-#define HP_REPORT_PP_ACTIONS 96
+#define TOOL_REPORT_PP_RANKS   8
+#define TOOL_REPORT_PP_ACTIONS 96
 
-typedef struct hp_recipe_result {
+typedef struct tool_recipe_result {
     const hp_recipe *r;
-    hp_verdict verdict;
+    tool_verdict verdict;
     int    exit_code;                  // of the first failing run (or the first run); -1 signal
     int    have_json;                  // the numbers below come from the child's --json
     int    world;
     int    steps;
-    double losses[HP_MATRIX_MAX_STEPS], losses_ref[HP_MATRIX_MAX_STEPS];
+    double losses[TOOL_MATRIX_MAX_STEPS], losses_ref[TOOL_MATRIX_MAX_STEPS];
     double loss_rel_err, traj_worst;
     double worst_grad_rel, worst_param_rel, tol_grad, tol_param;
     char   worst_grad[64], worst_param[64];
@@ -45,16 +45,16 @@ typedef struct hp_recipe_result {
     int    plan_checked;               // the planner's prediction was compared (hp_plan_check_run)
     int    plan_pass;                  // persistent bytes and every (group, op) equal, peak within 10%
     double plan_peak_ratio;            // predicted / measured peak bytes (world rank 0)
-    // pipeline: the verified run's last step, per pp rank (at most HP_REPORT_PP_RANKS ranks and
-    // HP_REPORT_PP_ACTIONS actions each): op (0 F, 1 B, 2 I, 3 W), start and end in ms
-    int    pp_ranks, pp_n[HP_REPORT_PP_RANKS];
-    float  pp_t0[HP_REPORT_PP_RANKS][HP_REPORT_PP_ACTIONS], pp_t1[HP_REPORT_PP_RANKS][HP_REPORT_PP_ACTIONS];
-    unsigned char pp_op[HP_REPORT_PP_RANKS][HP_REPORT_PP_ACTIONS];
+    // pipeline: the verified run's last step, per pp rank (at most TOOL_REPORT_PP_RANKS ranks and
+    // TOOL_REPORT_PP_ACTIONS actions each): op (0 F, 1 B, 2 I, 3 W), start and end in ms
+    int    pp_ranks, pp_n[TOOL_REPORT_PP_RANKS];
+    float  pp_t0[TOOL_REPORT_PP_RANKS][TOOL_REPORT_PP_ACTIONS], pp_t1[TOOL_REPORT_PP_RANKS][TOOL_REPORT_PP_ACTIONS];
+    unsigned char pp_op[TOOL_REPORT_PP_RANKS][TOOL_REPORT_PP_ACTIONS];
     char   failure[320];               // why it did not pass ("" when it passed)
     char   log[512];                   // the log of the run the failure comes from ("" none)
-} hp_recipe_result;
+} tool_recipe_result;
 
-typedef struct hp_negative_result {
+typedef struct tool_negative_result {
     const hp_negative *n;
     int    exit_code;                  // -1 killed by a signal or timed out
     int    ok;                         // exit code as expected, one stderr line matching the rule
@@ -62,10 +62,10 @@ typedef struct hp_negative_result {
     int    n_lines;                    // stderr lines
     char   line[512];                  // the first stderr line
     char   why[160];                   // what was wrong when !ok
-} hp_negative_result;
+} tool_negative_result;
 
 // One failpoint's run (`hp matrix --faults`): its recipe with HP_FAILPOINT=<name> must fail.
-typedef struct hp_fault_result {
+typedef struct tool_fault_result {
     const hp_failpoint_info *fp;
     int    exit_code;                  // -1 timed out; 128+N killed by signal N
     int    have_json;
@@ -77,36 +77,36 @@ typedef struct hp_fault_result {
     double seconds;
     char   why[200];                   // why it does not count as caught ("" when caught)
     char   log[512];
-} hp_fault_result;
+} tool_fault_result;
 
-typedef struct hp_matrix_report {
+typedef struct tool_matrix_report {
     char   selection[128];             // "--level all", "--only M4-s2"
     int    repeat;
-    hp_recipe_result   *rec;
+    tool_recipe_result   *rec;
     int    n_rec;
-    hp_negative_result *neg;
+    tool_negative_result *neg;
     int    n_neg;
     double seconds;                    // the whole matrix, wall time
     int    n_pass, n_fail, n_neg_ok, n_neg_wrong;
-    hp_fault_result *faults;           // --faults: one per failpoint (NULL / 0 without)
+    tool_fault_result *faults;           // --faults: one per failpoint (NULL / 0 without)
     int    n_faults, n_faults_caught;
-} hp_matrix_report;
+} tool_matrix_report;
 
-const char *hp_verdict_name(hp_verdict v);
+const char *tool_verdict_name(tool_verdict v);
 // Takes the numbers of a recipe's (first) run from its record; x->world stays when unknown.
-void   hp_recipe_result_take(hp_recipe_result *x, const hp_verify_record *v);
+void   tool_recipe_result_take(tool_recipe_result *x, const hp_verify_record *v);
 // The largest of the step-1 loss, gradient and parameter relative errors; -1 without numbers.
-double hp_recipe_worst_rel(const hp_recipe_result *r);
+double tool_recipe_worst_rel(const tool_recipe_result *r);
 // "R1 S2 C2 T2 sp EP4 ET1 ring" style summary of the degrees.
-void   hp_recipe_dims_text(const hp_recipe *r, char *out, int cap);
+void   tool_recipe_dims_text(const hp_recipe *r, char *out, int cap);
 
-void hp_report_table(FILE *out, const hp_matrix_report *m);
+void tool_report_table(FILE *out, const tool_matrix_report *m);
 // Each returns 0, or -1 after printing one line naming the file.
-int  hp_report_markdown(const char *path, const hp_matrix_report *m);
-int  hp_report_json(const char *path, const hp_matrix_report *m);
-int  hp_report_svg(const char *path, const hp_matrix_report *m);
+int  tool_report_markdown(const char *path, const tool_matrix_report *m);
+int  tool_report_json(const char *path, const tool_matrix_report *m);
+int  tool_report_svg(const char *path, const tool_matrix_report *m);
 // The "faults caught" table alone (failpoint, recipe, what failed, worst error), as Markdown:
 // DIR/faults.md, the table docs/verification.md shows.
-int  hp_report_faults_markdown(const char *path, const hp_matrix_report *m);
+int  tool_report_faults_markdown(const char *path, const tool_matrix_report *m);
 
 #endif

@@ -15,7 +15,7 @@ static void cost_line(char *buf, size_t n, const hp_ckpt_stats *st) {
     snprintf(buf, n, "bytes per rank min %lld max %lld, total %lld; %.3f s", lo, hi, sum, t);
 }
 
-int hp_run_ckpt_flags(const hp_cli *cli) {
+int tool_run_ckpt_flags(const tool_cli *cli) {
     if ((cli->ckpt_every > 0 || cli->ckpt_keep > 0) && !cli->ckpt_dir) {
         fprintf(stderr, "hp: --checkpoint-every and --checkpoint-keep need --checkpoint-dir\n");
         return HP_EXIT_CONFIG;
@@ -28,8 +28,8 @@ int hp_run_ckpt_flags(const hp_cli *cli) {
     return 0;
 }
 
-int hp_run_ckpt_precheck(const hp_cli *cli) {
-    if (cli->ckpt_dir && hp_cli_check_dir("--checkpoint-dir", cli->ckpt_dir) != 0) return HP_EXIT_CONFIG;
+int tool_run_ckpt_precheck(const tool_cli *cli) {
+    if (cli->ckpt_dir && tool_cli_check_dir("--checkpoint-dir", cli->ckpt_dir) != 0) return HP_EXIT_CONFIG;
     if (!cli->resume) return 0;
     char dir[4096], err[1024];
     int step = 0;
@@ -46,7 +46,7 @@ int hp_run_ckpt_precheck(const hp_cli *cli) {
     return 0;
 }
 
-int hp_run_ckpt_resume(hp_trainer *tr, const hp_cli *cli, int rank) {
+int tool_run_ckpt_resume(hp_trainer *tr, const tool_cli *cli, int rank) {
     char dir[4096], err[4600];
     hp_ckpt_stats st;
     int e = hp_ckpt_resolve(cli->resume, dir, sizeof dir, err, sizeof err);
@@ -68,7 +68,7 @@ int hp_run_ckpt_resume(hp_trainer *tr, const hp_cli *cli, int rank) {
     return st.step;
 }
 
-int hp_run_ckpt_after_step(hp_trainer *tr, const hp_cli *cli, int step, int rank) {
+int tool_run_ckpt_after_step(hp_trainer *tr, const tool_cli *cli, int step, int rank) {
     if (!cli->ckpt_dir) return 0;
     if (!((cli->ckpt_every > 0 && step % cli->ckpt_every == 0) || step == cli->run.steps)) return 0;
     char err[1024];

@@ -9,16 +9,16 @@
 #include "hyperpar/train.h"
 
 // Flag combinations (no files touched): one line and HP_EXIT_CONFIG, or 0.
-int hp_run_ckpt_flags(const hp_cli *cli);
+int tool_run_ckpt_flags(const tool_cli *cli);
 // Before any rank starts: --checkpoint-dir can be written; --resume names a complete
 // checkpoint that matches this run (config, names, shapes, sizes, CRC32s) and lies before
 // --steps. One line and HP_EXIT_CONFIG, or 0.
-int hp_run_ckpt_precheck(const hp_cli *cli);
+int tool_run_ckpt_precheck(const tool_cli *cli);
 // Collective: loads --resume into tr. Returns the checkpoint's step (the loop starts after
 // it), or -1 after rank 0 printed one line.
-int hp_run_ckpt_resume(hp_trainer *tr, const hp_cli *cli, int rank);
+int tool_run_ckpt_resume(hp_trainer *tr, const tool_cli *cli, int rank);
 // Collective: saves when step is a multiple of --checkpoint-every or the last step.
 // Returns 0, or HP_EXIT_FAIL after rank 0 printed one line.
-int hp_run_ckpt_after_step(hp_trainer *tr, const hp_cli *cli, int step, int rank);
+int tool_run_ckpt_after_step(hp_trainer *tr, const tool_cli *cli, int step, int rank);
 
 #endif

@@ -1,16 +1,16 @@
 // run_json.c - a run's verification record (the library reads its --json: verify_record.h)
 // into the matrix's result of the recipe (report.h).
-// defines: hp_recipe_result_take
+// defines: tool_recipe_result_take
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include "report.h"
 
-void hp_recipe_result_take(hp_recipe_result *x, const hp_verify_record *v) {
+void tool_recipe_result_take(tool_recipe_result *x, const hp_verify_record *v) {
     x->have_json = v->verified;   // a plain run's file is not a verification result
     if (v->world > 0) x->world = v->world;
     x->steps = v->steps < v->steps_ref ? v->steps : v->steps_ref;
-    if (x->steps > HP_MATRIX_MAX_STEPS) x->steps = HP_MATRIX_MAX_STEPS;
+    if (x->steps > TOOL_MATRIX_MAX_STEPS) x->steps = TOOL_MATRIX_MAX_STEPS;
     for (int s = 0; s < x->steps; s++) {
         x->losses[s] = v->losses[s];
         x->losses_ref[s] = v->losses_ref[s];
@@ -32,9 +32,9 @@ void hp_recipe_result_take(hp_recipe_result *x, const hp_verify_record *v) {
     for (int i = 0; i < v->n_moe_layers; i++) flips += v->route_flips[i];
     x->route_flips = flips >= (double)INT_MAX ? INT_MAX : flips <= (double)INT_MIN ? INT_MIN : (int)flips;
     snprintf(x->failure, sizeof x->failure, "%s", v->failure);
-    x->pp_ranks = v->pp_ranks < HP_REPORT_PP_RANKS ? v->pp_ranks : HP_REPORT_PP_RANKS;
+    x->pp_ranks = v->pp_ranks < TOOL_REPORT_PP_RANKS ? v->pp_ranks : TOOL_REPORT_PP_RANKS;
     for (int p = 0; p < x->pp_ranks; p++) {
-        x->pp_n[p] = v->pp_n[p] < HP_REPORT_PP_ACTIONS ? v->pp_n[p] : HP_REPORT_PP_ACTIONS;
+        x->pp_n[p] = v->pp_n[p] < TOOL_REPORT_PP_ACTIONS ? v->pp_n[p] : TOOL_REPORT_PP_ACTIONS;
         for (int a = 0; a < x->pp_n[p]; a++) {
             x->pp_op[p][a] = (unsigned char)v->pp_timeline[p][a][0];
             x->pp_t0[p][a] = v->pp_timeline[p][a][3];

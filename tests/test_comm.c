@@ -16,18 +16,7 @@
 #include <string.h>
 #include "hyperpar/comm.h"
 
-static int g_wrank, g_pass, g_fail;
-
-#define CHECK(cond, ...) do {                                                          \
-    if (cond) g_pass++;                                                                \
-    else {                                                                             \
-        if (g_fail++ < 30) {                                                           \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", g_wrank, __FILE__, __LINE__);     \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fputc('\n', stderr);                                                       \
-        }                                                                              \
-    }                                                                                  \
-} while (0)
+#include "test_mpi_check.h"
 
 // ----------------------------------------------------------------------------
 // known inputs

@@ -96,7 +96,7 @@ static void run_case(hp_comm *comm, const full_set *f, hp_cp_rotate rot, int lb,
     double e_out = rel_err(res->out, wout, 0, nq), e_lse = rel_err(res->lse, wlse, 0, nl);
     double e_dq = rel_err(res->dq, wdq, DINIT, nq), e_dk = rel_err(res->dk, wdk, DINIT, nk);
     double e_dv = rel_err(res->dv, wdv, DINIT, nk);
-    if (world_rank == 0)
+    if (g_wrank == 0)
         printf("C=%d %-9s %-10s rel err: out %.2e lse %.2e dq %.2e dk %.2e dv %.2e\n",
                C, rname, lname, e_out, e_lse, e_dq, e_dk, e_dv);
     CHECK(e_out <= TOL, "C=%d %s %s: out rel err %.3e", C, rname, lname, e_out);
@@ -148,7 +148,7 @@ static void run_case(hp_comm *comm, const full_set *f, hp_cp_rotate rot, int lb,
         MPI_Allreduce(MPI_IN_PLACE, &mn, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
         MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
         CHECK(mn == mx, "C=%d %s head-tail: work not balanced, pairs %llu..%llu", C, rname, mn, mx);
-        if (world_rank == 0 && rot == HP_ROTATE_ALLGATHER)
+        if (g_wrank == 0 && rot == HP_ROTATE_ALLGATHER)
             printf("C=%d head-tail: %llu query-key pairs per rank (no skipping: %llu)\n", C, mx,
                    (unsigned long long)(BH * C * Sl * Sl));
     }
@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int W;
     MPI_Comm_size(MPI_COMM_WORLD, &W);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_wrank);
     const char *mode = argc > 1 ? argv[1] : "";
     const int tp = strcmp(mode, "tp2") == 0 ? 2 : 1;
 
@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
     d.world = W;
     char err[256];
     if (W % tp != 0 || hp_dims_validate(&d, NULL, NULL, err, sizeof err) != 0) {
-        if (world_rank == 0) printf("test_cp_attention: bad mesh for %d ranks: %s\n", W, err);
+        if (g_wrank == 0) printf("test_cp_attention: bad mesh for %d ranks: %s\n", W, err);
         MPI_Finalize();
         return 1;
     }
@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (S % (2 * C) != 0) {
-        if (world_rank == 0) printf("test_cp_attention: S=%d not divisible by 2*C=%d\n", S, 2 * C);
+        if (g_wrank == 0) printf("test_cp_attention: S=%d not divisible by 2*C=%d\n", S, 2 * C);
         MPI_Finalize();
         return 1;
     }
@@ -246,11 +246,11 @@ int main(int argc, char **argv) {
     free(f.out); free(f.lse); free(f.dq); free(f.dk); free(f.dv);
     hp_comm_free(comm);
 
-    int fails = failed;
+    int fails = g_fail;
     MPI_Allreduce(MPI_IN_PLACE, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (world_rank == 0)
+    if (g_wrank == 0)
         printf("test_cp_attention (world %d, cp %d%s): %d passed, %d failed\n", W, C,
-               tp > 1 ? ", tp 2" : "", passed, fails);
+               tp > 1 ? ", tp 2" : "", g_pass, fails);
     MPI_Finalize();
     return fails ? 1 : 0;
 }

@@ -11,10 +11,7 @@
 #include <mpi.h>
 #include "hyperpar/rng.h"
 
-static int passed, failed, world_rank;
-#define CHECK(cond, ...) do { if (cond) passed++; else { failed++; \
-    printf("FAIL rank %d %s:%d: ", world_rank, __FILE__, __LINE__); printf(__VA_ARGS__); \
-    printf("\n"); fflush(stdout); } } while (0)
+#include "test_mpi_check.h"   // CHECK, g_wrank, g_pass, g_fail
 
 static float *alloc(size_t n) {
     float *p = calloc(n ? n : 1, sizeof *p);

@@ -81,7 +81,7 @@ static void run_case(int U, int C, int Hkv, hp_cp_rotate rotate) {
     CHECK(fwd_bytes == want_fwd && all_bytes == 2 * want_fwd, "U %d Hkv %d: ulysses bytes %llu / %llu, want %llu / %llu",
           U, Hkv, (unsigned long long)fwd_bytes, (unsigned long long)all_bytes,
           (unsigned long long)want_fwd, (unsigned long long)(2 * want_fwd));
-    if (world_rank == 0)
+    if (g_wrank == 0)
         printf("U %d x C %d, Hkv %d (kv repeated x%d), %-9s: out %.2e dq %.2e dk %.2e dv %.2e\n", U, C, Hkv,
                hp_ulysses_kv_repeat(Hkv, U), rot, e_out, e_dq, e_dk, e_dv);
     hp_ulysses_attn_free(ua);
@@ -94,7 +94,7 @@ static void run_case(int U, int C, int Hkv, hp_cp_rotate rotate) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int world;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     const int two_d = argc > 1 && !strcmp(argv[1], "2x2");
     for (int Hkv = 2; Hkv <= 4; Hkv += 2) {
@@ -105,9 +105,9 @@ int main(int argc, char **argv) {
             run_case(world, 1, Hkv, HP_ROTATE_ALLGATHER);
         }
     }
-    int f = failed;
+    int f = g_fail;
     MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (world_rank == 0) printf("test_ulysses: %d passed, %d failed\n", passed, f);
+    if (g_wrank == 0) printf("test_ulysses: %d passed, %d failed\n", g_pass, f);
     MPI_Finalize();
     return f ? 1 : 0;
 }

@@ -396,7 +396,7 @@ int hp_reduce_scatter_start(hp_comm *comm, hp_group_kind g, float *recv, const f
     const int ar = chain && comm->size[then_allreduce] > 1;
     if (n == 0) return comm->async_tail - 1;
     if (size == 1) {   // nothing to scatter: a local copy, then (maybe) the all-reduce
-        memmove(recv, send, n * sizeof *recv);
+        if (recv != send) memmove(recv, send, n * sizeof *recv);   // (staged in place: done)
         return ar ? allreduce_start(comm, then_allreduce, recv, n)
                   : comm->async_tail - 1;
     }

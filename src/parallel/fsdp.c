@@ -169,11 +169,20 @@ void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
     stack_span sp;
     for (int st = 0; st < 2; st++) {
         if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
-        hp_allgather(fs->comm, sp.group, fs->comm_buf, fs->p_shard + sp.s0, (size_t)sp.n);
+        // a group of one (DDP, one process) holds the whole unit: its tensors are copied
+        // straight from the shards, not through the staging copy of the all-gather (which
+        // is still called, with nothing to move, so that the call counts stay the same)
+        const float *staged = fs->p_shard + sp.s0;
+        if (sp.G > 1) {
+            hp_allgather(fs->comm, sp.group, fs->comm_buf, staged, (size_t)sp.n);
+            staged = fs->comm_buf;
+        } else {
+            hp_allgather(fs->comm, sp.group, fs->comm_buf, staged, 0);
+        }
         for (int i = sp.i0; i < sp.i1; i++)
             for (int k = 0; k < sp.G; k++)
                 chunk_copy(&fs->pt->p[i], k, hp_fsdp_param(fs, i),
-                           fs->comm_buf + k * sp.n + (fs->pt->p[i].shard_offset - sp.s0), 0);
+                           (float *)staged + k * sp.n + (fs->pt->p[i].shard_offset - sp.s0), 0);
     }
     if (fs->kept_p) fs->unit_kept[u] = 1;
 }
@@ -234,21 +243,25 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
     stack_span sp;
     for (int st = 0; st < 2; st++) {
         if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
-        memset(fs->comm_buf, 0, (size_t)(sp.n * sp.G) * sizeof(float));   // padding stays 0
+        float *g = fs->g_shard + sp.s0;
+        const int faulty = reduction_faulty(st);
+        // a group of one stages in place, in its shards: its reduce-scatter is the identity
+        // (the same bits, without a staging copy and a copy back)
+        float *staged = sp.G == 1 && !faulty ? g : fs->comm_buf;
+        memset(staged, 0, (size_t)(sp.n * sp.G) * sizeof(float));   // padding stays 0
         // (the bug of fsdp_shard_offset: chunk k staged in slot k+1, a neighbour's shard)
         const int slot_shift = hp_failpoint(HP_FP_FSDP_SHARD_OFFSET) ? 1 : 0;
         for (int i = sp.i0; i < sp.i1; i++)
             for (int k = 0; k < sp.G; k++)
                 chunk_copy(&fs->pt->p[i], k, hp_fsdp_grad(fs, i),
-                           fs->comm_buf + ((k + slot_shift) % sp.G) * sp.n +
+                           staged + ((k + slot_shift) % sp.G) * sp.n +
                                (fs->pt->p[i].shard_offset - sp.s0), 1);
-        float *g = fs->g_shard + sp.s0;
-        if (!reduction_faulty(st)) {   // completes at the step's end (hp_fsdp_release_all)
-            hp_reduce_scatter_start(fs->comm, sp.group, g, fs->comm_buf, (size_t)sp.n,
+        if (!faulty) {   // completes at the step's end (hp_fsdp_release_all)
+            hp_reduce_scatter_start(fs->comm, sp.group, g, staged, (size_t)sp.n,
                                     HP_G_DP_REPLICATE);
             continue;
         }
-        hp_reduce_scatter(fs->comm, sp.group, g, fs->comm_buf, (size_t)sp.n);
+        hp_reduce_scatter(fs->comm, sp.group, g, staged, (size_t)sp.n);
         if (hp_failpoint(HP_FP_FSDP_GRAD_AVERAGE))   // the bug: FSDP's default mean
             scale(g, sp.n, 1.0f / (float)sp.G);
         if (st == HP_STACK_EXPERT && hp_failpoint(HP_FP_EXPERT_DIVIDE_FACTOR))   // the old R*S*C

@@ -142,8 +142,7 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
     rec->seconds = wall() - t0;
     rec->replica_diff = diff;
     if (d->pp > 1) gather_timeline(tr, d, rc, rec);
-    hp_trainer_measured(tr, &rec->measured);   // steps 2.. ran as hp_trainer_step; else step 1's
-    if (o->steps < 2) memcpy(rec->measured.bytes, rec->bytes, sizeof rec->bytes);
+    hp_trainer_measured(tr, &rec->measured);   // the last step's bytes (each phase brackets its own)
     hp_trainer_free(tr);
     return 0;
 }

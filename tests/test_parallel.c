@@ -38,6 +38,8 @@ static float *dup(const float *x, size_t n) {
     return y;
 }
 
+static int same(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
+
 // ---- hp_par_for itself ---------------------------------------------------------------------
 typedef struct { int *count; int blas_inside; } cover_job;
 static void cover(void *ctx, int lo, int hi) {
@@ -70,6 +72,45 @@ static void test_cover(void) {
     check(openblas_get_num_threads() == 2, "blas_serial: OpenBLAS's thread count is restored after");
 }
 
+// ---- hp_par_zero, and hp_linear_backward_first against zero-fill + hp_linear_backward -----
+static void test_zero_and_first(void) {
+    const size_t sizes[] = { 0, 1, 65536, 65537, 1000003 };
+    int zeroed = 1;
+    for (int t = 1; t <= 3; t++) {
+        openblas_set_num_threads(t);
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            const size_t n = sizes[s];
+            float *x = rnd_buf(n + 1, 1.0f);
+            x[n] = 7.0f;   // one past the end: untouched
+            hp_par_zero(x, n);
+            for (size_t i = 0; i < n; i++) zeroed &= x[i] == 0.0f && !signbit(x[i]);
+            zeroed &= x[n] == 7.0f;
+            free(x);
+        }
+    }
+    check(zeroed, "hp_par_zero: +0.0 in every element and nothing past n (threads 1..3)");
+    // shapes of the tiny and bench models, and a small-matrix one
+    const int shapes[][3] = { { 64, 32, 96 }, { 2048, 512, 1536 }, { 5, 3, 2 } };
+    for (int t = 1; t <= 2; t++) {
+        openblas_set_num_threads(t);
+        int equal = 1;
+        for (int s = 0; s < 3; s++) {
+            const int N = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+            float *dy = rnd_buf((size_t)N * out, 1.0f), *x = rnd_buf((size_t)N * in, 1.0f);
+            float *w = rnd_buf((size_t)out * in, 0.1f);
+            for (int i = 0; i < out; i++) dy[i] = 0.0f;   // a zero row of dy: signed zeros
+            float *dx0 = calloc((size_t)N * in, 4), *dw0 = calloc((size_t)out * in, 4);
+            float *dx1 = rnd_buf((size_t)N * in, 5.0f), *dw1 = calloc((size_t)out * in, 4);
+            hp_linear_backward(dx0, dw0, dy, x, w, N, in, out);
+            hp_linear_backward_first(dx1, dw1, dy, x, w, N, in, out);
+            equal &= same(dx0, dx1, (size_t)N * in) && same(dw0, dw1, (size_t)out * in);
+            free(dy); free(x); free(w); free(dx0); free(dw0); free(dx1); free(dw1);
+        }
+        printf("  (threads %d)\n", t);
+        check(equal, "hp_linear_backward_first == zero-fill + hp_linear_backward, bit for bit");
+    }
+}
+
 // ---- attention: the same bits at every thread count ---------------------------------------
 typedef struct { float *out, *lse, *dq, *dk, *dv; } attn_out;
 
@@ -89,7 +130,6 @@ static attn_out run_attention(int threads, int B, int S, int H, int Hkv, int hd,
     return r;
 }
 
-static int same(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
 
 static void test_attention(void) {
     const int B = 3, S = 160, H = 8, Hkv = 2, hd = 32;
@@ -142,8 +182,8 @@ static void test_elementwise(void) {
     for (size_t i = 0; i < n; i++) {
         float sg = 1.0f / (1.0f + expf(-a[i]));
         float want = a[i] * sg * b[i];
-        float wda = dh[i] + dh[i] * b[i] * sg * (1.0f + a[i] * (1.0f - sg));
-        float wdb = b[i] + dh[i] * (a[i] * sg);
+        float wda = dh[i] * b[i] * sg * (1.0f + a[i] * (1.0f - sg));
+        float wdb = dh[i] * (a[i] * sg);
         bad_h += memcmp(&want, &h[1][i], 4) != 0;
         bad_d += memcmp(&wda, &da[1][i], 4) != 0 || memcmp(&wdb, &db[1][i], 4) != 0;
         for (int t = 1; t <= 3; t++) {
@@ -199,6 +239,7 @@ static void test_expf(void) {
 
 int main(void) {
     test_cover();
+    test_zero_and_first();
     test_expf();
     test_attention();
     test_elementwise();

@@ -19,6 +19,13 @@ void hp_linear_backward(float *dx,          // (N, in)   += dy @ w     (may be N
                         const float *x,     // (N, in)
                         const float *w,     // (out, in)
                         int N, int in, int out);
+// The same with dx written (dx = dy @ w) instead of added to: the first of the products that
+// sum into one dx, without a zero-fill first. The same bits as zero-filling dx and calling
+// hp_linear_backward: the BLAS zeroes C for beta = 0 and then adds the same partial products.
+void hp_linear_backward_first(float *dx,    // (N, in)   = dy @ w
+                              float *dw,    // (out, in) += dy^T @ x   (may be NULL)
+                              const float *dy, const float *x, const float *w,
+                              int N, int in, int out);
 
 // ---- embedding over a vocab slice [v0, v0+Vl) (rowwise TP); other ids give zero rows --
 void hp_embedding_forward(float *out,        // (N, D) overwritten
@@ -70,7 +77,8 @@ void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
 
 // ---- SwiGLU gate: h = silu(a) * b, elementwise -----------------------------------------
 void hp_swiglu_forward(float *h, const float *a, const float *b, size_t n);
-void hp_swiglu_backward(float *da, float *db,          // +=
+// The backward writes da and db (no zero-fill first): each has one writer in the model.
+void hp_swiglu_backward(float *da, float *db,          // (n) written
                         const float *dh, const float *a, const float *b, size_t n);
 
 // ---- MoE router -----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // linear.c - fully connected layer without bias, torch.nn.Linear layout (w is [out, in]).
 // All three products go to cblas_sgemm; backward accumulates (beta = 1) so that grads of
 // a weight used several times (micro-batches, experts) simply add up.
-// defines: hp_linear_forward, hp_linear_backward
+// defines: hp_linear_forward, hp_linear_backward(_first)
 #include <string.h>
 #include <cblas.h>
 #include "hyperpar/kernels.h"
@@ -17,17 +17,34 @@ void hp_linear_forward(float *y,            // (N, out)
                 1.0f, x, in, w, in, 0.0f, y, out);
 }
 
+// dx (beta = 1) += or (beta = 0) = dy @ w; dw += dy^T @ x
+static void backward(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                     int N, int in, int out, float dx_beta) {
+    if (N <= 0 || in <= 0) return;   // an empty product adds nothing
+    if (out <= 0) {                  // nor does an empty sum; a written dx is its zeros
+        if (dx && dx_beta == 0.0f) memset(dx, 0, (size_t)N * in * sizeof(float));
+        return;
+    }
+    if (dx)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out,
+                    1.0f, dy, out, w, in, dx_beta, dx, in);
+    if (dw) // dw += dy^T @ x
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N,
+                    1.0f, dy, out, x, in, 1.0f, dw, in);
+}
+
 void hp_linear_backward(float *dx,          // (N, in)   +=
                         float *dw,          // (out, in) +=
                         const float *dy,    // (N, out)
                         const float *x,     // (N, in)
                         const float *w,     // (out, in)
                         int N, int in, int out) {
-    if (N <= 0 || in <= 0 || out <= 0) return; // an empty product adds nothing
-    if (dx) // dx += dy @ w
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out,
-                    1.0f, dy, out, w, in, 1.0f, dx, in);
-    if (dw) // dw += dy^T @ x
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N,
-                    1.0f, dy, out, x, in, 1.0f, dw, in);
+    backward(dx, dw, dy, x, w, N, in, out, 1.0f);
+}
+
+void hp_linear_backward_first(float *dx,    // (N, in)   =
+                              float *dw,    // (out, in) +=
+                              const float *dy, const float *x, const float *w,
+                              int N, int in, int out) {
+    backward(dx, dw, dy, x, w, N, in, out, 0.0f);
 }

@@ -1,15 +1,21 @@
 // parallel.c - the kernels' deterministic parallel-for: a small pool of worker threads that
 // sleep on a condition variable between jobs (no spinning: OpenBLAS's own threads share the
-// same cores). Range i of a job is [n*i/T, n*(i+1)/T); the caller runs range 0 itself.
-// Why not OpenMP: the ranges and what each item computes are fixed here, so the result
-// cannot depend on the thread count or on scheduling; and there is no second runtime.
-// defines: hp_par_for, hp_par_threads
+// same cores). A job of n items is cut into PAR_CHUNKS_PER_THREAD x T fixed ranges,
+// [n*c/C, n*(c+1)/C); the caller and the workers take the next range until none is left, so
+// a thread slowed by another process (a shared machine) does less of the job instead of
+// holding up the rest. What each item computes does not depend on its range or its thread,
+// so the result cannot depend on the thread count or on scheduling.
+// Why not OpenMP: that contract is this file's, and there is no second runtime.
+// defines: hp_par_for, hp_par_threads, hp_par_zero
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <cblas.h>
 #include "kernels/parallel.h"
 
 #define PAR_MAX_THREADS 16
+#define PAR_CHUNKS_PER_THREAD 4   // enough to even out a slowed thread, few hand-offs
 
 static pthread_mutex_t par_call = PTHREAD_MUTEX_INITIALIZER; // one job at a time
 static pthread_mutex_t par_mu = PTHREAD_MUTEX_INITIALIZER;   // guards everything below
@@ -21,11 +27,23 @@ static unsigned long par_seen[PAR_MAX_THREADS]; // the last generation each work
 static int par_pending;          // worker ranges of the current job still running
 static hp_par_fn par_fn;
 static void *par_ctx;
-static int par_n, par_nt;
+static int par_n, par_nt, par_chunks;
+static atomic_int par_next;      // the next range of the current job to be taken
 
 static void range(int n, int nt, int i, int *lo, int *hi) {
     *lo = (int)((int64_t)n * i / nt);
     *hi = (int)((int64_t)n * (i + 1) / nt);
+}
+
+// Runs ranges of the current job until every one is taken.
+static void take_ranges(hp_par_fn fn, void *ctx, int n, int chunks) {
+    for (;;) {
+        const int c = atomic_fetch_add(&par_next, 1);
+        if (c >= chunks) return;
+        int lo, hi;
+        range(n, chunks, c, &lo, &hi);
+        if (lo < hi) fn(ctx, lo, hi);
+    }
 }
 
 static void *par_worker(void *p) {
@@ -39,10 +57,9 @@ static void *par_worker(void *p) {
         if (id >= par_nt) continue;   // this job has fewer ranges than workers
         hp_par_fn fn = par_fn;
         void *ctx = par_ctx;
-        int lo, hi;
-        range(par_n, par_nt, id, &lo, &hi);
+        const int n = par_n, chunks = par_chunks;
         pthread_mutex_unlock(&par_mu);
-        if (lo < hi) fn(ctx, lo, hi);
+        take_ranges(fn, ctx, n, chunks);
         pthread_mutex_lock(&par_mu);
         if (--par_pending == 0) pthread_cond_signal(&par_done);
     }
@@ -77,20 +94,39 @@ void hp_par_for(int n, int min_items, int blas_serial, hp_par_fn fn, void *ctx) 
 
     const int blas_prev = blas_serial ? openblas_get_num_threads() : 0;
     if (blas_serial) openblas_set_num_threads(1);
+    int chunks = nt * PAR_CHUNKS_PER_THREAD;
+    if (chunks > n / min_items) chunks = n / min_items;   // >= nt: nt <= n / min_items
     pthread_mutex_lock(&par_mu);
-    par_fn = fn; par_ctx = ctx; par_n = n; par_nt = nt;
+    par_fn = fn; par_ctx = ctx; par_n = n; par_nt = nt; par_chunks = chunks;
+    atomic_store(&par_next, 0);
     par_pending = nt - 1;
     par_gen++;
     pthread_cond_broadcast(&par_go);
     pthread_mutex_unlock(&par_mu);
 
-    int lo, hi;
-    range(n, nt, 0, &lo, &hi);
-    if (lo < hi) fn(ctx, lo, hi);
+    take_ranges(fn, ctx, n, chunks);
 
     pthread_mutex_lock(&par_mu);
     while (par_pending > 0) pthread_cond_wait(&par_done, &par_mu);
     pthread_mutex_unlock(&par_mu);
     if (blas_serial) openblas_set_num_threads(blas_prev);
     pthread_mutex_unlock(&par_call);
+}
+
+// ---------------------------------------------------------------------------------------
+// zero-fill: memory-bound, so one core does not reach the bandwidth two do
+
+enum { ZERO_ITEM = 1 << 16 };   // floats per item (256 KiB)
+
+typedef struct zero_job { float *x; size_t n; } zero_job;
+
+static void zero_items(void *ctx, int lo, int hi) {
+    const zero_job *J = ctx;
+    const size_t i0 = (size_t)lo * ZERO_ITEM, i1 = (size_t)hi * ZERO_ITEM;
+    memset(J->x + i0, 0, ((i1 < J->n ? i1 : J->n) - i0) * sizeof(float));
+}
+
+void hp_par_zero(float *x, size_t n) {
+    zero_job J = { x, n };
+    hp_par_for((int)((n + ZERO_ITEM - 1) / ZERO_ITEM), 4, 0, zero_items, &J);
 }

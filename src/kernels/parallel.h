@@ -1,10 +1,12 @@
 // parallel.h - a deterministic parallel-for for the kernels (internal, not part of the API).
-// [0, n) is cut into one contiguous range per thread and every item is computed the same way
-// whichever thread runs it, so results are bit-identical for any thread count. The thread
+// [0, n) is cut into fixed contiguous ranges (a few per thread) that the threads take in
+// turn; every item must be computed the same way whichever range and thread run it, so
+// results are bit-identical for any thread count and any scheduling. The thread
 // count is OpenBLAS's (openblas_set_num_threads / OPENBLAS_NUM_THREADS): one knob for both.
-// defines: hp_par_fn, hp_par_for, hp_par_threads
+// defines: hp_par_fn, hp_par_for, hp_par_threads, hp_par_zero
 #ifndef HP_KERNELS_PARALLEL_H
 #define HP_KERNELS_PARALLEL_H
+#include <stddef.h>
 
 // Runs items [lo, hi) of a job; ctx is the caller's.
 typedef void (*hp_par_fn)(void *ctx, int lo, int hi);
@@ -16,5 +18,8 @@ void hp_par_for(int n, int min_items, int blas_serial, hp_par_fn fn, void *ctx);
 
 // The threads hp_par_for would use now (>= 1).
 int hp_par_threads(void);
+
+// x[0..n) = 0.0f, on the job's threads when n is large (a buffer of a step, not a struct).
+void hp_par_zero(float *x, size_t n);
 
 #endif

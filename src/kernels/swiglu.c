@@ -59,13 +59,13 @@ static void backward_items(void *ctx, int lo, int hi) {
             const size_t i = i0b + k;
             float s = 1.0f / (1.0f + e[k]);
             float silu = a[i] * s;
-            if (da) da[i] += dh[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
-            if (db) db[i] += dh[i] * silu;
+            if (da) da[i] = dh[i] * b[i] * s * (1.0f + a[i] * (1.0f - s));
+            if (db) db[i] = dh[i] * silu;
         }
     }
 }
 
-void hp_swiglu_backward(float *da, float *db,   // (n) +=
+void hp_swiglu_backward(float *da, float *db,   // (n) written
                         const float *dh, const float *a, const float *b, size_t n) {
     swiglu_job J = { .da = da, .db = db, .dh = dh, .a = a, .b = b, .n = n };
     hp_par_for((int)((n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK), 8, 0, backward_items, &J);

@@ -234,8 +234,6 @@ void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const f
         hp_linear_backward(st->dact + (size_t)o * F, at(g->w2, (size_t)l * D * F), st->dye + (size_t)o * D,
                            st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
     }
-    memset(st->dh1, 0, MF * sizeof(float));
-    memset(st->dh3, 0, MF * sizeof(float));
     hp_swiglu_backward(st->dh1, st->dh3, st->dact, st->h1, st->h3, MF);
     memset(st->dxe, 0, (size_t)st->Mr * D * sizeof(float));
     for (int l = 0; l < m->El; l++) {
@@ -260,8 +258,6 @@ void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const f
     if (Fs > 0) {
         const size_t NF = (size_t)N * Fs;
         memset(st->dsact, 0, NF * sizeof(float));
-        memset(st->dsh1, 0, NF * sizeof(float));
-        memset(st->dsh3, 0, NF * sizeof(float));
         hp_linear_backward(st->dsact, g->sw2, dout, st->sact, w->sw2, N, Fs, D);
         hp_swiglu_backward(st->dsh1, st->dsh3, st->dsact, st->sh1, st->sh3, NF);
         hp_linear_backward(dx, g->sw1, st->dsh1, st->x, w->sw1, N, D, Fs);

@@ -13,6 +13,7 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
+#include "kernels/parallel.h"   // hp_par_zero
 #include "model/transformer.h"
 
 // The table names of a block's parameter roles (layers.{l}.<suffix>), in hp_block_param order.
@@ -438,16 +439,18 @@ double hp_transformer_forward(hp_transformer *tf) {
 // ---------------------------------------------------------------------------------------
 // backward: dh (res_b) flows from the loss down to the embeddings
 
-static void zeros(float *x, size_t n) { memset(x, 0, n * sizeof(float)); }
+static void zeros(float *x, size_t n) { hp_par_zero(x, n); }
 
 // A linear's backward: dx now; dw now, or under zbv's I later (W) from the kept copy of dy.
-static void linear_bwd(hp_transformer *tf, float *dx, float *dw, float *keep_dy, const float *dy,
-                       const float *x, const float *w, int N, int in, int out) {
+// dx_first = 1: the first product into dx writes it (no zero-fill), later ones add.
+static void linear_bwd(hp_transformer *tf, int dx_first, float *dx, float *dw, float *keep_dy,
+                       const float *dy, const float *x, const float *w, int N, int in, int out) {
     if (tf->input_only && keep_dy) {
         memcpy(keep_dy, dy, (size_t)N * out * sizeof(float));
         dw = NULL;
     }
-    hp_linear_backward(dx, dw, dy, x, w, N, in, out);
+    if (dx_first) hp_linear_backward_first(dx, dw, dy, x, w, N, in, out);
+    else          hp_linear_backward(dx, dw, dy, x, w, N, in, out);
 }
 
 // A checkpointed block first reruns its forward from its kept h_in into the recompute set
@@ -468,21 +471,18 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
     region_exit_backward(tf, tf->reg_a, dh, D);
-    zeros(tf->reg_b, nreg);
     if (hp_model_is_moe_layer(m, l)) {
         hp_moe_weights w = moe_weights(tf, l);
         hp_moe_grads g = moe_grads(tf, l);
+        zeros(tf->reg_b, nreg);
         hp_moe_block_backward(A->moe, tf->reg_b, &g, tf->reg_a, &w);
-    } else {
-        zeros(tf->reg_f3, nf);
-        linear_bwd(tf, tf->reg_f3, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act,
+    } else {   // (the buffers are written by their first product: no zero-fills)
+        linear_bwd(tf, 1, tf->reg_f3, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act,
                    PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
-        zeros(tf->reg_f1, nf);
-        zeros(tf->reg_f2, nf);
         hp_swiglu_backward(tf->reg_f1, tf->reg_f2, tf->reg_f3, A->a1, A->a3, nf);
-        linear_bwd(tf, tf->reg_b, GRAD(l, BP_W1), A->dy_w1, tf->reg_f1, A->g2,
+        linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_W1), A->dy_w1, tf->reg_f1, A->g2,
                    PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
-        linear_bwd(tf, tf->reg_b, GRAD(l, BP_W3), A->dy_w3, tf->reg_f2, A->g2,
+        linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_W3), A->dy_w3, tf->reg_f2, A->g2,
                    PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
     }
     region_enter_backward(tf, tf->res_a, tf->reg_b, D);
@@ -491,8 +491,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
 
     // attention branch
     region_exit_backward(tf, tf->reg_a, dh, D);
-    zeros(tf->reg_att, (size_t)Nr * qd);
-    linear_bwd(tf, tf->reg_att, GRAD(l, BP_WO), A->dy_wo, tf->reg_a, A->att,
+    linear_bwd(tf, 1, tf->reg_att, GRAD(l, BP_WO), A->dy_wo, tf->reg_a, A->att,
                PARAM(l, BP_WO), Nr, qd, D);
     zeros(tf->reg_q, (size_t)Nr * qd);
     zeros(tf->reg_k, (size_t)Nr * kvd);
@@ -501,12 +500,11 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
                          A->att, A->lse, A->q, A->k, A->v);
     hp_rope_backward(tf->reg_q, tf->pos, m->rope_theta, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
     hp_rope_backward(tf->reg_k, tf->pos, m->rope_theta, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
-    zeros(tf->reg_b, nreg);
-    linear_bwd(tf, tf->reg_b, GRAD(l, BP_WQ), A->dy_q, tf->reg_q, A->g1,
+    linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_WQ), A->dy_q, tf->reg_q, A->g1,
                PARAM(l, BP_WQ), Nr, D, qd);
-    linear_bwd(tf, tf->reg_b, GRAD(l, BP_WK), A->dy_k, tf->reg_k, A->g1,
+    linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WK), A->dy_k, tf->reg_k, A->g1,
                PARAM(l, BP_WK), Nr, D, kvd);
-    linear_bwd(tf, tf->reg_b, GRAD(l, BP_WV), A->dy_v, tf->reg_v, A->g1,
+    linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WV), A->dy_v, tf->reg_v, A->g1,
                PARAM(l, BP_WV), Nr, D, kvd);
     region_enter_backward(tf, tf->res_a, tf->reg_b, D);
     hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tf->res_a, A->h_in,
@@ -528,8 +526,7 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         const double scale = hp_failpoint(HP_FP_PP_MICROBATCH_LOSS_SCALE) ? (double)tf->sh.M : 1.0;
         hp_ce_backward(tf->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tf), tf->sh.v0,
                        (float)(1.0 / ((double)tf->n_valid_global * scale)), tf->sh.Nreg, tf->sh.Vl);
-        zeros(tf->reg_a, (size_t)tf->sh.Nreg * D);
-        linear_bwd(tf, tf->reg_a, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf,
+        linear_bwd(tf, 1, tf->reg_a, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf,
                    TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
         region_enter_backward(tf, tf->res_a, tf->reg_a, D);
         zeros(dh, nres);

@@ -24,6 +24,8 @@ typedef struct hp_fsdp_state {
     int64_t *acc_offset;        // [n_units] each unit's place in acc_g (and kept_p)
     float *kept_p;              // pp: every local unit's gathered params, kept for the step
     int *unit_kept;             // [n_units] 1: unit gathered into kept_p this step
+    // [n_units] where a unit whose tensors are its shards themselves starts in them, or -1
+    int64_t *unit_in_shards;
 } hp_fsdp_state;
 
 int  hp_fsdp_init(hp_fsdp_state *st, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M);

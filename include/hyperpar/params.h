@@ -54,6 +54,13 @@ typedef struct hp_param_table {
     int64_t   shard_numel;       // total floats of this rank's shard buffer (padding included)
     int64_t   full_numel;        // total floats of the full model
     int64_t   max_unit_work;
+    // A unit is its shards when every parameter of it on this rank is whole here (shard
+    // groups of one: DDP, tp or cp alone, one process) and the shards hold them in the unit's
+    // order: its tensors are then views of the shard buffers, nothing is gathered or staged
+    // for it, and it needs no work or accumulation buffer (parallel/fsdp.c, the planner).
+    int64_t  *unit_in_shards;    // [n_units] where such a unit starts in the shards, else -1
+    int64_t   max_gathered_work; // the largest unit_work_numel of the other units (0: none)
+    int64_t   gathered_work;     // their sum
 } hp_param_table;
 
 // Builds the table for `rank` of a validated mesh. Returns 0, or -1 on allocation failure.

@@ -163,6 +163,20 @@ static void place(hp_param *p, const hp_model_config *m, const hp_dims *d, const
     p->shard_numel = rows ? p->fsdp_chunk * (p->local_numel / rows) : 0;
 }
 
+// Where unit u starts in the shards if it is its shards (params.h), else -1.
+static int64_t unit_in_shards_start(const hp_param_table *t, int u) {
+    int64_t start = -1;
+    for (int i = 0; i < t->n; i++) {
+        const hp_param *p = &t->p[i];
+        if (p->unit != u || !p->on_rank) continue;
+        if (p->fsdp_size != 1 || p->shard_numel != p->local_numel) return -1;
+        const int64_t s = p->shard_offset - p->work_offset;
+        if (start >= 0 && s != start) return -1;
+        start = s;
+    }
+    return start;
+}
+
 int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *d, int rank) {
     memset(t, 0, sizeof *t);
     builder b = { t, 0 };
@@ -172,7 +186,8 @@ int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *
     t->n_units = m->n_layers + 2;
     t->unit_work_numel = calloc((size_t)t->n_units, sizeof(int64_t));
     t->unit_shard_start = calloc((size_t)t->n_units + 1, sizeof(int64_t));
-    if (!t->unit_work_numel || !t->unit_shard_start) { hp_params_free(t); return -1; }
+    t->unit_in_shards = calloc((size_t)t->n_units, sizeof(int64_t));
+    if (!t->unit_work_numel || !t->unit_shard_start || !t->unit_in_shards) { hp_params_free(t); return -1; }
     // pipeline: a parameter lives only on the pp rank of its stage (pipeline.md)
     hp_pp_layout lay;
     if (hp_pp_layout_init(&lay, d, m->n_layers) != 0) { hp_params_free(t); return -1; }
@@ -196,8 +211,13 @@ int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *
             t->unit_shard_start[u] = t->unit_shard_start[u - 1];
     t->shard_numel = shard;
     t->full_numel = full;
-    for (int u = 0; u < t->n_units; u++)
+    for (int u = 0; u < t->n_units; u++) {
         if (t->unit_work_numel[u] > t->max_unit_work) t->max_unit_work = t->unit_work_numel[u];
+        t->unit_in_shards[u] = unit_in_shards_start(t, u);
+        if (t->unit_in_shards[u] >= 0) continue;
+        if (t->unit_work_numel[u] > t->max_gathered_work) t->max_gathered_work = t->unit_work_numel[u];
+        t->gathered_work += t->unit_work_numel[u];
+    }
     return 0;
 }
 
@@ -205,6 +225,7 @@ void hp_params_free(hp_param_table *t) {
     free(t->p);
     free(t->unit_work_numel);
     free(t->unit_shard_start);
+    free(t->unit_in_shards);
     memset(t, 0, sizeof *t);
 }
 

@@ -65,26 +65,6 @@ static int stack_span_of(const hp_fsdp_state *fs, int u, hp_stack st, stack_span
     return 1;
 }
 
-// A unit is its shards when every parameter of it is whole on this rank (shard groups of
-// one: DDP, tp or cp alone, one process) and the shards hold them in the unit's own order:
-// then the unit's tensors are views of the shard buffers, and its gather copies nothing, its
-// release poisons nothing and its gradients are reduced where they were accumulated. The
-// values and the order of every operation are the same as through the work buffers; only the
-// copies go (at one rank of the bench model 660 MB a step). Returns the unit's start in the
-// shards, or -1.
-static int64_t unit_shard_start(const hp_param_table *pt, int u) {
-    int64_t start = -1;
-    for (int i = 0; i < pt->n; i++) {
-        const hp_param *p = &pt->p[i];
-        if (p->unit != u) continue;
-        if (p->fsdp_size != 1 || p->shard_numel != p->local_numel) return -1;
-        const int64_t s = p->shard_offset - p->work_offset;
-        if (start >= 0 && s != start) return -1;
-        start = s;
-    }
-    return start;
-}
-
 // ---------------------------------------------------------------------------------------
 // allocation and init
 
@@ -99,8 +79,10 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
     fs->g_shard = hp_mem_alloc(HP_MEM_GRADS, n * sizeof(float));
     fs->m_shard = hp_mem_alloc(HP_MEM_OPTIMIZER, n * sizeof(float));
     fs->v_shard = hp_mem_alloc(HP_MEM_OPTIMIZER, n * sizeof(float));
-    fs->work_p = hp_mem_alloc(HP_MEM_FSDP_WORKING, (size_t)pt->max_unit_work * sizeof(float));
-    fs->work_g = hp_mem_alloc(HP_MEM_FSDP_WORKING, (size_t)pt->max_unit_work * sizeof(float));
+    // one gathered unit: only units that are not their shards (params.h) pass through it
+    const size_t work = (size_t)pt->max_gathered_work + 1;
+    fs->work_p = hp_mem_alloc(HP_MEM_FSDP_WORKING, work * sizeof(float));
+    fs->work_g = hp_mem_alloc(HP_MEM_FSDP_WORKING, work * sizeof(float));
     // staging: group size x one stack's shard of the largest unit
     int64_t need = 0;
     stack_span sp;
@@ -108,9 +90,6 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
         for (int st = 0; st < 2; st++)
             if (stack_span_of(fs, u, (hp_stack)st, &sp) && sp.n * sp.G > need) need = sp.n * sp.G;
     fs->comm_buf = hp_mem_alloc(HP_MEM_COMM_SCRATCH, ((size_t)need + 1) * sizeof(float));
-    fs->unit_in_shards = hp_mem_alloc(HP_MEM_OTHER, ((size_t)pt->n_units + 1) * sizeof(int64_t));
-    if (!fs->unit_in_shards) return -1;
-    for (int u = 0; u < pt->n_units; u++) fs->unit_in_shards[u] = unit_shard_start(pt, u);
     // gradient accumulation keeps every unit's unsharded grads until the step's last
     // microbatch; under pp the parameters too are gathered once per step and kept until the
     // unit's last backward (TorchTitan: reshard_after_forward = not pp_enabled)
@@ -118,10 +97,10 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
         const size_t units = pt->n_units > 0 ? (size_t)pt->n_units : 1;
         fs->acc_offset = hp_mem_alloc(HP_MEM_OTHER, units * sizeof(int64_t));
         fs->unit_kept = hp_mem_alloc(HP_MEM_OTHER, units * sizeof(int));
-        int64_t total = 0;
+        int64_t total = 0;   // a unit that is its shards accumulates in g_shard
         for (int u = 0; fs->acc_offset && u < pt->n_units; u++) {
             fs->acc_offset[u] = total;
-            total += pt->unit_work_numel[u];
+            if (pt->unit_in_shards[u] < 0) total += pt->unit_work_numel[u];
         }
         fs->acc_g = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
         if (d->pp > 1) fs->kept_p = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
@@ -136,7 +115,6 @@ void hp_fsdp_free(hp_fsdp_state *fs) {
     hp_mem_free(fs->p_shard); hp_mem_free(fs->g_shard); hp_mem_free(fs->m_shard); hp_mem_free(fs->v_shard);
     hp_mem_free(fs->work_p); hp_mem_free(fs->work_g); hp_mem_free(fs->comm_buf);
     hp_mem_free(fs->acc_g); hp_mem_free(fs->acc_offset); hp_mem_free(fs->kept_p); hp_mem_free(fs->unit_kept);
-    hp_mem_free(fs->unit_in_shards);
     memset(fs, 0, sizeof *fs);
 }
 
@@ -172,12 +150,16 @@ void hp_fsdp_set_params(hp_fsdp_state *fs, const float *full) {
 // ---------------------------------------------------------------------------------------
 // the unit lifecycle
 
-static int in_shards(const hp_fsdp_state *fs, int u) { return fs->unit_in_shards[u] >= 0; }
+// A unit that is its shards (params.h): its tensors are views of p_shard and g_shard, so its
+// gather copies nothing, its release poisons nothing (they are the live parameters) and its
+// gradients are reduced where the backward accumulated them. The values and the order of
+// every operation are those of the work buffers; only the copies go.
+static int in_shards(const hp_fsdp_state *fs, int u) { return fs->pt->unit_in_shards[u] >= 0; }
 
 // One unit's unsharded parameters: its shards, the shared work buffer, or under pp the
 // unit's own slot.
 static float *unit_params(hp_fsdp_state *fs, int u) {
-    if (in_shards(fs, u)) return fs->p_shard + fs->unit_in_shards[u];
+    if (in_shards(fs, u)) return fs->p_shard + fs->pt->unit_in_shards[u];
     return fs->kept_p ? fs->kept_p + fs->acc_offset[u] : fs->work_p;
 }
 float *hp_fsdp_param(hp_fsdp_state *fs, int i) {
@@ -186,7 +168,7 @@ float *hp_fsdp_param(hp_fsdp_state *fs, int i) {
 // One unit's unsharded grads: its shards, the shared work buffer, or under gradient
 // accumulation the unit's own slot of acc_g, which lives across the step's microbatches.
 static float *unit_grads(hp_fsdp_state *fs, int u) {
-    if (in_shards(fs, u)) return fs->g_shard + fs->unit_in_shards[u];
+    if (in_shards(fs, u)) return fs->g_shard + fs->pt->unit_in_shards[u];
     return fs->acc_g ? fs->acc_g + fs->acc_offset[u] : fs->work_g;
 }
 float *hp_fsdp_grad(hp_fsdp_state *fs, int i) {

@@ -16,16 +16,15 @@ typedef struct hp_fsdp_state {
     int M;                      // microbatches per step: grads reduced after the last
     // persistent: this rank's shards (padded), flat, in table order
     float *p_shard, *g_shard, *m_shard, *v_shard;   // (pt->shard_numel)
-    // one unit gathered at a time: its unsharded local params and their grads
-    float *work_p, *work_g;                         // (pt->max_unit_work)
+    // one unit gathered at a time: its unsharded local params and their grads (a unit that
+    // is its shards, params.h, uses the shards instead)
+    float *work_p, *work_g;                         // (pt->max_gathered_work + 1)
     float *comm_buf;                                // gather / reduce-scatter staging
     // gradient accumulation (M > 1 or pp): every unit's grads live in acc_g over the step
-    float *acc_g;               // (sum of unit_work_numel), else NULL
+    float *acc_g;               // (pt->gathered_work + 1), else NULL
     int64_t *acc_offset;        // [n_units] each unit's place in acc_g (and kept_p)
     float *kept_p;              // pp: every local unit's gathered params, kept for the step
     int *unit_kept;             // [n_units] 1: unit gathered into kept_p this step
-    // [n_units] where a unit whose tensors are its shards themselves starts in them, or -1
-    int64_t *unit_in_shards;
 } hp_fsdp_state;
 
 int  hp_fsdp_init(hp_fsdp_state *st, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M);

@@ -82,11 +82,10 @@ int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, h
     out->params = (double)t.shard_numel * F4;
     out->grads = out->params;
     out->optimizer = 2 * out->params;
-    out->fsdp_working = 2 * (double)t.max_unit_work * F4;
+    out->fsdp_working = 2 * ((double)t.max_gathered_work + 1) * F4;   // units not their shards
     out->comm_layer = comm_layer_bytes(&t, d);
     out->comm_scratch = staging_floats(&t) * F4 + out->comm_layer;
-    double total = 0;   // fsdp.c: acc_g (and kept_p under pp)
-    for (int u = 0; u < t.n_units; u++) total += (double)t.unit_work_numel[u];
+    const double total = (double)t.gathered_work;   // fsdp.c: acc_g (and kept_p under pp)
     out->accumulation_if_microbatched = (total + 1) * F4 * (d->pp > 1 ? 2 : 1);
     hp_params_free(&t);
     largest_of_table(out);

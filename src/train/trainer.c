@@ -269,7 +269,7 @@ int hp_trainer_rank(const hp_trainer *tr) { return tr->rank; }
 
 void hp_trainer_memory(const hp_trainer *tr, size_t *persistent, size_t *working) {
     *persistent = (size_t)tr->pt.shard_numel * 4 * sizeof(float);   // params, grads, m, v
-    *working = (size_t)tr->pt.max_unit_work * 2 * sizeof(float);     // one unit + its grads
+    *working = ((size_t)tr->pt.max_gathered_work + 1) * 2 * sizeof(float);   // fsdp.c's work_p, work_g
 }
 
 // Routing of every token of the global batch, for the verifier's route-flip report.

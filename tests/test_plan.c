@@ -147,6 +147,40 @@ static void test_hf_reader(void) {
     }
 }
 
+// Which units are their shards (params.h): every unit under a shard group of one, none under
+// FSDP, and under EP with fsdp 1 only the units without routed experts sharded over efsdp.
+static int units_in_shards(const hp_model_config *m, const hp_dims *d, int rank, int64_t *gathered) {
+    hp_param_table t;
+    if (hp_params_build(&t, m, d, rank) != 0) return -1;
+    int n = 0;
+    for (int u = 0; u < t.n_units; u++) n += t.unit_in_shards[u] >= 0;
+    *gathered = t.max_gathered_work;
+    hp_params_free(&t);
+    return n;
+}
+
+static void test_units_in_shards(void) {
+    hp_model_config m, moe;
+    hp_model_config_by_name("tiny", &m);
+    hp_model_config_by_name("tiny-moe", &moe);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    int64_t g = -1;
+    const int units = m.n_layers + 2;
+    hp_dims one = layout(1, 1, 1, 1, 1, 1, &m, &rc), ddp = layout(2, 1, 1, 1, 1, 1, &m, &rc);
+    hp_dims tp = layout(1, 1, 1, 2, 1, 1, &m, &rc), fsdp = layout(1, 2, 1, 1, 1, 1, &m, &rc);
+    hp_dims hsdp = layout(2, 2, 1, 1, 1, 1, &m, &rc), cp = layout(1, 1, 2, 1, 1, 1, &m, &rc);
+    CHECK(units_in_shards(&m, &one, 0, &g) == units && g == 0, "1 rank: every unit is its shards");
+    CHECK(units_in_shards(&m, &ddp, 1, &g) == units && g == 0, "DDP: every unit is its shards");
+    CHECK(units_in_shards(&m, &tp, 1, &g) == units && g == 0, "tp 2: every unit is its shards");
+    CHECK(units_in_shards(&m, &fsdp, 1, &g) == 0 && g > 0, "dp_shard 2: no unit is its shards");
+    CHECK(units_in_shards(&m, &hsdp, 3, &g) == 0 && g > 0, "HSDP 2 x 2: no unit is its shards");
+    CHECK(units_in_shards(&m, &cp, 1, &g) == 0 && g > 0, "cp 2 (sharded over dp_shard x cp): none");
+    // ep 2 over dp_shard 2: the dense params shard over fsdp 2, so no unit qualifies
+    hp_dims ep = layout(1, 2, 1, 1, 2, 1, &moe, &rc);
+    CHECK(units_in_shards(&moe, &ep, 0, &g) == 0, "ep 2 with dp_shard 2: no unit is its shards");
+}
+
 // fsdp.c allocates p, g, m, v shards, two unit buffers and the staging buffer.
 static void test_memory_rules(void) {
     hp_model_config m;
@@ -386,6 +420,7 @@ static void test_ac_traffic(void) {
 }
 
 int main(void) {
+    test_units_in_shards();
     test_param_counts();
     test_table_is_small();
     test_hf_reader();

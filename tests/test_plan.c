@@ -419,7 +419,48 @@ static void test_ac_traffic(void) {
           "every:2 of 2 blocks recomputes one");
 }
 
+// hp_plan_memory_busiest: the pp rank of the largest predicted peak (its prediction whole),
+// the largest buffer over every pp rank, and hp_plan_memory_predict itself at pp 1.
+static void test_busiest(void) {
+    hp_model_config m;
+    hp_model_config_by_name("tiny", &m);
+    m.n_layers = 8;
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    rc.microbatches = 4;
+    rc.batch = 8;
+    hp_dims d = hp_dims_default();
+    d.pp = 4; d.dp_shard = 2; d.world = 8; d.pp_schedule = HP_PP_1F1B;
+    char err[512];
+    if (hp_dims_validate(&d, &m, &rc, err, sizeof err) != 0) { CHECK(0, "pp layout: %s", err); return; }
+    double peak[4], largest = 0;
+    int want = 0;
+    for (int p = 0; p < 4; p++) {
+        hp_plan_memory mem;
+        CHECK(hp_plan_memory_predict(&m, &d, &rc, p * 2 + 1, &mem) == 0, "predict pp rank %d", p);
+        peak[p] = mem.peak;
+        if (mem.peak > peak[want]) want = p;
+        if (mem.largest_elems > largest) largest = mem.largest_elems;
+    }
+    CHECK(peak[0] != peak[3], "the stages' peaks differ (1f1b: stage 0 keeps 4 in flight, the last the head)");
+    hp_plan_memory b;
+    int rank = -1;
+    CHECK(hp_plan_memory_busiest(&m, &d, &rc, 1, &b, &rank) == 0, "busiest of rank 1's pp ranks");
+    CHECK(rank == want * 2 + 1 && b.peak == peak[want], "busiest: world rank %d (peak %.0f), want %d (%.0f)",
+          rank, b.peak, want * 2 + 1, peak[want]);
+    CHECK(b.largest_elems == largest, "busiest: the largest buffer over every pp rank");
+    hp_dims one = hp_dims_default();
+    one.dp_shard = 2; one.world = 2;
+    if (hp_dims_validate(&one, &m, &rc, err, sizeof err) != 0) { CHECK(0, "layout: %s", err); return; }
+    hp_plan_memory p1, q1;
+    CHECK(hp_plan_memory_busiest(&m, &one, &rc, 1, &p1, &rank) == 0 &&
+          hp_plan_memory_predict(&m, &one, &rc, 1, &q1) == 0, "pp 1: busiest and predict");
+    CHECK(rank == 1 && p1.peak == q1.peak && p1.persistent == q1.persistent &&
+          p1.largest_elems == q1.largest_elems, "pp 1: busiest == predict of the rank itself");
+}
+
 int main(void) {
+    test_busiest();
     test_units_in_shards();
     test_param_counts();
     test_table_is_small();

@@ -3,7 +3,8 @@
 //          hp_plan_memory_full_ac, hp_plan_memory_busiest
 //
 // The persistent and FSDP terms repeat fsdp.c's allocations from the parameter table, so they
-// are exact: four shard buffers (p, g, m, v), two buffers of the largest unsharded unit, and
+// are exact: four shard buffers (p, g, m, v), two buffers of the largest unsharded unit that
+// is not its shards (params.h; one spare float each), and
 // a staging buffer of (group size x shard) of the largest (unit, stack) span, plus one float;
 // with the staging, the comm layer's own buffers (comm_layer_bytes), exact the same way.
 // The activations are the model's buffers under the run's AC mode (plan_activations.c), the

@@ -62,3 +62,7 @@ set_tests_properties(ckpt_boxes PROPERTIES LABELS L0 TIMEOUT 120)
 add_test(NAME ckpt_stopped_mid_save
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_stopped.sh $<TARGET_FILE:hp> ${HP_CKPT_DIR}/stopped)
 set_tests_properties(ckpt_stopped_mid_save PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)
+# the same in a resume: rank 1 frozen once it has read its pieces ends at checkpoint-load-crc
+add_test(NAME ckpt_stopped_mid_load
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_stopped.sh $<TARGET_FILE:hp> ${HP_CKPT_DIR}/stopped-load load)
+set_tests_properties(ckpt_stopped_mid_load PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)

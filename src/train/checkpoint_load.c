@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -259,6 +261,18 @@ static int64_t read_overlap(int fd, const hp_ck_piece *p, const hp_box *region, 
     return total;
 }
 
+// HP_CKPT_LOAD_STOP_RANK=R: rank R freezes (SIGSTOP) once it has read its pieces, before the
+// load's CRC collective: the load's counterpart of the save's HP_CKPT_KILL_RANK, for the test
+// that a frozen rank ends a resume at the watchdog too.
+static void stop_if_requested(int rank, const char *step_dir) {
+    const char *r = getenv("HP_CKPT_LOAD_STOP_RANK");
+    if (!r || atoi(r) != rank) return;
+    fprintf(stderr, "hp: HP_CKPT_LOAD_STOP_RANK: rank %d stopped in the load of %s (pid %ld)\n", rank,
+            step_dir, (long)getpid());
+    fflush(stderr);
+    raise(SIGSTOP);
+}
+
 int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *err,
                  size_t errlen) {
     hp_ckpt_stats local = { 0 };
@@ -327,6 +341,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
             }
         }
     }
+    stop_if_requested(tr->rank, step_dir);
     // every piece's CRC32, checked once over the job: by a rank that read it whole, else
     // piece j by rank j mod world (reading it whole once more)
     hp_mpi_allreduce(tr->world, checked, ix.n_pieces, MPI_INT, MPI_MAX, "checkpoint-load-crc");

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "hyperpar/memtrack.h"
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
 
@@ -27,14 +26,8 @@ _Noreturn void hp_comm_fail(const char *file, int line, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     msg[strcspn(msg, "\n")] = '\0';   // one line (MPICH's error strings carry a stack)
-    fprintf(stderr, "%s:%d: rank %d: %s\n", file, line, rank, msg);
-    fflush(stderr);
-    // A moment for the launcher to forward the line: MPICH's kills the job's other
-    // processes, and drops their pending output, as soon as one aborts.
-    struct timespec pause = { 0, 100000000L };
-    nanosleep(&pause, NULL);
-    if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
-    abort();   // MPI_Abort does not return; this is only for the no-MPI case
+    // printed whole, with a moment for the launcher to forward it, then the job is aborted
+    hp_fail_line_and_abort(1, "%s:%d: rank %d: %s", file, line, rank, msg);
 }
 
 void hp_mpi_check(int rc, const char *call, const char *file, int line) {

@@ -96,7 +96,7 @@ void hp_barrier(hp_comm *comm, hp_group_kind g);
 // are those of the blocking calls (counted when posted). Each returns a ticket; operations
 // complete in posting order, and every member of a group must post the same ones in the
 // same order (as for collectives). The caller must not touch the result (recv, buf) before
-// its wait; send may be reused at once (it is copied). At most HP_COMM_ASYNC_MAX (4) are in
+// its wait; send may be reused at once (it is copied). At most HP_COMM_ASYNC_MAX (2) are in
 // flight: one more first waits for the oldest.
 //   int t = hp_reduce_scatter_start(comm, HP_G_FSDP, shard, full, shard_n, HP_G_DP_REPLICATE);
 //   hp_comm_progress(comm);          // between computations: sums what has arrived
@@ -110,7 +110,11 @@ int  hp_allreduce_sum_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n
 void hp_comm_progress(hp_comm *comm);
 void hp_comm_async_wait(hp_comm *comm, int ticket);
 void hp_comm_async_wait_all(hp_comm *comm);
-#define HP_COMM_ASYNC_MAX 4
+// Two: one reduction travelling while the next unit's backward computes, and the one
+// before it completing. Each slot holds a copy of its unit's gradients and the rows it
+// receives, so the count is memory: llama3-8b under FSDP 8 plans 9.8 GiB of communication
+// scratch with 2, 17.6 GiB with 4 (docs/planner.md).
+#define HP_COMM_ASYNC_MAX 2
 
 // The comm layer's own buffers (memtrack category comm_scratch), for the planner
 // (plan_memory.c). A fixed-order all-reduce or reduce-scatter (deterministic mode) over a

@@ -163,18 +163,21 @@ static void place(hp_param *p, const hp_model_config *m, const hp_dims *d, const
     p->shard_numel = rows ? p->fsdp_chunk * (p->local_numel / rows) : 0;
 }
 
-// Where unit u starts in the shards if it is its shards (params.h), else -1.
-static int64_t unit_in_shards_start(const hp_param_table *t, int u) {
-    int64_t start = -1;
+// unit_in_shards (params.h), in one pass over the table: a unit starts unset (-2), takes the
+// shard start of its first parameter and drops to -1 when a parameter is not whole on the
+// rank or not at the same distance from its work offset; a unit with no parameter here is -1.
+static void find_units_in_shards(hp_param_table *t) {
+    int64_t *start = t->unit_in_shards;
+    for (int u = 0; u < t->n_units; u++) start[u] = -2;
     for (int i = 0; i < t->n; i++) {
         const hp_param *p = &t->p[i];
-        if (p->unit != u || !p->on_rank) continue;
-        if (p->fsdp_size != 1 || p->shard_numel != p->local_numel) return -1;
+        if (!p->on_rank || start[p->unit] == -1) continue;
         const int64_t s = p->shard_offset - p->work_offset;
-        if (start >= 0 && s != start) return -1;
-        start = s;
+        const int whole = p->fsdp_size == 1 && p->shard_numel == p->local_numel;
+        start[p->unit] = whole && (start[p->unit] == -2 || start[p->unit] == s) ? s : -1;
     }
-    return start;
+    for (int u = 0; u < t->n_units; u++)
+        if (start[u] == -2) start[u] = -1;
 }
 
 int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *d, int rank) {
@@ -211,9 +214,9 @@ int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *
             t->unit_shard_start[u] = t->unit_shard_start[u - 1];
     t->shard_numel = shard;
     t->full_numel = full;
+    find_units_in_shards(t);
     for (int u = 0; u < t->n_units; u++) {
         if (t->unit_work_numel[u] > t->max_unit_work) t->max_unit_work = t->unit_work_numel[u];
-        t->unit_in_shards[u] = unit_in_shards_start(t, u);
         if (t->unit_in_shards[u] >= 0) continue;
         if (t->unit_work_numel[u] > t->max_gathered_work) t->max_gathered_work = t->unit_work_numel[u];
         t->gathered_work += t->unit_work_numel[u];

@@ -273,22 +273,29 @@ static void test_traffic_and_flops(void) {
           "groups inside and across nodes");
 }
 
+// tiny with 8 layers over pp 4 x dp_shard S, M microbatches of a batch of B, schedule sched;
+// 0, or -1 (a failed CHECK) when the dims are refused.
+static int pp_setup(hp_model_config *m, hp_run_config *rc, hp_dims *d, int S, int M, int B, int sched) {
+    hp_model_config_by_name("tiny", m);
+    m->n_layers = 8;
+    hp_run_config_default(rc);
+    rc->microbatches = M;
+    if (B > 0) rc->batch = B;
+    *d = hp_dims_default();
+    d->pp = 4; d->dp_shard = S; d->world = 4 * S; d->pp_schedule = sched;
+    char err[512];
+    if (hp_dims_validate(d, m, rc, err, sizeof err) == 0) return 0;
+    CHECK(0, "pp layout: %s", err);
+    return -1;
+}
+
 // Under pp the activation slots in use follow the schedule: M under gpipe, P - p under 1f1b.
 static void test_pp_in_flight(void) {
     hp_model_config m;
-    hp_model_config_by_name("tiny", &m);
-    m.n_layers = 8;
     hp_run_config rc;
-    hp_run_config_default(&rc);
-    rc.microbatches = 8;
     for (int sched = HP_PP_GPIPE; sched <= HP_PP_1F1B; sched++) {
-        hp_dims d = hp_dims_default();
-        d.pp = 4; d.dp_shard = 1; d.world = 4; d.pp_schedule = sched;
-        char err[512];
-        if (hp_dims_validate(&d, &m, &rc, err, sizeof err) != 0) {
-            CHECK(0, "pp layout: %s", err);
-            return;
-        }
+        hp_dims d;
+        if (pp_setup(&m, &rc, &d, 1, 8, 0, sched) != 0) return;
         double slot = 0;
         for (int p = 0; p < 4; p++) {
             hp_plan_memory mem;
@@ -423,16 +430,10 @@ static void test_ac_traffic(void) {
 // the largest buffer over every pp rank, and hp_plan_memory_predict itself at pp 1.
 static void test_busiest(void) {
     hp_model_config m;
-    hp_model_config_by_name("tiny", &m);
-    m.n_layers = 8;
     hp_run_config rc;
-    hp_run_config_default(&rc);
-    rc.microbatches = 4;
-    rc.batch = 8;
-    hp_dims d = hp_dims_default();
-    d.pp = 4; d.dp_shard = 2; d.world = 8; d.pp_schedule = HP_PP_1F1B;
+    hp_dims d;
+    if (pp_setup(&m, &rc, &d, 2, 4, 8, HP_PP_1F1B) != 0) return;
     char err[512];
-    if (hp_dims_validate(&d, &m, &rc, err, sizeof err) != 0) { CHECK(0, "pp layout: %s", err); return; }
     double peak[4], largest = 0;
     int want = 0;
     for (int p = 0; p < 4; p++) {

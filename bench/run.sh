@@ -36,9 +36,14 @@ if ! "$PY" -c 'import torch' 2>/dev/null; then
   fi
 fi
 if [ ! -x "$BUILD_DIR/hp" ]; then
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)" --target hp >/dev/null
 fi
+# the published figures are of a Release build (-O3); `make build` / setup.sh configure
+# RelWithDebInfo (-O2 -g), a few per cent slower: say which one is measured
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null)
+[ "$build_type" = Release ] ||
+  echo "run.sh: note: $BUILD_DIR is a ${build_type:-non-CMake} build; bench/README.md's figures are of a Release build (cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release)" >&2
 mkdir -p "$OUT"
 
 for t in $THREADS; do

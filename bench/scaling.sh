@@ -35,6 +35,11 @@ if [ ! -x "$BUILD_DIR/hp" ]; then
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)" --target hp >/dev/null
 fi
+# the published figures are of a Release build (-O3); `make build` / setup.sh configure
+# RelWithDebInfo (-O2 -g), a few per cent slower: say which one is measured
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null)
+[ "$build_type" = Release ] ||
+  echo "scaling.sh: note: $BUILD_DIR is a ${build_type:-non-CMake} build; bench/README.md's figures are of a Release build (cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release)" >&2
 mkdir -p "$OUT"
 exec "$PY" bench/scaling.py --hp "$BUILD_DIR/hp" --rounds "$ROUNDS" --steps "$STEPS" --warmup "$WARMUP" \
   --model "$MODEL" --seq-len "$SEQ" --batch-per-rank "$BATCH_PER_RANK" --json "$OUT/scaling.json" \

@@ -8,6 +8,7 @@
 #include <time.h>
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
+#include "hyperpar/comm.h"
 #include "hyperpar/plan.h"
 #include "hyperpar/traffic_ac.h"
 #include "hyperpar/train.h"
@@ -157,6 +158,32 @@ static int units_in_shards(const hp_model_config *m, const hp_dims *d, int rank,
     *gathered = t.max_gathered_work;
     hp_params_free(&t);
     return n;
+}
+
+// How many nonblocking reductions may be in flight: 4 while their slots fit the budget.
+static void test_async_slots(void) {
+    const size_t at_budget = HP_COMM_ASYNC_BUDGET / (HP_COMM_ASYNC_MAX * sizeof(float));
+    CHECK(hp_comm_async_slots(1000, 1000) == HP_COMM_ASYNC_MAX, "small reductions: %d slots", HP_COMM_ASYNC_MAX);
+    CHECK(hp_comm_async_slots(at_budget / 2, at_budget - at_budget / 2) == HP_COMM_ASYNC_MAX,
+          "slots of exactly the budget: %d", HP_COMM_ASYNC_MAX);
+    CHECK(hp_comm_async_slots(at_budget / 2, at_budget - at_budget / 2 + 1) == 2, "one float beyond: 2");
+    // llama3-8b under FSDP 8 is beyond it: its plan holds 2 slots
+    hp_model_config m;
+    hp_model_config_by_name("llama3-8b", &m);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    rc.seq_len = 8192;
+    rc.batch = 16;
+    hp_dims d = layout(1, 8, 1, 1, 1, 1, &m, &rc);
+    hp_plan_memory mem;
+    CHECK(hp_plan_memory_table(&m, &d, 0, &mem) == 0, "llama3-8b table");
+    hp_param_table t;
+    hp_params_build(&t, &m, &d, 0);
+    // a slot: the send copy and the rows of the largest unit's span, about 2 x its floats
+    const double slot = 2.0 * 4.0 * (double)t.max_unit_work;
+    hp_params_free(&t);
+    CHECK(mem.comm_layer > 1.5 * slot && mem.comm_layer < 2.5 * slot,
+          "llama3-8b FSDP 8: comm-layer bytes %.3g hold 2 slots of ~%.3g, not 4", mem.comm_layer, slot);
 }
 
 static void test_units_in_shards(void) {
@@ -461,6 +488,7 @@ static void test_busiest(void) {
 }
 
 int main(void) {
+    test_async_slots();
     test_busiest();
     test_units_in_shards();
     test_param_counts();

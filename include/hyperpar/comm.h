@@ -96,8 +96,8 @@ void hp_barrier(hp_comm *comm, hp_group_kind g);
 // are those of the blocking calls (counted when posted). Each returns a ticket; operations
 // complete in posting order, and every member of a group must post the same ones in the
 // same order (as for collectives). The caller must not touch the result (recv, buf) before
-// its wait; send may be reused at once (it is copied). At most HP_COMM_ASYNC_MAX (2) are in
-// flight: one more first waits for the oldest.
+// its wait; send may be reused at once (it is copied). At most hp_comm_async_slots of them
+// (4, or 2 for large ones) are in flight: one more first waits for the oldest.
 //   int t = hp_reduce_scatter_start(comm, HP_G_FSDP, shard, full, shard_n, HP_G_DP_REPLICATE);
 //   hp_comm_progress(comm);          // between computations: sums what has arrived
 //   hp_comm_async_wait(comm, t);     // t and everything posted before it are done
@@ -110,11 +110,22 @@ int  hp_allreduce_sum_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n
 void hp_comm_progress(hp_comm *comm);
 void hp_comm_async_wait(hp_comm *comm, int ticket);
 void hp_comm_async_wait_all(hp_comm *comm);
-// Two: one reduction travelling while the next unit's backward computes, and the one
-// before it completing. Each slot holds a copy of its unit's gradients and the rows it
-// receives, so the count is memory: llama3-8b under FSDP 8 plans 9.8 GiB of communication
-// scratch with 2, 17.6 GiB with 4 (docs/planner.md).
-#define HP_COMM_ASYNC_MAX 2
+// Slots for reductions in flight. Each holds a copy of its unit's gradients and the rows it
+// receives, so their count is memory; and each slot fewer is a rank waiting sooner for its
+// partners (2-rank FSDP on 2 cores: about 10 % slower a step with 2 than with 4). So 4 while
+// they take at most HP_COMM_ASYNC_BUDGET bytes together, else 2: one reduction travelling
+// while the next unit's backward computes, one completing (llama3-8b under FSDP 8: 9.8 GiB
+// of communication scratch with 2, 17.6 GiB with 4; docs/planner.md).
+#define HP_COMM_ASYNC_MAX 4
+#define HP_COMM_ASYNC_BUDGET ((size_t)1 << 30)
+// The slots for operations whose largest send copy and rows are send and rows floats.
+int hp_comm_async_slots(size_t send, size_t rows);
+// Sizes the slots once for the largest operation the caller will post (send and rows as
+// hp_comm_async_floats gives them, maximised over its operations) and fixes their number,
+// hp_comm_async_slots(send, rows), unless an operation or reservation came first (then it
+// only grows them). Without it the slots are HP_COMM_ASYNC_MAX, grown as operations come
+// (the first step's). Not deterministic: nothing (the starts are the blocking calls).
+void hp_comm_async_reserve(hp_comm *comm, size_t send, size_t rows);
 
 // The comm layer's own buffers (memtrack category comm_scratch), for the planner
 // (plan_memory.c). A fixed-order all-reduce or reduce-scatter (deterministic mode) over a
@@ -125,9 +136,9 @@ size_t hp_comm_fixed_scratch_bytes(int size, size_t esz);
 // A nonblocking gradient reduction of n floats per member: a reduce-scatter over rs_size
 // members (1: a local copy, nothing held), then an all-reduce of n over ar_size (1: none).
 // *send and *rows get the floats of its send copy and received rows. The slots are sized
-// together, for the largest of each over every operation posted, and all HP_COMM_ASYNC_MAX
-// are made with the first one: they hold HP_COMM_ASYNC_MAX x (largest send + largest rows)
-// floats, whichever operation landed in which slot.
+// together, for the largest of each over every operation posted (or reserved), and all are
+// made with the first one (or the reservation): they hold hp_comm_async_slots x (largest
+// send + largest rows) floats, whichever operation landed in which slot.
 void hp_comm_async_floats(int rs_size, size_t n, int ar_size, size_t *send, size_t *rows);
 
 // Nonblocking point to point with group member dst / src (never this rank), tag in

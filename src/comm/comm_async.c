@@ -177,6 +177,10 @@ void hp_comm_async_floats(int rs_size, size_t n, int ar_size, size_t *send, size
 
 // Every slot grown to hold w (and what it held), after the operations in flight are done:
 // their buffers must not move under their posted requests (see the top).
+static int n_slots(const hp_comm *comm) {
+    return comm->async_slots > 0 ? comm->async_slots : HP_COMM_ASYNC_MAX;
+}
+
 static void reserve(hp_comm *comm, async_need w) {
     const async_need have = comm->async[0]->cap;
     if (w.send <= have.send && w.rows <= have.rows && w.reqs <= have.reqs &&
@@ -188,7 +192,7 @@ static void reserve(hp_comm *comm, async_need w) {
     w.reqs = max_sz(w.reqs, have.reqs);
     w.cnts = max_sz(w.cnts, have.cnts);
     w.operands = max_sz(w.operands, have.operands);
-    for (int i = 0; i < HP_COMM_ASYNC_MAX; i++) {
+    for (int i = 0; i < n_slots(comm); i++) {
         hp_comm_async_op *op = comm->async[i];
         op->send = grow(op->send, have.send, w.send, sizeof *op->send, HP_MEM_COMM_SCRATCH);
         op->rows = grow(op->rows, have.rows, w.rows, sizeof *op->rows, HP_MEM_COMM_SCRATCH);
@@ -224,7 +228,7 @@ static void size_buffers(hp_comm_async_op *op, hp_comm *comm) {
 // the queue: slots in posting order, [head, tail) in flight
 
 static hp_comm_async_op *slot(hp_comm *comm, int ticket) {
-    return comm->async[ticket % HP_COMM_ASYNC_MAX];
+    return comm->async[ticket % n_slots(comm)];
 }
 
 // 1 when every request of op has completed (tests them: finished ones become null).
@@ -326,15 +330,35 @@ void hp_comm_async_wait_all(hp_comm *comm) {
     if (comm != NULL) hp_comm_async_wait(comm, comm->async_tail - 1);
 }
 
-// A free slot for a new operation (waiting for the oldest when all are in flight).
-static hp_comm_async_op *next_slot(hp_comm *comm) {
-    if (comm->async_tail - comm->async_head == HP_COMM_ASYNC_MAX)
-        hp_comm_async_wait(comm, comm->async_head);
-    for (int i = 0; i < HP_COMM_ASYNC_MAX; i++)   // all at once, with the first operation
+// Every slot's struct, at once (with the first operation or the reservation).
+static void make_slots(hp_comm *comm) {
+    for (int i = 0; i < n_slots(comm); i++)
         if (comm->async[i] == NULL &&
             (comm->async[i] = hp_mem_alloc(HP_MEM_OTHER, sizeof *comm->async[i])) == NULL)
             HP_COMM_FAIL("hp_comm: out of memory for a gradient exchange");
-    return comm->async[comm->async_tail % HP_COMM_ASYNC_MAX];
+}
+
+// A free slot for a new operation (waiting for the oldest when all are in flight).
+static hp_comm_async_op *next_slot(hp_comm *comm) {
+    if (comm->async_tail - comm->async_head == n_slots(comm))
+        hp_comm_async_wait(comm, comm->async_head);
+    make_slots(comm);
+    return slot(comm, comm->async_tail);
+}
+
+int hp_comm_async_slots(size_t send, size_t rows) {
+    const double bytes = (double)HP_COMM_ASYNC_MAX * (double)(send + rows) * sizeof(float);
+    return bytes <= (double)HP_COMM_ASYNC_BUDGET ? HP_COMM_ASYNC_MAX : 2;
+}
+
+void hp_comm_async_reserve(hp_comm *comm, size_t send, size_t rows) {
+    // nothing will be posted (or, not deterministic, the starts are the blocking calls)
+    if (comm == NULL || send + rows == 0 || !comm->deterministic) return;
+    // the count is fixed by the first reservation or operation (tickets map to slots by it);
+    // a later reservation only grows the slots there are
+    if (comm->async[0] == NULL) comm->async_slots = hp_comm_async_slots(send, rows);
+    make_slots(comm);
+    reserve(comm, (async_need){ .send = send, .rows = rows });
 }
 
 // Posts op (phases set); send: a reduce-scatter's (size, n) input, copied (the caller may

@@ -56,6 +56,7 @@ struct hp_comm {
     const void **rows;                  // (world) operand rows of one fixed-order reduction
     hp_comm_async_op *async[HP_COMM_ASYNC_MAX];   // slots of the nonblocking reductions,
     int       async_head, async_tail;   // tickets [head, tail) in flight, in posting order
+    int       async_slots;              // slots in use (0: HP_COMM_ASYNC_MAX, not reserved)
     int       async_busy;               // inside the queue's code: no nested progress
     unsigned  async_seq[HP_G_COUNT];    // nonblocking phases posted per group (their tags)
 };

@@ -90,6 +90,17 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
         for (int st = 0; st < 2; st++)
             if (stack_span_of(fs, u, (hp_stack)st, &sp) && sp.n * sp.G > need) need = sp.n * sp.G;
     fs->comm_buf = hp_mem_alloc(HP_MEM_COMM_SCRATCH, ((size_t)need + 1) * sizeof(float));
+    // the nonblocking reductions' slots, sized once for the largest span's (and how many)
+    size_t send = 0, rows = 0;
+    for (int u = 0; u < pt->n_units; u++)
+        for (int st = 0; st < 2; st++) {
+            size_t s, r;
+            if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
+            hp_comm_async_floats(sp.G, (size_t)sp.n, d->dp_replicate, &s, &r);
+            if (s > send) send = s;
+            if (r > rows) rows = r;
+        }
+    hp_comm_async_reserve(comm, send, rows);
     // gradient accumulation keeps every unit's unsharded grads until the step's last
     // microbatch; under pp the parameters too are gathered once per step and kept until the
     // unit's last backward (TorchTitan: reshard_after_forward = not pp_enabled)

@@ -50,7 +50,8 @@ static double staging_floats(const hp_param_table *t) {
 //   which no other group (a subgroup) or element (4 or 8 bytes) exceeds; none at world 1;
 // - the nonblocking gradient reductions: each span posts one (fsdp.c: a reduce-scatter of n
 //   over its shard group, then an all-reduce over dp_replicate), and the slots hold
-//   HP_COMM_ASYNC_MAX x (the largest send copy + the largest rows) of them.
+//   hp_comm_async_slots x (the largest send copy + the largest rows) of them, reserved by
+//   fsdp.c at init.
 static double comm_layer_bytes(const hp_param_table *t, const hp_dims *d) {
     double send = 0, rows = 0, n;
     for (int i = 0, j; i < t->n; i = j) {
@@ -61,7 +62,7 @@ static double comm_layer_bytes(const hp_param_table *t, const hp_dims *d) {
         if ((double)r > rows) rows = (double)r;
     }
     return (double)hp_comm_fixed_scratch_bytes(d->world, sizeof(double)) +
-           HP_COMM_ASYNC_MAX * (send + rows) * F4;
+           hp_comm_async_slots((size_t)send, (size_t)rows) * (send + rows) * F4;
 }
 
 // The table's largest buffer: a gathered unit (work_p), or the staging buffer holding one

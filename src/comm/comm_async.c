@@ -4,7 +4,8 @@
 // backward computes, and a rank whose partner is still computing does not wait for it unit
 // by unit but once, where the result is needed.
 // defines: hp_reduce_scatter_start, hp_allreduce_sum_start, hp_comm_progress,
-//          hp_comm_async_wait, hp_comm_async_wait_all, hp_comm_async_free
+//          hp_comm_async_wait, hp_comm_async_wait_all, hp_comm_async_free,
+//          hp_comm_async_slots, hp_comm_async_reserve
 //
 // The arithmetic is that of the blocking calls: every member's piece of chunk j goes straight
 // to member j, which sums the pieces in member order 0..size-1 (the pieces and chunks of
@@ -26,12 +27,15 @@
 // sums and forwards what its partners wait for, so no wait can close a cycle.
 //
 // Memory (memtrack: the send copies and rows are comm_scratch, the requests, counts, operand
-// pointers and slots "other"): all HP_COMM_ASYNC_MAX slots are made with the first operation
-// and sized together, for the largest of each buffer any operation has needed, so what they
-// hold does not depend on which operation landed in which slot (hp_comm_async_floats: the
-// planner's term). A growth first completes the operations in flight, so no buffer moves
-// under a posted request; it happens in the first step only, whose operations are the
-// largest there are (every step posts the same ones).
+// pointers and slots "other"): the slots are made together - by hp_comm_async_reserve, which
+// fsdp.c calls at init for its largest span and which fixes their number
+// (hp_comm_async_slots: 4, or 2 when 4 would take more than HP_COMM_ASYNC_BUDGET), or else
+// all HP_COMM_ASYNC_MAX with the first operation - and sized together, for the largest of
+// each buffer any operation has needed, so what they hold does not depend on which operation
+// landed in which slot (hp_comm_async_floats: the planner's term). A growth first completes
+// the operations in flight, so no buffer moves under a posted request; without a
+// reservation it happens in the first step only, whose operations are the largest there are
+// (every step posts the same ones).
 #include <string.h>
 #include "hyperpar/memtrack.h"
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK, HP_COMM_CHUNK
@@ -175,12 +179,13 @@ void hp_comm_async_floats(int rs_size, size_t n, int ar_size, size_t *send, size
     *rows = w.rows;
 }
 
-// Every slot grown to hold w (and what it held), after the operations in flight are done:
-// their buffers must not move under their posted requests (see the top).
+// The slots in use: hp_comm_async_slots of the reservation, or HP_COMM_ASYNC_MAX.
 static int n_slots(const hp_comm *comm) {
     return comm->async_slots > 0 ? comm->async_slots : HP_COMM_ASYNC_MAX;
 }
 
+// Every slot grown to hold w (and what it held), after the operations in flight are done:
+// their buffers must not move under their posted requests (see the top).
 static void reserve(hp_comm *comm, async_need w) {
     const async_need have = comm->async[0]->cap;
     if (w.send <= have.send && w.rows <= have.rows && w.reqs <= have.reqs &&

@@ -64,6 +64,8 @@ typedef enum hp_failpoint_id {
                                        //   the next stage waits, and the watchdog must end the job
     HP_FP_AC_RECOMPUTE_STALE,          // transformer.c: a checkpointed block recomputes from the
                                        //   next block's kept input (off by one), not its own
+    HP_FP_UNIT_IN_SHARDS_RESTAGED,     // fsdp.c: a unit that is its shards is staged like a gathered
+                                       //   one: the staging's zero-fill wipes its gradients
     HP_FP_COUNT
 } hp_failpoint_id;
 

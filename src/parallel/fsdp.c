@@ -274,7 +274,9 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
         // a group of one stages in place, in its shards: its reduce-scatter is the identity
         // (the same bits, without a staging copy and a copy back)
         float *staged = sp.G == 1 && !faulty ? g : fs->comm_buf;
-        if (staged != g || !in_shards(fs, u)) {   // (a unit that is its shards is staged already)
+        // a unit that is its shards is staged already: staging it again would zero-fill its
+        // gradients before copying them onto themselves (the bug of unit_in_shards_restaged)
+        if (staged != g || !in_shards(fs, u) || hp_failpoint(HP_FP_UNIT_IN_SHARDS_RESTAGED)) {
             memset(staged, 0, (size_t)(sp.n * sp.G) * sizeof(float));   // padding stays 0
             // (the bug of fsdp_shard_offset: chunk k staged in slot k+1, a neighbour's shard)
             const int slot_shift = hp_failpoint(HP_FP_FSDP_SHARD_OFFSET) ? 1 : 0;

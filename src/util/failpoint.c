@@ -111,6 +111,9 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_AC_RECOMPUTE_STALE] = { HP_FP_AC_RECOMPUTE_STALE, "ac_recompute_stale", "M6-ac-full", M6ACF,
       "gradient",
       "activation checkpointing: a block's recompute reruns it from the next block's kept input" },
+    [HP_FP_UNIT_IN_SHARDS_RESTAGED] = { HP_FP_UNIT_IN_SHARDS_RESTAGED, "unit_in_shards_restaged", "M1b", M1B,
+      "gradient",
+      "DDP: a unit whose tensors are its shards is staged like a gathered one, zeroing its grads" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

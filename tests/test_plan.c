@@ -67,14 +67,20 @@ static void test_param_counts(void) {
     CHECK(l3.rope_theta == 500000.0f && l3.norm_eps == 1e-5f && l3.n_kv_heads == 8, "llama3-405b: theta, eps, kv heads");
 }
 
+// A named model and the default run config at this sequence length and global batch.
+static void model_and_run(const char *name, int seq_len, int batch, hp_model_config *m,
+                          hp_run_config *rc) {
+    hp_model_config_by_name(name, m);
+    hp_run_config_default(rc);
+    rc->seq_len = seq_len;
+    rc->batch = batch;
+}
+
 // The table only describes tensors: at 405B and 16384 ranks it is ~1k small rows.
 static void test_table_is_small(void) {
     hp_model_config m;
-    hp_model_config_by_name("llama3-405b", &m);
     hp_run_config rc;
-    hp_run_config_default(&rc);
-    rc.seq_len = 8192;
-    rc.batch = 2048;
+    model_and_run("llama3-405b", 8192, 2048, &m, &rc);
     hp_dims d = layout(1, 2048, 1, 8, 1, 1, &m, &rc);
     const double t0 = now_s();
     hp_param_table t;
@@ -169,11 +175,8 @@ static void test_async_slots(void) {
     CHECK(hp_comm_async_slots(at_budget / 2, at_budget - at_budget / 2 + 1) == 2, "one float beyond: 2");
     // llama3-8b under FSDP 8 is beyond it: its plan holds 2 slots
     hp_model_config m;
-    hp_model_config_by_name("llama3-8b", &m);
     hp_run_config rc;
-    hp_run_config_default(&rc);
-    rc.seq_len = 8192;
-    rc.batch = 16;
+    model_and_run("llama3-8b", 8192, 16, &m, &rc);
     hp_dims d = layout(1, 8, 1, 1, 1, 1, &m, &rc);
     hp_plan_memory mem;
     CHECK(hp_plan_memory_table(&m, &d, 0, &mem) == 0, "llama3-8b table");

@@ -264,9 +264,19 @@ static int64_t read_overlap(int fd, const hp_ck_piece *p, const hp_box *region, 
 // HP_CKPT_LOAD_STOP_RANK=R: rank R freezes (SIGSTOP) once it has read its pieces, before the
 // load's CRC collective: the load's counterpart of the save's HP_CKPT_KILL_RANK, for the test
 // that a frozen rank ends a resume at the watchdog too.
-static void stop_if_requested(int rank, const char *step_dir) {
+// A value that is not a rank number is refused (exit 2), not read as rank 0.
+static int stop_rank_requested(void) {
     const char *r = getenv("HP_CKPT_LOAD_STOP_RANK");
-    if (!r || atoi(r) != rank) return;
+    if (!r) return -1;
+    char *end = NULL;
+    const long v = strtol(r, &end, 10);
+    if (end == r || *end != '\0' || v < 0 || v > INT_MAX)
+        hp_fail_line_and_abort(2, "hp: HP_CKPT_LOAD_STOP_RANK=%s: must be a rank number (an integer >= 0)", r);
+    return (int)v;
+}
+
+static void stop_if_requested(int rank, const char *step_dir, int stop_rank) {
+    if (stop_rank != rank) return;
     fprintf(stderr, "hp: HP_CKPT_LOAD_STOP_RANK: rank %d stopped in the load of %s (pid %ld)\n", rank,
             step_dir, (long)getpid());
     fflush(stderr);
@@ -279,6 +289,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
     err[0] = '\0';
+    const int stop_rank = stop_rank_requested();
     hp_mpi_barrier(tr->world, "checkpoint-load-start");
     const double t0 = now_s();
     int world;
@@ -341,7 +352,7 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
             }
         }
     }
-    stop_if_requested(tr->rank, step_dir);
+    stop_if_requested(tr->rank, step_dir, stop_rank);
     // every piece's CRC32, checked once over the job: by a rank that read it whole, else
     // piece j by rank j mod world (reading it whole once more)
     hp_mpi_allreduce(tr->world, checked, ix.n_pieces, MPI_INT, MPI_MAX, "checkpoint-load-crc");

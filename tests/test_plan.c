@@ -456,6 +456,74 @@ static void test_ac_traffic(void) {
           "every:2 of 2 blocks recomputes one");
 }
 
+// --reshard-after-forward (config.h hp_run_unit_keep): which unit stays gathered, the
+// all-gathers it costs, and the memory of units kept apart. tiny at dp_shard 2, batch 8.
+static void test_reshard_policy(void) {
+    CHECK(hp_run_unit_keep(HP_RESHARD_DEFAULT, 1, 0) == HP_KEEP_NONE &&
+          hp_run_unit_keep(HP_RESHARD_DEFAULT, 1, 1) == HP_KEEP_BACKWARD &&
+          hp_run_unit_keep(HP_RESHARD_DEFAULT, 2, 0) == HP_KEEP_STEP &&
+          hp_run_unit_keep(HP_RESHARD_ALWAYS, 1, 1) == HP_KEEP_NONE &&
+          hp_run_unit_keep(HP_RESHARD_NEVER, 1, 0) == HP_KEEP_BACKWARD &&
+          hp_run_unit_keep(HP_RESHARD_NEVER, 4, 1) == HP_KEEP_STEP,
+          "default keeps [norm, output] to its backward (every unit under pp); always none; never all");
+    CHECK(hp_run_unit_gathers(HP_KEEP_NONE, 3) == 6 && hp_run_unit_gathers(HP_KEEP_BACKWARD, 3) == 3 &&
+          hp_run_unit_gathers(HP_KEEP_STEP, 3) == 1, "all-gathers a step: 2M, M, 1");
+    hp_model_config m;
+    hp_model_config_by_name("tiny", &m);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    rc.batch = 8;
+    hp_dims d = layout(1, 2, 1, 1, 1, 1, &m, &rc);
+    hp_param_table t;
+    if (hp_params_build(&t, &m, &d, 0) != 0) { CHECK(0, "table"); return; }
+    uint64_t shard = 0, head = 0, ag[3], bytes[HP_G_COUNT][HP_OP_COUNT];
+    for (int i = 0; i < t.n; i++) {
+        shard += (uint64_t)t.p[i].shard_numel * 4;
+        if (t.p[i].unit == t.n_units - 1) head += (uint64_t)t.p[i].shard_numel * 4;
+    }
+    const double places = ((double)t.gathered_work + 1) * 4;
+    hp_params_free(&t);
+    double accumulation[3];
+    for (int policy = 0; policy < 3; policy++) {
+        rc.reshard_after_forward = (hp_reshard_policy)policy;
+        hp_plan_traffic_predict(&m, &d, &rc, 0, bytes, NULL);
+        ag[policy] = bytes[HP_G_FSDP][HP_OP_ALLGATHER];
+        hp_plan_memory mem;
+        CHECK(hp_plan_memory_predict(&m, &d, &rc, 0, &mem) == 0, "predict, policy %d", policy);
+        accumulation[policy] = mem.accumulation;
+        CHECK(bytes[HP_G_FSDP][HP_OP_REDUCE_SCATTER] == 2 * shard, "policy %d: one reduce-scatter a unit", policy);
+    }
+    CHECK(ag[HP_RESHARD_ALWAYS] == 2 * shard && ag[HP_RESHARD_DEFAULT] == 2 * shard - head &&
+          ag[HP_RESHARD_NEVER] == shard && head > 0,
+          "all-gather bytes: always %llu = 2 x %llu, default less the head's %llu, never once",
+          (unsigned long long)ag[HP_RESHARD_ALWAYS], (unsigned long long)shard, (unsigned long long)head);
+    CHECK(accumulation[HP_RESHARD_DEFAULT] == 0 && accumulation[HP_RESHARD_ALWAYS] == 0 &&
+          accumulation[HP_RESHARD_NEVER] == places,
+          "never keeps every unit apart: %.0f bytes (one place each), the others nothing", accumulation[HP_RESHARD_NEVER]);
+    rc.microbatches = 2;   // accumulation: grads of every unit, and under never their params
+    rc.reshard_after_forward = HP_RESHARD_NEVER;
+    d = layout(1, 2, 1, 1, 1, 1, &m, &rc);
+    hp_plan_traffic_predict(&m, &d, &rc, 0, bytes, NULL);
+    hp_plan_memory mem;
+    CHECK(hp_plan_memory_predict(&m, &d, &rc, 0, &mem) == 0 && mem.accumulation == 2 * places &&
+          bytes[HP_G_FSDP][HP_OP_ALLGATHER] == 2 * shard,
+          "never, 2 microbatches: gathered once each (%llu bytes), grads and params kept (%.0f)",
+          (unsigned long long)bytes[HP_G_FSDP][HP_OP_ALLGATHER], mem.accumulation);
+    char err[256];
+    hp_dims dp = hp_dims_default();
+    dp.pp = 2; dp.dp_shard = 1; dp.world = 2;
+    hp_model_config m4 = m;
+    m4.n_layers = 4;
+    rc.reshard_after_forward = HP_RESHARD_ALWAYS;
+    CHECK(hp_dims_validate(&dp, &m4, &rc, err, sizeof err) != 0 && strstr(err, "needs pp 1") && strstr(err, "pp = 2"),
+          "always under pp is refused: %s", err);
+    const char *bad = "sometimes";
+    hp_reshard_policy got = HP_RESHARD_DEFAULT;
+    CHECK(hp_run_config_parse_reshard("never", &got, err, sizeof err) == 0 && got == HP_RESHARD_NEVER &&
+          hp_run_config_parse_reshard(bad, &got, err, sizeof err) == -1 && strstr(err, "'sometimes'") &&
+          got == HP_RESHARD_NEVER, "--reshard-after-forward spellings");
+}
+
 // hp_plan_memory_busiest: the pp rank of the largest predicted peak (its prediction whole),
 // the largest buffer over every pp rank, and hp_plan_memory_predict itself at pp 1.
 static void test_busiest(void) {
@@ -502,5 +570,6 @@ int main(void) {
     test_pp_in_flight();
     test_ac_memory();
     test_ac_traffic();
+    test_reshard_policy();
     return test_summary("test_plan");
 }

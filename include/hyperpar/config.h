@@ -63,6 +63,8 @@ static inline int hp_model_is_moe_layer(const hp_model_config *m, int l) {
 typedef enum { HP_OPT_SGD = 0, HP_OPT_ADAMW = 1 } hp_optimizer;
 typedef enum { HP_ROTATE_ALLGATHER = 0, HP_ROTATE_RING = 1 } hp_cp_rotate;
 typedef enum { HP_DISPATCH_ALLTOALL = 0, HP_DISPATCH_ALLGATHER = 1 } hp_dispatcher;
+// --reshard-after-forward: TorchTitan's fsdp_reshard_after_forward policy (see hp_run_unit_keep)
+typedef enum { HP_RESHARD_DEFAULT = 0, HP_RESHARD_ALWAYS = 1, HP_RESHARD_NEVER = 2 } hp_reshard_policy;
 
 typedef struct hp_run_config {
     int          seq_len;       // S
@@ -80,6 +82,7 @@ typedef struct hp_run_config {
                                 //    M divides the local batch batch/(dp_replicate*dp_shard)
     int          ac_every;      // activation checkpointing (--ac): 0 none, 1 full (every
                                 //    block), N: every N-th block (see hp_run_ac_block)
+    hp_reshard_policy reshard_after_forward;   // FSDP units after their forward (hp_run_unit_keep)
 } hp_run_config;
 
 void hp_run_config_default(hp_run_config *rc);
@@ -103,6 +106,37 @@ int hp_run_config_parse_ac(const char *s, int *ac_every, char *err, size_t errle
 static inline int hp_run_ac_block(const hp_run_config *rc, int l) {
     return rc->ac_every > 0 && (l + 1) % rc->ac_every == 0;
 }
+// "default", "always", "never" -> *policy; 0, or -1 with one line in err naming the choices.
+// hp_dims_validate refuses "always" under pp.
+int hp_run_config_parse_reshard(const char *s, hp_reshard_policy *policy, char *err, size_t errlen);
+const char *hp_run_reshard_name(hp_reshard_policy policy);   // --reshard-after-forward's word
+
+// How long FSDP keeps a unit gathered after its forward (torchtitan-semantics.md §4.4-5, the
+// policy TorchTitan's apply_fsdp applies):
+//   HP_KEEP_NONE      freed after its forward, all-gathered again for its backward
+//   HP_KEEP_BACKWARD  kept until its backward of the same microbatch ends, then freed
+//   HP_KEEP_STEP      gathered once per step and kept until its last backward (pp: the
+//                     schedule runs many microbatches' forwards before their backwards)
+// default: under pp every unit HP_KEEP_STEP (reshard_after_forward = not pp_enabled); else the
+//   [norm, output] unit (is_head) HP_KEEP_BACKWARD - it ends the forward and starts the
+//   backward, so freeing it would only gather it again at once - and the others HP_KEEP_NONE.
+// always: every unit HP_KEEP_NONE (pp 1 only). never: HP_KEEP_STEP under pp, else every unit
+//   HP_KEEP_BACKWARD.
+typedef enum { HP_KEEP_NONE = 0, HP_KEEP_BACKWARD = 1, HP_KEEP_STEP = 2 } hp_unit_keep;
+static inline hp_unit_keep hp_run_unit_keep(hp_reshard_policy policy, int pp, int is_head) {
+    if (policy == HP_RESHARD_ALWAYS) return HP_KEEP_NONE;
+    if (pp > 1) return HP_KEEP_STEP;
+    return policy == HP_RESHARD_NEVER || is_head ? HP_KEEP_BACKWARD : HP_KEEP_NONE;
+}
+// 1 when units other than the head stay gathered beside each other (each needs its own place).
+static inline int hp_run_units_kept_apart(hp_reshard_policy policy, int pp) {
+    return hp_run_unit_keep(policy, pp, 0) != HP_KEEP_NONE;
+}
+// The all-gathers of one unit per step (M microbatches), by hp_run_unit_keep.
+static inline int hp_run_unit_gathers(hp_unit_keep keep, int M) {
+    return keep == HP_KEEP_STEP ? 1 : keep == HP_KEEP_BACKWARD ? M : 2 * M;
+}
+
 // The number of microbatches a step runs (a config left zeroed means 1).
 static inline int hp_run_microbatches(const hp_run_config *rc) {
     return rc->microbatches > 0 ? rc->microbatches : 1;

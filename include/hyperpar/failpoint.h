@@ -66,6 +66,10 @@ typedef enum hp_failpoint_id {
                                        //   next block's kept input (off by one), not its own
     HP_FP_UNIT_IN_SHARDS_RESTAGED,     // fsdp.c: a unit that is its shards is staged like a gathered
                                        //   one: the staging's zero-fill wipes its gradients
+    HP_FP_KEPT_UNIT_FREED,             // fsdp.c: a unit kept to its backward is freed after its
+                                       //   forward, and its backward reads the freed copy
+    HP_FP_KEPT_UNIT_STALE,             // fsdp.c: units kept for the step survive its end: the
+                                       //   next step trains the parameters before the update
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -39,8 +39,10 @@ typedef struct hp_plan_memory {
     double comm_layer;      // of it: the comm layer's own buffers (comm.h: the fixed-order
                             // scratch, the nonblocking reductions' send copies and rows)
     double accumulation;    // microbatches > 1 or pp > 1: every unit's unsharded grads kept
-                            // over the step (acc_g), and under pp its parameters too (kept_p)
+                            // over the step (acc_g); units kept apart (pp, or
+                            // --reshard-after-forward never) their parameters too (kept_p)
     double accumulation_if_microbatched;   // what accumulation is with microbatches > 1
+    double unit_places;     // one place for every unit's unsharded tensors (acc_g's size)
     double activations;     // what the forward keeps for the backward under rc->ac_every:
                             // the slots in flight (1 at pp 1) times one slot, plus the shared
                             // recompute set (hp_plan_activations.total)
@@ -65,7 +67,7 @@ typedef struct hp_plan_memory {
 int hp_plan_memory_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, hp_plan_memory *out);
 // The same in two parts: _table fills the terms of the parameter table (params, grads,
-// optimizer, fsdp_working, comm_scratch, accumulation_if_microbatched, persistent,
+// optimizer, fsdp_working, comm_scratch, unit_places, persistent,
 // params_total, shard_numel, and the gathered unit as the largest buffer so far), which no run
 // setting changes; _run fills the rest for rc on
 // top of them (the search calls it for every microbatch count and AC mode of one layout).

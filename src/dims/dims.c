@@ -198,6 +198,12 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->ac_every > 0 && d->pp > 1 && d->pp_schedule == HP_PP_ZBV)
         return fail(err, n, "--ac is not defined for --pp-schedule zbv: its W half would need the "
                     "recomputed activations after the I half (ac_every = %d)", rc->ac_every);
+    if (rc->reshard_after_forward == HP_RESHARD_ALWAYS && d->pp > 1)
+        return fail(err, n, "--reshard-after-forward always needs pp 1: under pp a unit is gathered "
+                    "once per step and kept until its last backward (pipeline.md), pp = %d", d->pp);
+    if ((unsigned)rc->reshard_after_forward > HP_RESHARD_NEVER)
+        return fail(err, n, "reshard_after_forward is default (0), always (1) or never (2): %d",
+                    (int)rc->reshard_after_forward);
     const int M = hp_run_microbatches(rc);
     if (rc->microbatches < 0)
         return fail(err, n, "microbatches must be >= 1: microbatches = %d", rc->microbatches);

@@ -86,6 +86,20 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->cp_load_balance = 1;
     rc->dispatcher = HP_DISPATCH_ALLTOALL;
     rc->microbatches = 1;
+    rc->reshard_after_forward = HP_RESHARD_DEFAULT;
+}
+
+static const char *const reshard_names[] = { "default", "always", "never" };
+
+const char *hp_run_reshard_name(hp_reshard_policy policy) {
+    return (unsigned)policy <= HP_RESHARD_NEVER ? reshard_names[policy] : "?";
+}
+
+int hp_run_config_parse_reshard(const char *s, hp_reshard_policy *policy, char *err, size_t errlen) {
+    for (int i = 0; i <= HP_RESHARD_NEVER; i++)
+        if (s && !strcmp(s, reshard_names[i])) { *policy = (hp_reshard_policy)i; return 0; }
+    snprintf(err, errlen, "--reshard-after-forward expects default, always or never, got '%s'", s ? s : "");
+    return -1;
 }
 
 int hp_run_config_parse_ac(const char *s, int *ac_every, char *err, size_t errlen) {

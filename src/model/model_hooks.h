@@ -13,7 +13,8 @@
 typedef struct hp_unit_hooks {
     void *ctx;
     void (*gather)(void *ctx, int u);               // before the unit's forward / backward
-    void (*release)(void *ctx, int u);              // after it
+    void (*after_forward)(void *ctx, int u);        // after its forward (it may be freed)
+    void (*after_backward)(void *ctx, int u);       // after its backward
     void (*zero_grads)(void *ctx, int u, int mb);   // before the unit's backward
     void (*reduce)(void *ctx, int u, int mb);       // after the unit's (weight) grads are done
     float *(*param)(void *ctx, int i);              // parameter i of the table, unsharded local

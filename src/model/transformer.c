@@ -45,7 +45,8 @@ static const char *const block_suffix[BP_COUNT] = {
 
 // The hooks, by what they do.
 static void unit_gather(hp_transformer *tf, int u) { tf->hk.unit.gather(tf->hk.unit.ctx, u); }
-static void unit_release(hp_transformer *tf, int u) { tf->hk.unit.release(tf->hk.unit.ctx, u); }
+static void unit_after_forward(hp_transformer *tf, int u) { tf->hk.unit.after_forward(tf->hk.unit.ctx, u); }
+static void unit_after_backward(hp_transformer *tf, int u) { tf->hk.unit.after_backward(tf->hk.unit.ctx, u); }
 static void unit_zero_grads(hp_transformer *tf, int u) { tf->hk.unit.zero_grads(tf->hk.unit.ctx, u, tf->mb); }
 static void unit_reduce(hp_transformer *tf, int u) { tf->hk.unit.reduce(tf->hk.unit.ctx, u, tf->mb); }
 static void region_enter(hp_transformer *tf, float *out, const float *in, int D) {
@@ -409,13 +410,13 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
         unit_gather(tf, 0);
         hp_embedding_forward(tf->reg_a, mb_tokens(tf), TOP_PARAM(pid_tok), tf->sh.v0, tf->sh.Vl,
                              tf->sh.Nreg, D);
-        unit_release(tf, 0);
+        unit_after_forward(tf, 0);
         region_exit(tf, stream_in(tf, l0), tf->reg_a, D);   // rowwise embedding: partial over tp
     }
     for (int l = l0; l < l1; l++) {
         unit_gather(tf, 1 + l);
         block_forward(tf, l, stream_in(tf, l + 1), 0);
-        unit_release(tf, 1 + l);
+        unit_after_forward(tf, 1 + l);
     }
     tf->ce_sum_local = 0.0;
     if (!last) return;
@@ -426,7 +427,7 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     region_enter(tf, H->gf, H->nf, D);
     hp_linear_forward(H->logits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
-    unit_release(tf, L + 1);
+    unit_after_forward(tf, L + 1);
     tf->ce_sum_local = ce_sum;
     tf->loss_local = ce_sum / (double)tf->n_valid_global;
 }
@@ -533,7 +534,7 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tf->res_a, H->h_final, TOP_PARAM(pid_norm),
                             H->rstdf, tf->sh.Nres, D);
         if (!tf->input_only) unit_reduce(tf, L + 1);   // (an I leaves it to its W)
-        unit_release(tf, L + 1);
+        unit_after_backward(tf, L + 1);
     }
 
     for (int l = l1 - 1; l >= l0; l--) {
@@ -541,7 +542,7 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         unit_zero_grads(tf, 1 + l);
         block_backward(tf, l, dh);
         if (!tf->input_only) unit_reduce(tf, 1 + l);
-        unit_release(tf, 1 + l);
+        unit_after_backward(tf, 1 + l);
     }
 
     if (!first) return;
@@ -555,7 +556,7 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
                               tf->sh.Nreg, D);
         unit_reduce(tf, 0);
     }
-    unit_release(tf, 0);
+    unit_after_backward(tf, 0);
 }
 
 void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int first, int last) {

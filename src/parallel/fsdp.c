@@ -1,8 +1,9 @@
 // fsdp.c - FSDP2 / HSDP / DDP: parameters live as padded dim-chunks (torch.chunk semantics)
 // of their tp/ep-local tensors, one unit (embeddings, each block, [norm, output]) is
-// all-gathered before its forward, freed after it (reshard_after_forward), gathered again for
-// its backward, and its gradients are reduce-scattered back to shards. HSDP adds an
-// all-reduce of the shard gradients over dp_replicate; DDP is the case fsdp size 1.
+// all-gathered before its forward, freed after it or kept to its backward (the
+// reshard_after_forward policy, config.h hp_run_unit_keep), and its gradients are
+// reduce-scattered back to shards. HSDP adds an all-reduce of the shard gradients over
+// dp_replicate; DDP is the case fsdp size 1.
 // Dense parameters use the fsdp group (dp_shard x cp), routed experts with EP the efsdp group.
 //
 // Gradients are plain sums: the loss is already sum-CE / N_global (TorchTitan #2206), so
@@ -68,12 +69,14 @@ static int stack_span_of(const hp_fsdp_state *fs, int u, hp_stack st, stack_span
 // ---------------------------------------------------------------------------------------
 // allocation and init
 
-int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M) {
+int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M,
+                 hp_reshard_policy policy) {
     memset(fs, 0, sizeof *fs);
     fs->pt = pt;
     fs->comm = comm;
     fs->d = *d;
     fs->M = M;
+    fs->work_unit = -1;
     const size_t n = (size_t)pt->shard_numel;
     fs->p_shard = hp_mem_alloc(HP_MEM_PARAMS, n * sizeof(float));
     fs->g_shard = hp_mem_alloc(HP_MEM_GRADS, n * sizeof(float));
@@ -101,11 +104,18 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
             if (r > rows) rows = r;
         }
     hp_comm_async_reserve(comm, send, rows);
+    // how long each unit stays gathered; the head alone kept to its backward stays in work_p
+    // (nothing is gathered between its forward and its backward)
+    const size_t units = pt->n_units > 0 ? (size_t)pt->n_units : 1;
+    fs->keep = hp_mem_alloc(HP_MEM_OTHER, units * sizeof *fs->keep);
+    if (!fs->keep) return -1;
+    for (int u = 0; u < pt->n_units; u++) fs->keep[u] = hp_run_unit_keep(policy, d->pp, u == pt->n_units - 1);
     // gradient accumulation keeps every unit's unsharded grads until the step's last
-    // microbatch; under pp the parameters too are gathered once per step and kept until the
-    // unit's last backward (TorchTitan: reshard_after_forward = not pp_enabled)
-    if (M > 1 || d->pp > 1) {
-        const size_t units = pt->n_units > 0 ? (size_t)pt->n_units : 1;
+    // microbatch; units kept apart (under pp: gathered once per step and kept until the
+    // unit's last backward, TorchTitan's reshard_after_forward = not pp_enabled) have a place
+    // each in kept_p
+    const int accumulate = M > 1 || d->pp > 1, kept_apart = hp_run_units_kept_apart(policy, d->pp);
+    if (accumulate || kept_apart) {
         fs->acc_offset = hp_mem_alloc(HP_MEM_OTHER, units * sizeof(int64_t));
         fs->unit_kept = hp_mem_alloc(HP_MEM_OTHER, units * sizeof(int));
         int64_t total = 0;   // a unit that is its shards accumulates in g_shard
@@ -113,9 +123,9 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
             fs->acc_offset[u] = total;
             if (pt->unit_in_shards[u] < 0) total += pt->unit_work_numel[u];
         }
-        fs->acc_g = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
-        if (d->pp > 1) fs->kept_p = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
-        if (!fs->acc_offset || !fs->unit_kept || !fs->acc_g || (d->pp > 1 && !fs->kept_p))
+        if (accumulate) fs->acc_g = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
+        if (kept_apart) fs->kept_p = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
+        if (!fs->acc_offset || !fs->unit_kept || (accumulate && !fs->acc_g) || (kept_apart && !fs->kept_p))
             return -1;
     }
     return (fs->p_shard && fs->g_shard && fs->m_shard && fs->v_shard && fs->work_p &&
@@ -126,6 +136,7 @@ void hp_fsdp_free(hp_fsdp_state *fs) {
     hp_mem_free(fs->p_shard); hp_mem_free(fs->g_shard); hp_mem_free(fs->m_shard); hp_mem_free(fs->v_shard);
     hp_mem_free(fs->work_p); hp_mem_free(fs->work_g); hp_mem_free(fs->comm_buf);
     hp_mem_free(fs->acc_g); hp_mem_free(fs->acc_offset); hp_mem_free(fs->kept_p); hp_mem_free(fs->unit_kept);
+    hp_mem_free(fs->keep);
     memset(fs, 0, sizeof *fs);
 }
 
@@ -186,9 +197,15 @@ float *hp_fsdp_grad(hp_fsdp_state *fs, int i) {
     return unit_grads(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
 }
 
+// 1 while unit u's gathered parameters are where hp_fsdp_param points: in its kept_p place,
+// or in work_p (which holds one unit at a time)
+static int still_gathered(const hp_fsdp_state *fs, int u) {
+    return fs->kept_p ? fs->unit_kept[u] : fs->work_unit == u;
+}
+
 void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
     hp_comm_progress(fs->comm);   // gradient exchanges in flight (between computations)
-    if (fs->kept_p && fs->unit_kept[u]) return;   // pp: gathered once per step
+    if (still_gathered(fs, u)) return;   // kept since its forward (hp_unit_keep)
     stack_span sp;
     for (int st = 0; st < 2; st++) {
         if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
@@ -209,27 +226,42 @@ void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
                            (float *)staged + k * sp.n + (fs->pt->p[i].shard_offset - sp.s0), 0);
     }
     if (fs->kept_p) fs->unit_kept[u] = 1;
+    else fs->work_unit = u;
 }
 
-// Reshard: the unsharded copy is gone. Poisoning it with NaN makes any use of a released
-// unit show up in the verifier instead of silently reading stale values.
-void hp_fsdp_release_unit(hp_fsdp_state *fs, int u) {
-    if (fs->kept_p) return;   // pp: kept until hp_fsdp_release_all at the end of the step
-    if (in_shards(fs, u)) return;   // the live shards: nothing was gathered
-    const int64_t n = fs->pt->unit_work_numel[u];
-    for (int64_t i = 0; i < n; i++) fs->work_p[i] = NAN;
+// Poisons unit u's gathered copy with NaN: any use of a resharded unit then shows up in the
+// verifier instead of silently reading stale values. A unit that is its shards has no copy.
+static void poison(hp_fsdp_state *fs, int u) {
+    if (in_shards(fs, u)) return;
+    float *w = unit_params(fs, u);
+    for (int64_t i = 0; i < fs->pt->unit_work_numel[u]; i++) w[i] = NAN;
+}
+
+// Reshard: the unsharded copy is gone.
+static void reshard(hp_fsdp_state *fs, int u) {
+    if (fs->kept_p) fs->unit_kept[u] = 0;
+    else if (fs->work_unit == u) fs->work_unit = -1;
+    poison(fs, u);
+}
+
+void hp_fsdp_after_forward(hp_fsdp_state *fs, int u) {
+    if (fs->keep[u] == HP_KEEP_NONE) { reshard(fs, u); return; }
+    // (the bug of kept_unit_freed: the kept copy is freed, but the unit still counts as
+    // gathered, so its backward reads the freed buffer instead of gathering it again)
+    if (hp_failpoint(HP_FP_KEPT_UNIT_FREED)) poison(fs, u);
+}
+
+void hp_fsdp_after_backward(hp_fsdp_state *fs, int u) {
+    if (fs->keep[u] != HP_KEEP_STEP) reshard(fs, u);   // else at hp_fsdp_release_all
 }
 
 void hp_fsdp_release_all(hp_fsdp_state *fs) {
     hp_comm_async_wait_all(fs->comm);   // every unit's reduced gradients are in g_shard
-    if (!fs->kept_p) return;
-    for (int u = 0; u < fs->pt->n_units; u++) {
-        if (!fs->unit_kept[u]) continue;
-        fs->unit_kept[u] = 0;
-        if (in_shards(fs, u)) continue;
-        float *w = unit_params(fs, u);
-        for (int64_t i = 0; i < fs->pt->unit_work_numel[u]; i++) w[i] = NAN;
-    }
+    // (the bug of kept_unit_stale: kept units survive the step, so the next one trains the
+    // parameters from before this step's optimizer update)
+    if (hp_failpoint(HP_FP_KEPT_UNIT_STALE)) return;
+    for (int u = 0; u < fs->pt->n_units; u++)
+        if (still_gathered(fs, u)) reshard(fs, u);
 }
 
 // Under accumulation only the first microbatch starts from zero: the later ones add to it,

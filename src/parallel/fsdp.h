@@ -23,19 +23,28 @@ typedef struct hp_fsdp_state {
     // gradient accumulation (M > 1 or pp): every unit's grads live in acc_g over the step
     float *acc_g;               // (pt->gathered_work + 1), else NULL
     int64_t *acc_offset;        // [n_units] each unit's place in acc_g (and kept_p)
-    float *kept_p;              // pp: every local unit's gathered params, kept for the step
-    int *unit_kept;             // [n_units] 1: unit gathered into kept_p this step
+    float *kept_p;              // every unit's gathered params, each in its own place: under
+                                //    pp (kept for the step) and --reshard-after-forward never
+    int *unit_kept;             // [n_units] 1: unit gathered into kept_p and still there
+    hp_unit_keep *keep;         // [n_units] how long each unit stays gathered (config.h)
+    int work_unit;              // the unit work_p holds gathered, -1 none (freed or poisoned)
 } hp_fsdp_state;
 
-int  hp_fsdp_init(hp_fsdp_state *st, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M);
+// M microbatches per step; policy: --reshard-after-forward (hp_run_unit_keep, config.h).
+int  hp_fsdp_init(hp_fsdp_state *st, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M,
+                  hp_reshard_policy policy);
 void hp_fsdp_free(hp_fsdp_state *st);
 void hp_fsdp_init_params(hp_fsdp_state *st, uint64_t seed);   // counter-based init of the shards
 void hp_fsdp_set_params(hp_fsdp_state *st, const float *full); // shards of full tensors; m, v = 0
-void hp_fsdp_gather_unit(hp_fsdp_state *st, int u);     // all-gather unit u's parameters
-void hp_fsdp_release_unit(hp_fsdp_state *st, int u);    // reshard after forward / backward
+// All-gathers unit u's parameters, unless they are still gathered (kept since its forward).
+void hp_fsdp_gather_unit(hp_fsdp_state *st, int u);
+// FSDP2's post-forward and post-backward hooks: unit u's forward (backward) of the running
+// microbatch is done; it is resharded, or kept as its hp_unit_keep says.
+void hp_fsdp_after_forward(hp_fsdp_state *st, int u);
+void hp_fsdp_after_backward(hp_fsdp_state *st, int u);
 // The step's end: completes every unit's gradient exchange (hp_fsdp_reduce_unit posts them
-// nonblocking; g_shard holds the reduced shards only after this), and under pp reshards
-// every kept unit.
+// nonblocking; g_shard holds the reduced shards only after this), and reshards every unit
+// still kept (under pp all of them): the optimizer step changes their shards.
 void hp_fsdp_release_all(hp_fsdp_state *st);
 void hp_fsdp_zero_unit_grads(hp_fsdp_state *st, int u, int mb);
 // Posts unit u's gradient reduction (after the last microbatch): reduced g_shard at

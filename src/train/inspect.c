@@ -83,6 +83,10 @@ int hp_run_flag(hp_run_config *rc, const char *flag, const char *value) {
         char err[128];
         return value && hp_run_config_parse_ac(value, &rc->ac_every, err, sizeof err) == 0 ? 2 : -1;
     }
+    if (!strcmp(flag, "--reshard-after-forward")) {
+        char err[128];
+        return hp_run_config_parse_reshard(value, &rc->reshard_after_forward, err, sizeof err) == 0 ? 2 : -1;
+    }
     return 0;
 }
 

@@ -87,8 +87,7 @@ int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, h
     out->fsdp_working = 2 * ((double)t.max_gathered_work + 1) * F4;   // units not their shards
     out->comm_layer = comm_layer_bytes(&t, d);
     out->comm_scratch = staging_floats(&t) * F4 + out->comm_layer;
-    const double total = (double)t.gathered_work;   // fsdp.c: acc_g (and kept_p under pp)
-    out->accumulation_if_microbatched = (total + 1) * F4 * (d->pp > 1 ? 2 : 1);
+    out->unit_places = ((double)t.gathered_work + 1) * F4;   // fsdp.c: acc_g's or kept_p's size
     hp_params_free(&t);
     largest_of_table(out);
     out->persistent = out->params + out->grads + out->optimizer;
@@ -166,7 +165,11 @@ static void largest_of_run(const hp_model_config *m, const hp_dims *d, const hp_
 
 int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
                        int n_slots, hp_plan_memory *out) {
-    out->accumulation = hp_run_microbatches(rc) > 1 || d->pp > 1 ? out->accumulation_if_microbatched : 0;
+    // fsdp.c: acc_g with accumulation (microbatches or pp), kept_p when units are kept apart
+    const int kept_apart = hp_run_units_kept_apart(rc->reshard_after_forward, d->pp);
+    out->accumulation_if_microbatched = out->unit_places * (1 + kept_apart);
+    out->accumulation = hp_run_microbatches(rc) > 1 || d->pp > 1 ? out->accumulation_if_microbatched
+                                                                  : out->unit_places * kept_apart;
     hp_plan_activations a, au;
     if (hp_plan_activations_with_slots(m, d, rc, rank, 0, n_slots, &a) != 0) return -1;
     out->activations = a.total;

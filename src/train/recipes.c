@@ -65,6 +65,11 @@ const hp_recipe hp_recipes[] = {
     { "C3-ring",      "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "ring",      NULL,        L2, "C3-ag",       EX6, "HSDP + CP + TP + EP, ring rotation", NULL, 0, 0, NULL },
     // the run options the rows above leave at their defaults: AdamW, clipping that clips (the
     // tiny models' grad norm is ~0.52), and the contiguous (unbalanced) CP layout
+    // --reshard-after-forward: how long a gathered unit is kept (config.h hp_run_unit_keep);
+    // the same values as the default policy, fewer (or more) all-gathers
+    { "M4-s2-never",  "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, "M4-s2",       EX3, "FSDP2, reshard_after_forward never: each unit gathered once, kept to its backward", "--reshard-after-forward never", 0, 0, NULL },
+    { "M7-tp1-always","M7",  "tiny",     2, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L1, "M7-tp1",      EX3, "HSDP, reshard_after_forward always: [norm, output] too gathered again for its backward", "--reshard-after-forward always", 0, 0, NULL },
+    { "GA-never",     "GA",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, "GA",          EX3, "accumulation with reshard_after_forward never: units gathered once per microbatch", "--microbatches 4 --reshard-after-forward never", 0, 0, NULL },
     { "M4-s2-adamw",  "M4",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L0, NULL,          EX3, "FSDP2 with AdamW (m and v sharded like the parameters)", ADAMW, 0, 0, NULL },
     { "B2-adamw-clip","B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "TP + SP + FSDP2, AdamW, grad norm clipped to 0.1", ADAMW " " CLIP, 0, 0, NULL },
     { "M7-tp2-clip",  "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "HSDP x TP + SP, SGD, clipped: the norm counts each element once", CLIP, 0, 0, NULL },

@@ -56,17 +56,18 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     const uint64_t Bl = (uint64_t)ls.Bl_step, Sc = (uint64_t)ls.Sc;
     const uint64_t D = (uint64_t)ls.D, Nreg = Bl * Sc, Nres = sp ? Nreg / (uint64_t)T : Nreg;
 
-    // FSDP / HSDP / DDP: per unit and stack, all-gather in forward and in backward, one
-    // reduce-scatter of the grads, and with dp_replicate > 1 one all-reduce of the shard.
+    // FSDP / HSDP / DDP: per unit and stack, all-gathers as hp_run_unit_keep says (for the
+    // forward and again for the backward, or kept between them), one reduce-scatter of the
+    // grads, and with dp_replicate > 1 one all-reduce of the shard.
     // Parameters of other pp ranks have no shard here and count nothing.
     for (int i = 0; i < t.n; i++) {
         const hp_param *p = &t.p[i];
         if (!p->on_rank) continue;
         const uint64_t shard = (uint64_t)p->shard_numel * F4;
         if (p->fsdp_size > 1) {
-            // gathered for the forward and for the backward of every microbatch (under pp
-            // once per step, kept until the unit's last backward), reduced once
-            const uint64_t gathers = d->pp > 1 ? 1 : 2 * (uint64_t)M;
+            const hp_unit_keep keep = hp_run_unit_keep(rc->reshard_after_forward, d->pp,
+                                                       p->unit == t.n_units - 1);
+            const uint64_t gathers = (uint64_t)hp_run_unit_gathers(keep, M);
             bytes[p->fsdp_group][HP_OP_ALLGATHER] += gathers * shard;
             bytes[p->fsdp_group][HP_OP_REDUCE_SCATTER] += (uint64_t)p->fsdp_size * shard;
         }

@@ -38,7 +38,7 @@ static int alloc_step_data(hp_trainer *tr) {
 // The styles' states, then the model over the hooks they fill.
 static int setup_model(hp_trainer *tr) {
     if (hp_params_build(&tr->pt, &tr->m, &tr->d, tr->rank) != 0 ||
-        hp_fsdp_init(&tr->fsdp, &tr->pt, tr->comm, &tr->d, tr->sh.M) != 0 ||
+        hp_fsdp_init(&tr->fsdp, &tr->pt, tr->comm, &tr->d, tr->sh.M, tr->rc.reshard_after_forward) != 0 ||
         hp_tp_init(&tr->tp, tr->comm, &tr->sh) != 0 || alloc_step_data(tr) != 0)
         return -1;
     hp_attn_style_init(&tr->attn, tr);

@@ -9,7 +9,8 @@
 
 // ---- units: FSDP2 / HSDP / DDP
 static void unit_gather(void *ctx, int u) { hp_fsdp_gather_unit(ctx, u); }
-static void unit_release(void *ctx, int u) { hp_fsdp_release_unit(ctx, u); }
+static void unit_after_forward(void *ctx, int u) { hp_fsdp_after_forward(ctx, u); }
+static void unit_after_backward(void *ctx, int u) { hp_fsdp_after_backward(ctx, u); }
 static void unit_zero_grads(void *ctx, int u, int mb) { hp_fsdp_zero_unit_grads(ctx, u, mb); }
 static void unit_reduce(void *ctx, int u, int mb) { hp_fsdp_reduce_unit(ctx, u, mb); }
 static float *unit_param(void *ctx, int i) { return hp_fsdp_param(ctx, i); }
@@ -75,8 +76,8 @@ void hp_attn_style_init(hp_attn_style *a, hp_trainer *tr) {
 
 void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
     *hk = (hp_model_hooks){
-        .unit = { &tr->fsdp, unit_gather, unit_release, unit_zero_grads, unit_reduce, unit_param,
-                  unit_grad },
+        .unit = { &tr->fsdp, unit_gather, unit_after_forward, unit_after_backward, unit_zero_grads,
+                  unit_reduce, unit_param, unit_grad },
         .region = { &tr->tp, region_enter, region_enter_backward, region_exit,
                     region_exit_backward, region_cross_entropy },
         .attn = { &tr->attn, attn_state_init, attn_state_free, attn_forward, attn_backward },

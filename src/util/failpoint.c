@@ -31,6 +31,7 @@ static int      suspended = 0;
 #define U3    TINY(1, 1, 1, 1) " --ulysses 8"
 #define P1F1B TINY(1, 1, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 #define M6ACF TINY(1, 2, 2, 2) " --sp --cp-rotate ring --ac full"
+#define P5    TINY(1, 2, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_TP_PARTIAL_GRAD_DROPPED] = { HP_FP_TP_PARTIAL_GRAD_DROPPED, "tp_partial_grad_dropped", "M3-tp2", M3TP2,
@@ -114,6 +115,12 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_UNIT_IN_SHARDS_RESTAGED] = { HP_FP_UNIT_IN_SHARDS_RESTAGED, "unit_in_shards_restaged", "M1b", M1B,
       "gradient",
       "DDP: a unit whose tensors are its shards is staged like a gathered one, zeroing its grads" },
+    [HP_FP_KEPT_UNIT_FREED] = { HP_FP_KEPT_UNIT_FREED, "kept_unit_freed", "M4-s2", M4S2,
+      "non-finite loss or grad norm at step 1",
+      "FSDP: [norm, output], kept from its forward to its backward, is freed after the forward anyway" },
+    [HP_FP_KEPT_UNIT_STALE] = { HP_FP_KEPT_UNIT_STALE, "kept_unit_stale", "P5", P5,
+      "loss trajectory",
+      "PP + FSDP: units kept gathered for the step survive the optimizer update into the next step" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

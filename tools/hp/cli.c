@@ -21,7 +21,7 @@ typedef enum {
     F_TIMEOUT, F_LIST_FAILPOINTS,
     F_MODEL_CONFIG, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
     F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS, F_ULYSSES,
-    F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC,
+    F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC, F_RESHARD,
 } flag_id;
 
 typedef struct { const char *name; flag_id id; int takes_value; } flag_def;
@@ -36,6 +36,7 @@ static const flag_def flags[] = {
     { "--optimizer", F_OPTIMIZER, 1 }, { "--max-norm", F_MAX_NORM, 1 }, { "--data", F_DATA, 1 },
     { "--cp-rotate", F_CP_ROTATE, 1 }, { "--cp-no-balance", F_CP_NO_BALANCE, 0 },
     { "--dispatcher", F_DISPATCHER, 1 }, { "--ac", F_AC, 1 },
+    { "--reshard-after-forward", F_RESHARD, 1 },
     { "--nproc", F_NPROC, 1 }, { "--rank", F_RANK, 1 }, { "--verify", F_VERIFY, 0 },
     { "--verify-steps", F_VERIFY_STEPS, 1 }, { "--dump", F_DUMP, 1 }, { "--load", F_LOAD, 1 },
     { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 }, { "--timeout", F_TIMEOUT, 1 },
@@ -103,7 +104,11 @@ void tool_cli_print_common_help(FILE *out) {
         "  --cp-no-balance    contiguous CP split instead of head-tail chunks\n"
         "  --dispatcher NAME  alltoall | allgather expert dispatch (default alltoall)\n"
         "  --ac MODE          activation checkpointing: none | full | every:N (block l when\n"
-        "                     (l+1) % N == 0; docs/planner.md); plan only for now (default none)\n"
+        "                     (l+1) % N == 0; docs/planner.md; default none)\n"
+        "  --reshard-after-forward POLICY\n"
+        "                     FSDP units after their forward: default (pp: kept for the step;\n"
+        "                     else [norm, output] kept to its backward, others freed) | always\n"
+        "                     (freed, gathered again; pp 1) | never (kept to their backward)\n"
         "launch and output:\n"
         "  --nproc N          ranks to launch (plan: the world; default: the product of degrees)\n"
         "  --rank N           plan: the rank whose local shapes are shown (default 0)\n"
@@ -287,6 +292,12 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
         char err[160];
         cli->ac_given = 1;
         if (hp_run_config_parse_ac(v, &cli->run.ac_every, err, sizeof err) == 0) return 0;
+        fprintf(stderr, "hp: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
+    case F_RESHARD: {
+        char err[160];
+        if (hp_run_config_parse_reshard(v, &cli->run.reshard_after_forward, err, sizeof err) == 0) return 0;
         fprintf(stderr, "hp: %s\n", err);
         return HP_EXIT_CONFIG;
     }

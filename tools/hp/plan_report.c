@@ -111,7 +111,8 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
     row("FSDP working buffers", mem.fsdp_working, "the largest unit gathered, and its grads");
     row("communication scratch", mem.comm_scratch, "gather / reduce-scatter staging");
     if (mem.accumulation > 0)
-        row("accumulation buffers", mem.accumulation, "every unit's grads over the microbatches (and params under pp)");
+        row("accumulation buffers", mem.accumulation,
+            "every unit's grads over the microbatches, params kept (pp; reshard never)");
     char acts_note[200], ac[32];
     tool_plan_ac_name(ac, sizeof ac, rc->ac_every);
     if (d->pp > 1)
@@ -177,6 +178,7 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
     cJSON_AddNumberToObject(root, "rank", rank);
     cJSON_AddNumberToObject(root, "params_total", (double)mem.params_total);
     cJSON_AddStringToObject(root, "ac", ac);
+    cJSON_AddStringToObject(root, "reshard_after_forward", hp_run_reshard_name(rc->reshard_after_forward));
     cJSON_AddItemToObject(root, "memory", memory_json(&mem));
     cJSON *jw = cJSON_AddObjectToObject(root, "worst_rank");
     cJSON_AddNumberToObject(jw, "rank", worst_rank);

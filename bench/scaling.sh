@@ -7,15 +7,15 @@
 # Rounds are interleaved (1 rank, N ranks, 1 rank, ...); the table gives the median of the
 # per-round efficiencies and their spread. Model small (D 128, L 4), S 256, 1 thread per rank.
 #
-#   bench/scaling.sh                         # 5 rounds
+#   bench/scaling.sh                         # 7 rounds of 20 steps (~5 min)
 #   ROUNDS=9 STEPS=12 bench/scaling.sh       # settings: ROUNDS, STEPS, WARMUP, MODEL, SEQ,
 #                                            # BATCH_PER_RANK, BUILD_DIR (default build), OUT,
 #                                            # NO_TORCH=1 (hyperpar only)
 # Timings are reported, never asserted (the machine is shared): see bench/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-5}
-STEPS=${STEPS:-8}
+ROUNDS=${ROUNDS:-7}
+STEPS=${STEPS:-20}
 WARMUP=${WARMUP:-2}
 MODEL=${MODEL:-small}
 SEQ=${SEQ:-256}

@@ -2,7 +2,7 @@
 # `hp bench` smoke runs on the tiny model: the FLOP count of its JSON is the formula's, the
 # FMA peak and the three ratios are consistent, the BLAS core is named and right, and
 # --memory's per-rank persistent bytes add up to the full model plus padding; --recipes' bytes
-# match docs/traffic.md's prediction for every recipe. No timing is
+# match docs/traffic.md's prediction for every recipe; bench/scaling.py prints its table. No timing is
 # asserted: performance is reported by hp bench / bench/run.sh as ratios, never tested.
 add_executable(test_parallel tests/test_parallel.c)
 target_include_directories(test_parallel PRIVATE src)
@@ -29,6 +29,10 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME bench_recipes COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
            recipes $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_recipes.json)
   set_tests_properties(bench_recipes PROPERTIES LABELS L1 TIMEOUT 120)
+  # bench/scaling.py prints its table (one round on tiny; the timings themselves are not tested)
+  add_test(NAME bench_scaling COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
+           scaling $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_scaling.json)
+  set_tests_properties(bench_scaling PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 2)
 else()
   message(STATUS "bench.cmake: python3 not found, skipping the hp bench smoke tests")
 endif()

@@ -233,9 +233,34 @@ def recipes(hp, out):
               f"{r['recipe']}: verified, {r['bytes_counted']:.0f} bytes counted == predicted")
 
 
+def scaling(hp, out):
+    """bench/scaling.py end to end on the tiny model (one round, hyperpar only): its table
+    and JSON carry every case with finite times and the efficiency of those times."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "scaling.py")
+    text = []
+    rc = run([sys.executable, script, "--hp", hp, "--rounds", "1", "--steps", "2", "--warmup", "0",
+              "--model", "tiny", "--seq-len", "32", "--no-torch", "--json", out], out=text)
+    check(rc == 0, "bench/scaling.py exits 0")
+    if rc != 0:
+        return
+    table = json.load(open(out))["table"]
+    cases = {(r["impl"], r["case"]) for r in table}
+    want = {("hyperpar", "DDP"), ("hyperpar", "FSDP"), ("hyperpar", "HSDP"), ("hyperpar", "TP (+SP)"),
+            ("machine", "2 x 1")}
+    check(cases == want, f"the table's cases: {sorted(cases)}")
+    for r in table:
+        t1, tn = r["ms_1_median"], r["ms_n_median"]
+        ranks = r["ranks"]
+        want_e = t1 / tn if r["scaling"] == "weak" else t1 / (ranks * tn)
+        check(t1 > 0 and tn > 0 and abs(r["efficiency_median"] - want_e) <= 1e-9 * want_e,
+              f"{r['case']}: efficiency {r['efficiency_median']:.3f} = the times' ratio ({t1:.2f} / {tn:.2f} ms)")
+    check(any(line.startswith("implementation") for line in text[0].splitlines()), "the table is printed")
+
+
 def main():
     mode, hp, out = sys.argv[1:4]
-    {"step": step, "blas": blas, "launch": launch, "memory": memory, "recipes": recipes}[mode](hp, out)
+    {"step": step, "blas": blas, "launch": launch, "memory": memory, "recipes": recipes,
+     "scaling": scaling}[mode](hp, out)
     print(f"check_bench: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

@@ -146,9 +146,10 @@ static double rope_obj(void *c) {
 }
 static void test_rope(void) {
     // hand case: hd 4, pos 1 -> f = (1, 1e-2); x = (1,0,0,1) -> (cos 1, sin 1, -sin .01, cos .01)
-    float x1[4] = {1, 0, 0, 1};
+    float x1[4] = {1, 0, 0, 1}, cs1[4];
     int p1 = 1;
-    hp_rope_forward(x1, &p1, 10000.0f, 1, 1, 1, 4);
+    tk_check(hp_rope_table(cs1, &p1, 10000.0f, 1, 4) == 0, "rope table of one position", 0, 0);
+    hp_rope_forward(x1, cs1, 1, 1, 1, 4);
     double want[4] = {cos(1.0), sin(1.0), -sin(0.01), cos(0.01)};
     tk_cmp_fd("rope hand case hd=4 pos=1 (interleaved pairs)", x1, want, 4, 1e-6);
 
@@ -158,19 +159,22 @@ static void test_rope(void) {
     float *x = malloc(n * 4), *y = malloc(n * 4), *R = malloc(n * 4), *g = malloc(n * 4);
     trng_fill(x, n, 1.0f); trng_fill(R, n, 1.0f);
     memcpy(y, x, n * 4);
-    hp_rope_forward(y, pos, 10000.0f, B, S, nh, hd);
+    float cs[2 * S * (hd / 2)];
+    hp_rope_table(cs, pos, 10000.0f, S, hd);
+    hp_rope_forward(y, cs, B, S, nh, hd);
     RopeCtx r = {B, S, nh, hd, pos, 10000.0, malloc(n * 8), malloc(n * 8), malloc(n * 8)};
     tk_f2d(r.x, x, n); tk_f2d(r.R, R, n);
     rope_obj(&r);
     tk_cmp_fd("rope forward vs double (positions up to 2047)", y, r.y, n, 1e-6);
     memcpy(g, R, n * 4);
-    hp_rope_backward(g, pos, 10000.0f, B, S, nh, hd);
+    hp_rope_backward(g, cs, B, S, nh, hd);
     tk_fd_check("rope backward vs central differences", rope_obj, &r, r.x, n, g, FD_H, FD_TOL);
-    hp_rope_backward(y, pos, 10000.0f, B, S, nh, hd); // R^T R = I
+    hp_rope_backward(y, cs, B, S, nh, hd); // R^T R = I
     tk_cmp_ff("rope backward(forward(x)) == x", y, x, n, 1e-6);
     float odd[3] = {1, 2, 3};
-    hp_rope_forward(odd, pos, 10000.0f, 1, 1, 1, 3); // odd head_dim: refused, untouched
-    tk_check(odd[0] == 1 && odd[1] == 2 && odd[2] == 3, "rope refuses an odd head_dim", 0, 0);
+    hp_rope_forward(odd, cs, 1, 1, 1, 3); // odd head_dim: refused, untouched
+    tk_check(odd[0] == 1 && odd[1] == 2 && odd[2] == 3 && hp_rope_table(cs, pos, 10000.0f, S, 3) == -1,
+             "rope refuses an odd head_dim", 0, 0);
     free(x); free(y); free(R); free(g); free(r.x); free(r.R); free(r.y);
 }
 

@@ -44,10 +44,13 @@ void hp_rmsnorm_backward(float *dx, float *dw,        // (N, D) +=, (D) +=
                          const float *dout, const float *x, const float *w,
                          const float *rstd, int N, int D);
 
-// ---- RoPE, interleaved pairs, in place on x (B, S, nh, hd); pos (S) global positions ----
-void hp_rope_forward(float *x, const int *pos, float theta, int B, int S, int nh, int hd);
+// ---- RoPE, interleaved pairs, in place on x (B, S, nh, hd) --------------------------------
+// The table of S global positions pos, once per run (TorchTitan's precompute_freqs_cis):
+// cs (2, S, hd/2) = cos, then sin of pos[t] * theta^(-2j/hd). 0, or -1 for an odd head_dim.
+int hp_rope_table(float *cs, const int *pos, float theta, int S, int hd);
+void hp_rope_forward(float *x, const float *cs, int B, int S, int nh, int hd);
 // In place: dx <- R(pos)^T dx (the gradient of the rotation).
-void hp_rope_backward(float *dx, const int *pos, float theta, int B, int S, int nh, int hd);
+void hp_rope_backward(float *dx, const float *cs, int B, int S, int nh, int hd);
 
 // ---- attention, blockwise -----------------------------------------------------------
 // Queries i in [q_lo, q_hi) of q attend to keys j in [k_lo, k_hi) of k/v; key j is visible

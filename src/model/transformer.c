@@ -371,8 +371,8 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_linear_forward(A->q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
     hp_linear_forward(A->k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
     hp_linear_forward(A->v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
-    hp_rope_forward(A->q, tf->pos, m->rope_theta, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
-    hp_rope_forward(A->k, tf->pos, m->rope_theta, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
+    hp_rope_forward(A->q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
+    hp_rope_forward(A->k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
     tf->hk.attn.forward(tf->hk.attn.ctx, A->attn, A->att, A->lse, A->q, A->k, A->v);
     hp_linear_forward(tf->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
     region_exit(tf, tf->res_a, tf->reg_a, D);
@@ -499,8 +499,8 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     zeros(tf->reg_v, (size_t)Nr * kvd);
     tf->hk.attn.backward(tf->hk.attn.ctx, A->attn, tf->reg_q, tf->reg_k, tf->reg_v, tf->reg_att,
                          A->att, A->lse, A->q, A->k, A->v);
-    hp_rope_backward(tf->reg_q, tf->pos, m->rope_theta, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
-    hp_rope_backward(tf->reg_k, tf->pos, m->rope_theta, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
+    hp_rope_backward(tf->reg_q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
+    hp_rope_backward(tf->reg_k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
     linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_WQ), A->dy_q, tf->reg_q, A->g1,
                PARAM(l, BP_WQ), Nr, D, qd);
     linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WK), A->dy_k, tf->reg_k, A->g1,

@@ -55,7 +55,8 @@ typedef struct hp_transformer {
     const hp_param_table *pt;
     hp_model_hooks hk;
     // the step's data, owned by the caller
-    const int *pos;            // (Sc) global positions of this rank's tokens (RoPE)
+    const int *pos;            // (Sc) global positions of this rank's tokens
+    const float *rope;         // (2, Sc, hd/2) their RoPE cos and sin (hp_rope_table)
     const int *tokens, *labels;   // (M*Nreg) the step's; microbatch mb's rows [mb*Nreg, (mb+1)*Nreg)
     int64_t n_valid_global;    // valid labels of the global batch
     // what runs now: microbatch mb in activation slot `slot` of n_slots (pipeline; 1 without)

@@ -99,14 +99,14 @@ int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, h
 // the K floats of one attention call: under Ulysses the gathered layout's (the sequence of the
 // cp rank, the kv heads repeated to fill the ulysses group, 1/U of them).
 typedef struct run_shapes {
-    double reg, res, D, qd, kvd, Fl, Vl, Sc, Sc_cp, nk;
+    double reg, res, D, qd, kvd, Fl, Vl, Sc, Sc_cp, nk, hd;
     int M, n_moe;
 } run_shapes;
 
 static run_shapes run_shapes_of(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc) {
     const int T = d->tp, U = d->ulysses, sp = d->sp > 0 && T > 1, M = hp_run_microbatches(rc);
     const double Bl = (double)(rc->batch / hp_dims_batch(d) / M), hd = hp_model_head_dim(m);
-    run_shapes s = { .M = M, .D = m->dim, .Fl = m->ffn_hidden / T, .Vl = m->vocab_size / T };
+    run_shapes s = { .M = M, .D = m->dim, .Fl = m->ffn_hidden / T, .Vl = m->vocab_size / T, .hd = hd };
     s.Sc_cp = rc->seq_len / d->cp;
     s.Sc = (double)(rc->seq_len / d->cp / d->ulysses);
     s.reg = Bl * s.Sc;
@@ -120,8 +120,8 @@ static run_shapes run_shapes_of(const hp_model_config *m, const hp_dims *d, cons
 
 // The per-rank scratch (category scratch of memtrack.h): transformer.c's backward buffers
 // (res_a/b, reg_a/b, reg_q/k/v/att, reg_f1..3, dlogits), tp.c's tp_buf and ce_tl, the step's
-// token ids, labels, positions and routing record (trainer.c; each of those seven is one
-// element longer than its data), and the largest transient of one backward call: under
+// token ids, labels, positions, RoPE table and routing record (trainer.c; each of those
+// eight is one element longer than its data), and the largest transient of one backward call: under
 // Ulysses its gathered dout/dq/dk/dv (ulysses.c), under cp the K/V (and dK/dV) of every source
 // that cp_attention.c's backward holds (all-gather: mine + all + dall = (2 + 4C) n, ring: cur
 // + nxt = 8 n, plus the Sl source positions; n = s->nk, Sl the cp-local length).
@@ -130,7 +130,7 @@ static double scratch_floats(const hp_model_config *m, const hp_dims *d, const h
     const int U = d->ulysses, C = d->cp, M = s->M;
     const double reg = s->reg, res = s->res, D = s->D, qd = s->qd, kvd = s->kvd, nk = s->nk;
     double f = 3 * reg * D + 2 * res * D + reg * (2 * qd + 2 * kvd) + 3 * reg * s->Fl + reg * s->Vl + reg;
-    f += 2 * reg * M + s->Sc + s->Sc_cp + (double)s->n_moe * reg * M * m->top_k + 7;
+    f += 2 * reg * M + s->Sc + s->Sc_cp + s->Sc * s->hd + (double)s->n_moe * reg * M * m->top_k + 8;
     double call = U > 1 ? 2 * reg * qd + 2 * nk : 0;
     if (C > 1) call += s->Sc_cp + (rc->cp_rotate == HP_ROTATE_RING ? 8 * nk : (2 + 4.0 * C) * nk);
     return f + call;

@@ -24,15 +24,17 @@ static int alloc_step_data(hp_trainer *tr) {
     int n_moe = 0;
     for (int l = 0; l < tr->m.n_layers; l++) n_moe += hp_model_is_moe_layer(&tr->m, l);
     tr->pos = hp_mem_alloc(HP_MEM_SCRATCH, ((size_t)sh->Sc + 1) * sizeof(int));
+    tr->rope = hp_mem_alloc(HP_MEM_SCRATCH, ((size_t)sh->Sc * (size_t)sh->hd + 1) * sizeof(float));
     tr->pos_cp = hp_mem_alloc(HP_MEM_SCRATCH, ((size_t)sh->Sc_cp + 1) * sizeof(int));
     tr->tokens = hp_mem_alloc(HP_MEM_SCRATCH, (reg_step + 1) * sizeof(int));
     tr->labels = hp_mem_alloc(HP_MEM_SCRATCH, (reg_step + 1) * sizeof(int));
     tr->routing_step = hp_mem_alloc(HP_MEM_SCRATCH, ((size_t)n_moe * reg_step * tr->m.top_k + 1) * sizeof(int));
-    if (!tr->pos || !tr->pos_cp || !tr->tokens || !tr->labels || !tr->routing_step) return -1;
+    if (!tr->pos || !tr->rope || !tr->pos_cp || !tr->tokens || !tr->labels || !tr->routing_step)
+        return -1;
     hp_cp_positions(tr->pos_cp, tr->rc.seq_len, tr->d.cp, tr->co.c, tr->rc.cp_load_balance);
     hp_seq_positions(tr->pos, tr->rc.seq_len, tr->d.cp, tr->co.c, tr->d.ulysses, tr->co.u,
                      tr->rc.cp_load_balance);
-    return 0;
+    return hp_rope_table(tr->rope, tr->pos, tr->m.rope_theta, sh->Sc, sh->hd);
 }
 
 // The styles' states, then the model over the hooks they fill.
@@ -49,6 +51,7 @@ static int setup_model(hp_trainer *tr) {
         return -1;
     tr->tf.routing = tr->routing_step;   // the forwards record every microbatch's routing
     tr->tf.pos = tr->pos;
+    tr->tf.rope = tr->rope;
     tr->tf.tokens = tr->tokens;
     tr->tf.labels = tr->labels;
     return 0;
@@ -97,7 +100,7 @@ void hp_trainer_free(hp_trainer *tr) {
     hp_transformer_free(&tr->tf);
     hp_tp_free(&tr->tp);
     hp_fsdp_free(&tr->fsdp);
-    hp_mem_free(tr->pos); hp_mem_free(tr->pos_cp); hp_mem_free(tr->tokens); hp_mem_free(tr->labels);
+    hp_mem_free(tr->pos); hp_mem_free(tr->rope); hp_mem_free(tr->pos_cp); hp_mem_free(tr->tokens); hp_mem_free(tr->labels);
     hp_mem_free(tr->routing_step);
     hp_params_free(&tr->pt);
     if (tr->comm) hp_comm_free(tr->comm);

@@ -51,6 +51,7 @@ struct hp_trainer {
 
     // the step's data
     int *pos;                // (Sc) global positions of this rank's tokens
+    float *rope;             // (2, Sc, hd/2) their RoPE cos and sin (hp_rope_table)
     int *pos_cp;             // (Sc_cp) global positions of the cp-local tokens
     int *tokens, *labels;    // (Bl_step, Sc) cp-local, the whole step's
     int64_t n_valid_global;  // valid labels of the global batch

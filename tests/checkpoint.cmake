@@ -66,9 +66,14 @@ set_tests_properties(ckpt_stopped_mid_save PROPERTIES LABELS L0 TIMEOUT 120 PROC
 add_test(NAME ckpt_stopped_mid_load
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/checkpoint/run_stopped.sh $<TARGET_FILE:hp> ${HP_CKPT_DIR}/stopped-load load)
 set_tests_properties(ckpt_stopped_mid_load PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)
-# a load fault option that is not a rank number: a line naming it, exit 2 (not rank 0 frozen;
-# read inside the job, so Open MPI's abort banner follows the line)
-add_test(NAME ckpt_load_stop_rank_bad
-         COMMAND sh -c "rm -rf \"$1\" && \"$0\" run --steps 2 --quiet --checkpoint-dir \"$1\" --checkpoint-every 2 >/dev/null 2>&1 && HP_CKPT_LOAD_STOP_RANK=one sh \"$2\" 2 'HP_CKPT_LOAD_STOP_RANK=one: must be a rank number' -- \"$0\" run --steps 3 --quiet --resume \"$1\""
-                 $<TARGET_FILE:hp> ${HP_CKPT_DIR}/stop-bad ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh)
-set_tests_properties(ckpt_load_stop_rank_bad PROPERTIES LABELS L0 TIMEOUT 60)
+# the fault options with a value that is not a whole number: one line naming the variable,
+# exit 2, before any rank starts (hp_ckpt_check_env), never read as rank 0
+foreach(bad "HP_CKPT_LOAD_STOP_RANK=one" "HP_CKPT_KILL_RANK=x" "HP_CKPT_KILL_STEP=-3")
+  string(REGEX REPLACE "=.*" "" var "${bad}")
+  string(TOLOWER "${var}" name)
+  add_test(NAME ${name}_bad
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 2 "F:hp: ${bad}: must be a whole number >= 0"
+                   -- $<TARGET_FILE:hp> run --steps 1 --quiet)
+  set_tests_properties(${name}_bad PROPERTIES LABELS L0 TIMEOUT 30
+                       ENVIRONMENT "HP_EXPECT_ONE_LINE=1;${bad}")
+endforeach()

@@ -2,7 +2,7 @@
 // owns, and a later job under ANY other layout (world, R, S, C, T, EP, ETP, Shard(0)/Shard(1)
 // experts) loads them back, each rank reading only the bytes that overlap its own shards.
 // defines: hp_ckpt_stats, hp_ckpt_save, hp_ckpt_resolve, hp_ckpt_check, hp_ckpt_load,
-//          hp_ckpt_export
+//          hp_ckpt_check_env, hp_ckpt_export
 //
 //   // in the train loop, after step tr's step K (collective over the job):
 //   hp_ckpt_save(tr, "ck", 2, &st, err, sizeof err);    // ck/step-K, ck/latest, keeps 2
@@ -67,6 +67,12 @@ int hp_ckpt_check(const char *step_dir, const hp_model_config *m, const hp_run_c
 // HP_EXIT_CONFIG with the line of the lowest failing rank in err on every rank.
 int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *err,
                  size_t errlen);
+
+// No MPI, before any rank starts: the fault-injection variables of the checkpoint tests
+// (HP_CKPT_KILL_RANK, HP_CKPT_KILL_STEP, HP_CKPT_LOAD_STOP_RANK; checkpoint_save.c and
+// checkpoint_load.c) are unset or whole numbers >= 0. Returns 0, or HP_EXIT_CONFIG with one
+// line in err naming the variable and its value.
+int hp_ckpt_check_env(char *err, size_t errlen);
 
 // No MPI. Writes the consolidated full tensors to out (TorchTitan names, table order; with
 // with_optimizer also "optimizer.state.<name>.exp_avg" and ".exp_avg_sq"), after checking

@@ -119,6 +119,10 @@ int64_t hp_ck_next_window(int step, int batch, int64_t windows);
 // two pieces of one tensor and kind overlap). 0, or -1 with one line in err.
 int  hp_ck_index_check_coverage(const hp_ck_index *ix, int kinds, char *err, size_t errlen);
 
+// Fault-injection variable name (hp_ckpt_check_env): -1 when unset, its value when a whole
+// number >= 0, -2 otherwise.
+int hp_ck_env_number(const char *name);
+
 // zlib's CRC32 of n bytes (any n: fed to zlib in chunks of at most 1 GiB).
 uint32_t hp_ck_crc32(const void *p, size_t n);
 // The CRC32 of A followed by B, from their CRC32s (B has len_b bytes): zlib's crc32_combine.

@@ -261,18 +261,36 @@ static int64_t read_overlap(int fd, const hp_ck_piece *p, const hp_box *region, 
     return total;
 }
 
-// HP_CKPT_LOAD_STOP_RANK=R: rank R freezes (SIGSTOP) once it has read its pieces, before the
-// load's CRC collective: the load's counterpart of the save's HP_CKPT_KILL_RANK, for the test
-// that a frozen rank ends a resume at the watchdog too.
-// A value that is not a rank number is refused (exit 2), not read as rank 0.
-static int stop_rank_requested(void) {
-    const char *r = getenv("HP_CKPT_LOAD_STOP_RANK");
+int hp_ck_env_number(const char *name) {
+    const char *r = getenv(name);
     if (!r) return -1;
     char *end = NULL;
+    errno = 0;
     const long v = strtol(r, &end, 10);
-    if (end == r || *end != '\0' || v < 0 || v > INT_MAX)
-        hp_fail_line_and_abort(2, "hp: HP_CKPT_LOAD_STOP_RANK=%s: must be a rank number (an integer >= 0)", r);
-    return (int)v;
+    return end == r || *end != '\0' || errno != 0 || v < 0 || v > INT_MAX ? -2 : (int)v;
+}
+
+int hp_ckpt_check_env(char *err, size_t errlen) {
+    static const char *const names[] = { "HP_CKPT_KILL_RANK", "HP_CKPT_KILL_STEP", "HP_CKPT_LOAD_STOP_RANK" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (hp_ck_env_number(names[i]) == -2) {
+            snprintf(err, errlen, "%s=%s: must be a whole number >= 0 (a %s)", names[i],
+                     getenv(names[i]), i == 1 ? "step" : "rank");
+            return HP_EXIT_CONFIG;
+        }
+    return 0;
+}
+
+// HP_CKPT_LOAD_STOP_RANK=R: rank R freezes (SIGSTOP) once it has read its pieces, before the
+// load's CRC collective: the load's counterpart of the save's HP_CKPT_KILL_RANK, for the test
+// that a frozen rank ends a resume at the watchdog too. `hp run` refuses a value that is not
+// a rank number before it starts (hp_ckpt_check_env); a library caller's job ends here.
+static int stop_rank_requested(void) {
+    const int v = hp_ck_env_number("HP_CKPT_LOAD_STOP_RANK");
+    if (v == -2)
+        hp_fail_line_and_abort(2, "hp: HP_CKPT_LOAD_STOP_RANK=%s: must be a whole number >= 0 (a rank)",
+                               getenv("HP_CKPT_LOAD_STOP_RANK"));
+    return v;
 }
 
 static void stop_if_requested(int rank, const char *step_dir, int stop_rank) {

@@ -74,12 +74,16 @@ static int mkdir_p(const char *path) {
 
 // HP_CKPT_KILL_RANK=R [HP_CKPT_KILL_STEP=K]: rank R dies in the save of step K (default: in
 // this process's second save, so that a first complete checkpoint exists).
+// `hp run` refuses values that are not whole numbers before it starts (hp_ckpt_check_env);
+// a library caller's job ends here.
 static int kill_requested(int rank, int step) {
     static int saves = 0;
     saves++;
-    const char *r = getenv("HP_CKPT_KILL_RANK"), *k = getenv("HP_CKPT_KILL_STEP");
-    if (!r || atoi(r) != rank) return 0;
-    return k ? atoi(k) == step : saves == 2;
+    char err[256];
+    if (hp_ckpt_check_env(err, sizeof err) != 0) hp_fail_line_and_abort(2, "hp: %s", err);
+    const int r = hp_ck_env_number("HP_CKPT_KILL_RANK"), k = hp_ck_env_number("HP_CKPT_KILL_STEP");
+    if (r != rank) return 0;
+    return k >= 0 ? k == step : saves == 2;
 }
 
 static cJSON *box_json(const hp_box *b) {

@@ -16,6 +16,11 @@ static void cost_line(char *buf, size_t n, const hp_ckpt_stats *st) {
 }
 
 int tool_run_ckpt_flags(const tool_cli *cli) {
+    char err[256];
+    if (hp_ckpt_check_env(err, sizeof err) != 0) {
+        fprintf(stderr, "hp: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
     if ((cli->ckpt_every > 0 || cli->ckpt_keep > 0) && !cli->ckpt_dir) {
         fprintf(stderr, "hp: --checkpoint-every and --checkpoint-keep need --checkpoint-dir\n");
         return HP_EXIT_CONFIG;

@@ -15,9 +15,11 @@ reported (OPENBLAS_CORETYPE), so the kernels are the same on both sides.
 
   weak scaling   (same sequences per rank):    efficiency = t(1 rank) / t(N ranks)
   strong scaling (same global batch, TP):      efficiency = t(1 rank) / (N * t(N ranks))
-  ceiling        (2 independent 1-rank jobs at once): t(1 rank) / t(slowest of the two);
-                 below 1 the other jobs on the machine leave the 2 ranks less than 2 cores,
-                 and "/ceiling" divides each 2-rank weak efficiency by its round's ceiling
+  ceiling        (2 independent 1-rank jobs at once): t(1 rank) / t(2 x 1), where a step of
+                 2 x 1 is the slower of the two jobs' steps of that number (as if they waited
+                 for each other once a step, moving nothing); below 1 the other jobs on the
+                 machine leave the 2 ranks less than 2 cores, and "/ceiling" divides each
+                 2-rank weak efficiency by its round's ceiling
 
 A step time is the median of the steps after the warm-up, as rank 0 measures it (hp run's
 per-step line; ddp_torch.py's JSON). The column "of best" is the same median over rounds of
@@ -63,8 +65,8 @@ def start_hp(args, flags, batch):
                             text=True, env=env)
 
 
-def hp_result(args, flags, batch, p, info):
-    """(median, best) step ms of a finished hp run (rank 0's per-step lines after the warm-up)."""
+def hp_steps(args, flags, batch, p, info):
+    """The step ms of a finished hp run (rank 0's per-step lines after the warm-up)."""
     out, _ = p.communicate(timeout=600)
     cmd = hp_cmd(args, flags, batch)
     ms = []
@@ -78,20 +80,23 @@ def hp_result(args, flags, batch, p, info):
     if p.returncode != 0 or len(ms) != args.steps:
         sys.stderr.write(f"scaling: `{' '.join(cmd)}` failed (exit {p.returncode}):\n{out}\n")
         raise SystemExit(1)
-    return statistics.median(ms), min(ms)
+    return ms
 
 
 def run_hp(args, flags, batch, info):
-    return hp_result(args, flags, batch, start_hp(args, flags, batch), info)
+    ms = hp_steps(args, flags, batch, start_hp(args, flags, batch), info)
+    return statistics.median(ms), min(ms)
 
 
 def run_independent(args, k, info):
     """N independent 1-rank jobs at once, no communication: what the machine's free cores
-    allow N ranks right now. (median, best) of the slowest job (a synchronous step waits for
-    its slowest rank too)."""
+    allow N ranks right now. A synchronous step waits for its slowest rank, so step i counts
+    as the slowest of the jobs' steps i (they start together and run the same steps, so
+    their steps i roughly coincide): (median, best) of those."""
     procs = [start_hp(args, [], args.batch_per_rank) for _ in range(k)]
-    res = [hp_result(args, [], args.batch_per_rank, p, info) for p in procs]
-    return max(r[0] for r in res), max(r[1] for r in res)
+    steps = [hp_steps(args, [], args.batch_per_rank, p, info) for p in procs]
+    slowest = [max(t) for t in zip(*steps)]
+    return statistics.median(slowest), min(slowest)
 
 
 def run_torch(args, world, core):

@@ -36,6 +36,10 @@ set_tests_properties(plan_json plan_search_16k plan_search_moe PROPERTIES LABELS
 hp_cli_test(plan_search_none_fit 1
   "none of the [0-9]+ legal layouts of world 64 fits 16 GiB per rank; the smallest peak is [0-9.]+ GiB \\(pp"
   -- plan --search --world 64 --model llama3-70b --mem-per-rank 16GiB --seq-len 8192 --batch 64)
+# --reshard-after-forward always rules pp out of the search, and the search says so
+hp_cli_test(plan_search_reshard_always 0 - "F:--reshard-after-forward always: pp layouts are not legal"
+  -- plan --search --world 16 --model llama3-8b --mem-per-rank 80GiB --seq-len 4096 --batch 16
+     --reshard-after-forward always)
 # every rank and every group of a 16384-rank world (--ranks): a few MB of text
 hp_cli_test(plan_world_16k_ranks 0 - "^  16383 " "F:,16383}" -- plan --nproc 16384 --batch 16384 --ranks)
 set_tests_properties(plan_world_16k_ranks PROPERTIES LABELS L1)

@@ -315,6 +315,9 @@ int tool_plan_search_cmd(const tool_cli *cli) {
     printf("hp plan --search: model %s, world %d, seq_len %d, global batch %d, %.4g GiB per rank\n",
            m->name, W, cli->run.seq_len, cli->run.batch, s.mem / GIB);
     printf("  %d layouts tried, %d legal, %d fit; searched in %.3f s\n", s.n_tried, s.n_legal, s.n_fit, dt);
+    if (cli->run.reshard_after_forward != HP_RESHARD_DEFAULT)
+        printf("  FSDP --reshard-after-forward %s%s\n", hp_run_reshard_name(cli->run.reshard_after_forward),
+               cli->run.reshard_after_forward == HP_RESHARD_ALWAYS ? ": pp layouts are not legal with it" : "");
     printf("  ranked by %s\n", s.hw ? "the step-time model on --hw (a model: see hp plan --memory --hw for its assumptions)"
                                    : "wire bytes a rank sends between nodes of 8 ranks, then all wire time");
     if (s.n_fit == 0) {

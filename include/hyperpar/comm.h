@@ -107,6 +107,12 @@ void hp_barrier(hp_comm *comm, hp_group_kind g);
 int  hp_reduce_scatter_start(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
                              size_t n, hp_group_kind then_allreduce);
 int  hp_allreduce_sum_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n);
+// The copy the next hp_reduce_scatter_start(comm, g, ..., n, then_allreduce) makes of its
+// input, free and sized for it: stage the (size, n) input there and pass it as send, and the
+// start copies nothing. NULL when that start makes no copy (not deterministic, a group of one,
+// n = 0): stage elsewhere. No other operation may be posted in between.
+float *hp_reduce_scatter_staging(hp_comm *comm, hp_group_kind g, size_t n,
+                                 hp_group_kind then_allreduce);
 void hp_comm_progress(hp_comm *comm);
 void hp_comm_async_wait(hp_comm *comm, int ticket);
 void hp_comm_async_wait_all(hp_comm *comm);

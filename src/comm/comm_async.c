@@ -3,7 +3,8 @@
 // completed later, so that one FSDP unit's gradient exchange travels while the next unit's
 // backward computes, and a rank whose partner is still computing does not wait for it unit
 // by unit but once, where the result is needed.
-// defines: hp_reduce_scatter_start, hp_allreduce_sum_start, hp_comm_progress,
+// defines: hp_reduce_scatter_start, hp_reduce_scatter_staging, hp_allreduce_sum_start,
+//          hp_comm_progress,
 //          hp_comm_async_wait, hp_comm_async_wait_all, hp_comm_async_free,
 //          hp_comm_async_slots, hp_comm_async_reserve
 //
@@ -367,10 +368,11 @@ void hp_comm_async_reserve(hp_comm *comm, size_t send, size_t rows) {
 }
 
 // Posts op (phases set); send: a reduce-scatter's (size, n) input, copied (the caller may
-// reuse it), or NULL.
+// reuse it) unless it was staged in op's own copy (hp_reduce_scatter_staging), or NULL.
 static int enqueue(hp_comm *comm, hp_comm_async_op *op, const float *send) {
     size_buffers(op, comm);
-    if (send) memcpy(op->send, send, (size_t)comm->size[op->ph[0].g] * op->n * sizeof *send);
+    if (send && send != op->send)
+        memcpy(op->send, send, (size_t)comm->size[op->ph[0].g] * op->n * sizeof *send);
     op->cur = 0;
     post_phase(comm, op);
     const int ticket = comm->async_tail++;
@@ -400,6 +402,19 @@ static int allreduce_start(hp_comm *comm, hp_group_kind g, float *buf, size_t n)
     op->n_phases = 1;
     init_phase(comm, op, 0, HP_OP_ALLREDUCE, g);
     return enqueue(comm, op, NULL);
+}
+
+float *hp_reduce_scatter_staging(hp_comm *comm, hp_group_kind g, size_t n,
+                                 hp_group_kind then_allreduce) {
+    hp_comm_group_size(comm, g, "hp_reduce_scatter_staging");
+    if (!comm->deterministic || comm->size[g] == 1 || n == 0) return NULL;   // no copy made
+    hp_comm_async_op *op = next_slot(comm);   // the start's slot: free now, and it stays so
+    async_need w = { 0 };
+    phase_need(&w, HP_OP_REDUCE_SCATTER, comm->size[g], n);
+    if (then_allreduce != HP_G_COUNT && comm->size[then_allreduce] > 1)
+        phase_need(&w, HP_OP_ALLREDUCE, comm->size[then_allreduce], n);
+    reserve(comm, w);   // (a growth moves the buffers: op->send is read after it)
+    return op->send;
 }
 
 int hp_reduce_scatter_start(hp_comm *comm, hp_group_kind g, float *recv, const float *send,

@@ -29,16 +29,19 @@ static chunk_geom geom(const hp_param *p) {
     return g;
 }
 
-// Copies chunk k of the local tensor to (to_shard = 1) or from (0) a padded shard.
+// Copies chunk k of the local tensor to (to_shard = 1) or from (0) a padded shard; to a
+// shard, its padding rows (chunk k past the tensor's rows) are written as zeros.
 static void chunk_copy(const hp_param *p, int k, float *local, float *shard, int to_shard) {
     const chunk_geom g = geom(p);
     int64_t rows_k = g.rows - (int64_t)k * g.chunk;
     rows_k = rows_k < 0 ? 0 : (rows_k > g.chunk ? g.chunk : rows_k);
     const size_t run = (size_t)(rows_k * g.inner) * sizeof(float);
+    const size_t pad = (size_t)((g.chunk - rows_k) * g.inner) * sizeof(float);
     for (int64_t o = 0; o < g.outer; o++) {
-        float *l = local + (o * g.rows + (int64_t)k * g.chunk) * g.inner;
         float *s = shard + o * g.chunk * g.inner;
+        if (to_shard && pad) memset((char *)s + run, 0, pad);
         if (!run) continue;
+        float *l = local + (o * g.rows + (int64_t)k * g.chunk) * g.inner;
         if (to_shard) memcpy(s, l, run);
         else          memcpy(l, s, run);
     }
@@ -277,7 +280,7 @@ static void scale(float *x, int64_t n, float f) {
 
 // 1 when a failpoint alters the reduction between its reduce-scatter and all-reduce: that
 // stack takes the blocking calls, with the fault in between. Otherwise the unit's exchange
-// is posted nonblocking (a copy of comm_buf: the next unit may stage at once), travels while
+// is posted nonblocking (staged in its own slot: the next unit may stage at once), travels while
 // the next unit's backward computes and is completed at the step's end, so a rank waits for
 // its slower partners once a step instead of once a unit. The sums are the same, in member
 // order.
@@ -304,12 +307,21 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
         float *g = fs->g_shard + sp.s0;
         const int faulty = reduction_faulty(st);
         // a group of one stages in place, in its shards: its reduce-scatter is the identity
-        // (the same bits, without a staging copy and a copy back)
-        float *staged = sp.G == 1 && !faulty ? g : fs->comm_buf;
-        // a unit that is its shards is staged already: staging it again would zero-fill its
-        // gradients before copying them onto themselves (the bug of unit_in_shards_restaged)
+        // (the same bits, without a staging copy and a copy back); a larger one stages in the
+        // nonblocking reduction's own copy of its input when it makes one (not a copy more)
+        float *staged = g;
+        if (sp.G > 1 || faulty) {
+            float *slot = faulty ? NULL : hp_reduce_scatter_staging(fs->comm, sp.group, (size_t)sp.n,
+                                                                    HP_G_DP_REPLICATE);
+            staged = slot ? slot : fs->comm_buf;
+        }
+        // a unit that is its shards is staged already: nothing to copy
         if (staged != g || !in_shards(fs, u) || hp_failpoint(HP_FP_UNIT_IN_SHARDS_RESTAGED)) {
-            memset(staged, 0, (size_t)(sp.n * sp.G) * sizeof(float));   // padding stays 0
+            // (the bug of unit_in_shards_restaged: such a unit staged like a gathered one into
+            // a cleared buffer, which is its own gradients)
+            if (staged == g && hp_failpoint(HP_FP_UNIT_IN_SHARDS_RESTAGED))
+                memset(staged, 0, (size_t)(sp.n * sp.G) * sizeof(float));
+            // every slot is written whole, padding as zeros (the shards tile the span)
             // (the bug of fsdp_shard_offset: chunk k staged in slot k+1, a neighbour's shard)
             const int slot_shift = hp_failpoint(HP_FP_FSDP_SHARD_OFFSET) ? 1 : 0;
             for (int i = sp.i0; i < sp.i1; i++)

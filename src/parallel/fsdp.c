@@ -107,12 +107,10 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
             if (r > rows) rows = r;
         }
     hp_comm_async_reserve(comm, send, rows);
-    // how long each unit stays gathered; the head alone kept to its backward stays in work_p
-    // (nothing is gathered between its forward and its backward)
+    // how long each unit stays gathered (keep_of); the head alone kept to its backward stays
+    // in work_p (nothing is gathered between its forward and its backward)
+    fs->policy = policy;
     const size_t units = pt->n_units > 0 ? (size_t)pt->n_units : 1;
-    fs->keep = hp_mem_alloc(HP_MEM_OTHER, units * sizeof *fs->keep);
-    if (!fs->keep) return -1;
-    for (int u = 0; u < pt->n_units; u++) fs->keep[u] = hp_run_unit_keep(policy, d->pp, u == pt->n_units - 1);
     // gradient accumulation keeps every unit's unsharded grads until the step's last
     // microbatch; units kept apart (under pp: gathered once per step and kept until the
     // unit's last backward, TorchTitan's reshard_after_forward = not pp_enabled) have a place
@@ -139,7 +137,6 @@ void hp_fsdp_free(hp_fsdp_state *fs) {
     hp_mem_free(fs->p_shard); hp_mem_free(fs->g_shard); hp_mem_free(fs->m_shard); hp_mem_free(fs->v_shard);
     hp_mem_free(fs->work_p); hp_mem_free(fs->work_g); hp_mem_free(fs->comm_buf);
     hp_mem_free(fs->acc_g); hp_mem_free(fs->acc_offset); hp_mem_free(fs->kept_p); hp_mem_free(fs->unit_kept);
-    hp_mem_free(fs->keep);
     memset(fs, 0, sizeof *fs);
 }
 
@@ -247,15 +244,19 @@ static void reshard(hp_fsdp_state *fs, int u) {
     poison(fs, u);
 }
 
+static hp_unit_keep keep_of(const hp_fsdp_state *fs, int u) {
+    return hp_run_unit_keep(fs->policy, fs->d.pp, u == fs->pt->n_units - 1);
+}
+
 void hp_fsdp_after_forward(hp_fsdp_state *fs, int u) {
-    if (fs->keep[u] == HP_KEEP_NONE) { reshard(fs, u); return; }
+    if (keep_of(fs, u) == HP_KEEP_NONE) { reshard(fs, u); return; }
     // (the bug of kept_unit_freed: the kept copy is freed, but the unit still counts as
     // gathered, so its backward reads the freed buffer instead of gathering it again)
     if (hp_failpoint(HP_FP_KEPT_UNIT_FREED)) poison(fs, u);
 }
 
 void hp_fsdp_after_backward(hp_fsdp_state *fs, int u) {
-    if (fs->keep[u] != HP_KEEP_STEP) reshard(fs, u);   // else at hp_fsdp_release_all
+    if (keep_of(fs, u) != HP_KEEP_STEP) reshard(fs, u);   // else at hp_fsdp_release_all
 }
 
 void hp_fsdp_release_all(hp_fsdp_state *fs) {

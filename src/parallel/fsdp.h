@@ -26,7 +26,7 @@ typedef struct hp_fsdp_state {
     float *kept_p;              // every unit's gathered params, each in its own place: under
                                 //    pp (kept for the step) and --reshard-after-forward never
     int *unit_kept;             // [n_units] 1: unit gathered into kept_p and still there
-    hp_unit_keep *keep;         // [n_units] how long each unit stays gathered (config.h)
+    hp_reshard_policy policy;   // how long each unit stays gathered (hp_run_unit_keep)
     int work_unit;              // the unit work_p holds gathered, -1 none (freed or poisoned)
 } hp_fsdp_state;
 

@@ -286,11 +286,9 @@ int hp_ckpt_check_env(char *err, size_t errlen) {
 // that a frozen rank ends a resume at the watchdog too. `hp run` refuses a value that is not
 // a rank number before it starts (hp_ckpt_check_env); a library caller's job ends here.
 static int stop_rank_requested(void) {
-    const int v = hp_ck_env_number("HP_CKPT_LOAD_STOP_RANK");
-    if (v == -2)
-        hp_fail_line_and_abort(2, "hp: HP_CKPT_LOAD_STOP_RANK=%s: must be a whole number >= 0 (a rank)",
-                               getenv("HP_CKPT_LOAD_STOP_RANK"));
-    return v;
+    char err[256];
+    if (hp_ckpt_check_env(err, sizeof err) != 0) hp_fail_line_and_abort(2, "hp: %s", err);
+    return hp_ck_env_number("HP_CKPT_LOAD_STOP_RANK");
 }
 
 static void stop_if_requested(int rank, const char *step_dir, int stop_rank) {

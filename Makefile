@@ -2,6 +2,8 @@
 #   make build            set the machine up (scripts/setup.sh) and build into build/
 #   make test [L=L0]      build, then run the tests (L selects a label: L0, L1, L2; CTEST_ARGS more)
 #   make matrix           build, then run the completeness matrix into report/
+#   make determinism      build, then the determinism tests under a second BLAS core and 2 threads
+#                         per rank (scripts/second_config.sh)
 #   make asan             AddressSanitizer + UBSan build in build-asan/, then the L0 tests
 #   make fuzz             libFuzzer (clang) targets in build-fuzz/, each run 10^6 executions
 #   make fuzz-ci          the same targets, 30 s each
@@ -19,7 +21,7 @@ FUZZ_BUILD = sh scripts/setup_fuzz.sh && \
 	cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHP_FUZZ=ON -DCMAKE_C_COMPILER=clang && \
 	cmake --build $(FUZZ_DIR) -j2 --target hp_fuzz fuzz_write_seeds
 
-.PHONY: build test matrix asan fuzz fuzz-ci clean
+.PHONY: build test matrix determinism asan fuzz fuzz-ci clean
 
 build:
 	BUILD_DIR=$(BUILD_DIR) sh scripts/setup.sh
@@ -29,6 +31,9 @@ test: build
 
 matrix: build
 	$(BUILD_DIR)/hp matrix --report report
+
+determinism: build
+	BUILD_DIR=$(BUILD_DIR) sh scripts/second_config.sh
 
 asan:
 	BUILD_DIR=$(ASAN_DIR) HP_CMAKE_ARGS=-DHP_SANITIZE=ON sh scripts/setup.sh

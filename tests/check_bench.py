@@ -95,6 +95,21 @@ def step(hp, out):
           abs(j["sgemm_over_peak"] - j["sgemm_gflops"] / j["peak_gflops"]) < 1e-9,
           "step_over_peak and sgemm_over_peak are the ratios of the rates")
     check(j["threads"] == 1 and j["optimizer"] == "adamw", "1 thread, AdamW (the bench's default)")
+    # the peak is the one of the vectors the BLAS core's kernels use, capped at the CPU's widest;
+    # the machine's widest beside it (asked of /proc/cpuinfo here, not assumed)
+    flags = cpu_flags()
+    widest = ("avx512" if "avx512f" in flags else "avx2" if {"avx2", "fma"} <= flags else
+              "avx" if "avx" in flags else "sse" if "sse2" in flags else "scalar")
+    order = ["scalar", "sse", "avx", "avx2", "avx512"]
+    core = j["blas_core"].lower()
+    kernels = ("avx512" if core in ("skylakex", "cooperlake", "sapphirerapids") else
+               "avx2" if core in ("haswell", "zen") else
+               "avx" if core in ("sandybridge", "bulldozer", "piledriver", "steamroller", "excavator") else
+               "sse" if core in OLD_CORES else widest)
+    want = min(kernels, widest, key=order.index)
+    check(j["peak_isa"] == want, f"core {j['blas_core']}: the peak is the {want} loop's (got {j['peak_isa']})")
+    check(j["machine_peak_isa"] == widest and j["machine_peak_gflops"] > 0,
+          f"the machine's peak is its widest vectors' ({widest}, got {j['machine_peak_isa']})")
     V, D, L, H, Hkv, F = 256, 64, 2, 8, 4, 128
     hd = D // H
     full = 2 * V * D + D + L * (2 * D + D * H * hd * 2 + D * Hkv * hd * 2 + 3 * D * F)
@@ -128,8 +143,10 @@ def blas(hp, out):
     rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--dp-shard", "2"], env=env, out=text)
     lines = text[0].splitlines()
     m2 = BLAS_LINE.match(lines[0]) if lines else None
-    check(rc == 0 and m2 is not None and int(m2.group(4)) == 1,
-          "hp run on 2 ranks: the first line names the BLAS, its core and 1 thread per rank")
+    per_rank = int(env.get("OPENBLAS_NUM_THREADS") or "1")
+    check(rc == 0 and m2 is not None and int(m2.group(4)) == per_rank,
+          f"hp run on 2 ranks: the first line names the BLAS, its core and {per_rank} thread(s) per rank "
+          "(the environment's OPENBLAS_NUM_THREADS, else 1)")
     check(sum(1 for l in lines if l.startswith("hp: blas")) == 1, "hp run prints that line once (rank 0)")
     check(m2 is not None and m2.group(2) == j["blas_core"], "the ranks of hp run get the core hp bench got")
     text = []
@@ -143,6 +160,14 @@ def blas(hp, out):
     m3 = BLAS_LINE.match(first)
     check(rc == 0 and m3 is not None and m3.group(2) == "Haswell" and "set by the user" in m3.group(3),
           f"a user's OPENBLAS_CORETYPE=Haswell is kept and said so: '{first}'")
+
+
+def version_blas(hp, env):
+    """(core, origin) of `hp --version`: the kernels a process of hp gets under env."""
+    p = subprocess.run([hp, "--version"], stdout=subprocess.PIPE, text=True, env=env, timeout=30)
+    m = re.search(r"^blas: OpenBLAS [0-9.]+, core (\w+) \((.+)\), \d+ threads?$", p.stdout, re.M)
+    check(p.returncode == 0 and m is not None, f"hp --version names the BLAS core: {p.stdout!r}")
+    return (m.group(1), m.group(2)) if m else ("", "")
 
 
 def fake_launcher(path, log):
@@ -184,13 +209,19 @@ def launch(hp, out):
         else:
             check(args[args.index("-n") + 1] == "2", "MPICH: -n 2")
             kv = [args[i + 1] + "=" + args[i + 2] for i, a in enumerate(args[:-2]) if a == "-genv"]
-        check("OPENBLAS_NUM_THREADS=1" in kv and "HP_LAUNCHED=1" in kv,
-              "every rank gets OPENBLAS_NUM_THREADS=1 and HP_LAUNCHED=1")
-        flags = cpu_flags()
-        if flags & {"avx2", "avx512f"}:
-            core = [x for x in kv if x.startswith("OPENBLAS_CORETYPE=")]
-            check(len(core) == 1 and core[0].split("=", 1)[1].lower() not in OLD_CORES,
-                  f"every rank gets the core this CPU deserves: {core}")
+        threads = env.get("OPENBLAS_NUM_THREADS") or "1"
+        check(f"OPENBLAS_NUM_THREADS={threads}" in kv and "HP_LAUNCHED=1" in kv,
+              f"every rank gets OPENBLAS_NUM_THREADS={threads} (the environment's, else 1) and HP_LAUNCHED=1")
+        # what this machine's OpenBLAS picks by itself, asked of hp, not assumed: where hp
+        # chooses a better core the ranks get it named; where OpenBLAS's own is right, no name
+        own_core, origin = version_blas(hp, env)
+        core = [x.split("=", 1)[1] for x in kv if x.startswith("OPENBLAS_CORETYPE=")]
+        if origin.startswith("chosen by hp"):
+            check(core == [own_core], f"hp chose core {own_core} here: every rank gets it named: {core}")
+        else:
+            check(core == [], f"OpenBLAS picks {own_core} itself here ({origin}): no core is forced: {core}")
+        if cpu_flags() & {"avx2", "avx512f"}:
+            check(own_core.lower() not in OLD_CORES, f"the ranks' core {own_core} is not a generic one")
         env["OPENBLAS_CORETYPE"] = "Haswell"
         os.remove(named_log)
         run([hp, "run", "--model", "tiny", "--steps", "1", "--dp-shard", "2"], env=env)

@@ -64,3 +64,16 @@ add_test(NAME comm_killed_rank COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_killed_r
 set_tests_properties(comm_killed_rank PROPERTIES LABELS L1 TIMEOUT 60)
 add_test(NAME comm_stopped_rank COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_killed_rank.sh $<TARGET_FILE:hp> STOP)
 set_tests_properties(comm_stopped_rank PROPERTIES LABELS L1 TIMEOUT 60 ENVIRONMENT HP_TIMEOUT=2)
+
+# a rank's ordinary non-zero exit ends with hp's own line: the launcher's "process returned a
+# non-zero exit code" banner (Open MPI, MPICH) is dropped and the exit code kept (launch_banner.c);
+# a killed rank is still named with its signal (comm_killed_rank)
+add_test(NAME launch_nonfinite_one_line
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 1 "hp: step [0-9]+: loss .*not finite" --
+                 $<TARGET_FILE:hp> run --model tiny --dp-shard 2 --lr 1e30 --steps 5 --quiet)
+set_tests_properties(launch_nonfinite_one_line PROPERTIES LABELS L0 TIMEOUT 60 ENVIRONMENT "HP_EXPECT_ONE_LINE=1")
+add_test(NAME launch_verify_fail_no_banner
+         COMMAND sh -c "\"$0\" run --model tiny --dp-shard 2 --verify --quiet >\"$1.out\" 2>\"$1.err\"; rc=$?; cat \"$1.out\" \"$1.err\"; [ $rc = 1 ] && grep -qx 'verify: FAIL' \"$1.out\" && ! grep -Eqi 'non-zero|BAD TERMINATION' \"$1.err\""
+                 $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/launch_verify_fail)
+set_tests_properties(launch_verify_fail_no_banner PROPERTIES LABELS L0 TIMEOUT 60
+                     ENVIRONMENT "HP_FAILPOINT=fsdp_grad_average")

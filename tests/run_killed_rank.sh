@@ -74,6 +74,10 @@ ok=1
 [ "$rc" -ne 0 ] || { echo "FAIL: exit code 0 after a killed rank"; ok=0; }
 awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || { echo "FAIL: took $secs s, limit 10 s"; ok=0; }
 [ "$left" -eq 0 ] || { echo "FAIL: $left rank processes outlived the job"; ok=0; }
+if [ "$sig" = KILL ]; then   # the launcher's own word on the killed rank is kept (launch_banner.c)
+  grep -Eqi 'rank [0-9]+ .*signal 9|killed by signal: 9' "$tmp_err" ||
+    { echo "FAIL: stderr does not name the killed rank and its signal"; ok=0; }
+fi
 if [ "$sig" = STOP ]; then
   grep -Eq 'hp: watchdog: rank [0-9]+ waited [0-9.]+ s in [a-z-]+ on group [a-z_]+ \(step [0-9]+\); aborting the job' "$tmp_err" ||
     { echo "FAIL: no watchdog line in stderr"; ok=0; }

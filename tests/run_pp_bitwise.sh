@@ -3,7 +3,14 @@
 # the same inner degrees, every schedule gives the step-1 gradients (before clipping) and the
 # loss of plain gradient accumulation at pp 1 byte for byte, and a run with M = 1 does not
 # (so the comparison can fail).
+# Conditions (docs/pipeline.md): the same binary, the same BLAS core and the same BLAS threads
+# per rank. One-process runs would otherwise get OpenBLAS's default thread count while
+# self-launched ranks get OPENBLAS_NUM_THREADS (1 unless set), and OpenBLAS's bits may depend on
+# its thread count. So every run here gets the environment's OPENBLAS_NUM_THREADS, else 1; the
+# core is the one hp picks (or the environment's OPENBLAS_CORETYPE), the same in every process.
 set -u
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+echo "conditions: $("$1" --version | sed -n 's/^blas: //p')"
 hp=$1 dir=$2
 rm -rf "$dir"; mkdir -p "$dir"
 fail() { echo "FAIL: $*"; exit 1; }

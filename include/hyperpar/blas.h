@@ -1,6 +1,6 @@
 // blas.h - which BLAS kernels this process runs, and the right ones for this CPU.
 // defines: hp_blas_info, hp_blas_info_get, hp_blas_info_line, hp_blas_core_env,
-//          hp_blas_core_reexec
+//          hp_blas_core_reexec, hp_blas_core_isa
 //
 // OpenBLAS picks its kernels once, when the library loads, from the CPU model it knows.
 // A newer CPU than the OpenBLAS release falls back to a generic core: OpenBLAS 0.3.21 on a
@@ -38,6 +38,12 @@ void hp_blas_info_get(hp_blas_info *info);
 // One line: "OpenBLAS 0.3.21, core SkylakeX (chosen by hp: cpu has avx512f), 1 thread".
 // Returns buf.
 char *hp_blas_info_line(char *buf, size_t n);
+
+// The vector instruction set an OpenBLAS core's kernels use: "avx512" (SkylakeX, Cooperlake,
+// SapphireRapids), "avx2" (Haswell, Zen: AVX2 + FMA), "avx" (Sandybridge, Bulldozer ...) or
+// "sse" (Prescott and the other generic cores); NULL for a name this table does not know. The
+// peak a step is measured against is the peak of these kernels, not of the CPU's widest vectors.
+const char *hp_blas_core_isa(const char *core);
 
 // When OPENBLAS_CORETYPE is unset (or empty), the loaded OpenBLAS runs a generic or older core
 // than this CPU supports (cpuid: AVX, AVX2 + FMA, AVX-512), and this OpenBLAS has a better

@@ -72,7 +72,9 @@ int64_t hp_param_global_index(const hp_param *p, int64_t li);
 // Local flat index of the element at position `k` (0 <= k < shard_numel) of p's padded shard,
 // or -1 for a padding slot.
 int64_t hp_param_shard_to_local(const hp_param *p, int64_t k);
-// Prints name, full shape, placements and rank's local/shard shapes as a table.
-void hp_params_print(FILE *out, const hp_param_table *t, const hp_dims *d, int rank);
+// Prints name, full shape, placements and rank's local/shard shapes as a table. each_layer 0:
+// the blocks' parameters one row per kind ("layers.*.attention.wq.weight x126  layers 0..125"),
+// a layer whose row differs on a row of its own; 1: every parameter on its own row.
+void hp_params_print(FILE *out, const hp_param_table *t, const hp_dims *d, int rank, int each_layer);
 
 #endif

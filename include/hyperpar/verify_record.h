@@ -88,6 +88,10 @@ typedef struct hp_verify_record {
     int    plan_checked, plan_pass;
     double plan_peak_predicted, plan_peak_ratio;
     char   plan_why[256];
+    // the conditions of the run's bitwise promises (docs/verification.md): the BLAS, its core and
+    // the BLAS threads of its ranks, fewest and most ("" and 0: unknown)
+    char   blas[48], blas_core[32];
+    int    blas_threads_min, blas_threads_max;
 } hp_verify_record;
 
 // Every field zero or unknown (-1 where the struct says so).

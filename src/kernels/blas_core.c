@@ -1,5 +1,6 @@
 // blas_core.c - which OpenBLAS core this process runs, and the best one this CPU deserves.
-// defines: hp_blas_info_get, hp_blas_info_line, hp_blas_core_env, hp_blas_core_reexec
+// defines: hp_blas_info_get, hp_blas_info_line, hp_blas_core_env, hp_blas_core_reexec,
+//          hp_blas_core_isa
 //
 // OpenBLAS (built with DYNAMIC_ARCH, as Debian's is) picks a kernel set from the CPU model
 // when it loads; a model it does not know falls back to a generic core even when cpuid shows
@@ -34,6 +35,12 @@ static int core_rank(const char *name) {
     for (size_t i = 0; i < sizeof core_ranks / sizeof core_ranks[0]; i++)
         if (!strcasecmp(name, core_ranks[i].name)) return core_ranks[i].rank;
     return 99;
+}
+
+const char *hp_blas_core_isa(const char *core) {
+    static const char *const isa_of_rank[] = { "sse", "avx", "avx2", "avx512" };
+    const int r = core_rank(core);
+    return r < 4 ? isa_of_rank[r] : NULL;
 }
 
 // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64" -> 321 (0 if unparsed)

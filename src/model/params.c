@@ -283,24 +283,71 @@ static void placement_str(char *buf, size_t n, const hp_param *p) {
              hp_group_name((hp_group_kind)p->fsdp_group), p->fsdp_dim);
 }
 
-void hp_params_print(FILE *out, const hp_param_table *t, const hp_dims *d, int rank) {
+// One row's text: full shape, placement, local shape, fsdp shard shape (rows owned).
+typedef struct { char fs[48], pl[64], ls[48], ss[64]; } param_row;
+
+static void param_row_of(param_row *r, const hp_param *p) {
+    shape_str(r->fs, sizeof r->fs, p->ndim, p->shape);
+    shape_str(r->ls, sizeof r->ls, p->ndim, p->local_shape);
+    placement_str(r->pl, sizeof r->pl, p);
+    int64_t sh[3];
+    memcpy(sh, p->local_shape, sizeof sh);
+    sh[p->fsdp_dim] = p->fsdp_chunk;
+    char s[48];
+    shape_str(s, sizeof s, p->ndim, sh);
+    snprintf(r->ss, sizeof r->ss, "%s (%lld)", s, (long long)p->shard_rows);
+}
+
+// "layers.17.attention.wq.weight" -> kind "layers.*.attention.wq.weight", layer 17; a name
+// outside the blocks is its own kind (layer -1).
+static int param_kind(char *kind, size_t n, const char *name) {
+    int layer = -1, used = 0;
+    if (sscanf(name, "layers.%d.%n", &layer, &used) == 1 && used > 0) {
+        snprintf(kind, n, "layers.*.%s", name + used);
+        return layer;
+    }
+    snprintf(kind, n, "%s", name);
+    return -1;
+}
+
+void hp_params_print(FILE *out, const hp_param_table *t, const hp_dims *d, int rank, int each_layer) {
     (void)d;
-    fprintf(out, "parameters on rank %d (S(d) = sharded on dim d, R = replicated):\n", rank);
+    fprintf(out, "parameters on rank %d (S(d) = sharded on dim d, R = replicated%s):\n", rank,
+            each_layer ? "" : "; the blocks' parameters one row per kind, --params all lists each");
     fprintf(out, "  %-42s %-16s %-40s %-16s %s\n", "name", "full shape", "placement",
             "local shape", "fsdp shard (rows owned)");
+    // summary: a kind's row stands for every layer whose row reads the same; a layer whose shapes
+    // differ (another kind of block) gets a row of its own
+    char *done = calloc((size_t)t->n, 1);
     for (int i = 0; i < t->n; i++) {
-        const hp_param *p = &t->p[i];
-        char fs[48], ls[48], pl[64], ss[48];
-        shape_str(fs, sizeof fs, p->ndim, p->shape);
-        shape_str(ls, sizeof ls, p->ndim, p->local_shape);
-        placement_str(pl, sizeof pl, p);
-        int64_t sh[3];
-        memcpy(sh, p->local_shape, sizeof sh);
-        sh[p->fsdp_dim] = p->fsdp_chunk;
-        shape_str(ss, sizeof ss, p->ndim, sh);
-        fprintf(out, "  %-42s %-16s %-40s %-16s %s (%lld)\n", p->name, fs, pl, ls, ss,
-                (long long)p->shard_rows);
+        if (done && done[i]) continue;
+        param_row r;
+        param_row_of(&r, &t->p[i]);
+        char kind[96], name[112];
+        const int layer = param_kind(kind, sizeof kind, t->p[i].name);
+        int count = 1, last = layer, contiguous = 1;
+        for (int j = i + 1; !each_layer && done && layer >= 0 && j < t->n; j++) {
+            char kj[96];
+            param_row rj;
+            const int lj = param_kind(kj, sizeof kj, t->p[j].name);
+            if (done[j] || lj < 0 || strcmp(kj, kind)) continue;
+            param_row_of(&rj, &t->p[j]);
+            if (strcmp(rj.fs, r.fs) || strcmp(rj.pl, r.pl) || strcmp(rj.ls, r.ls) || strcmp(rj.ss, r.ss))
+                continue;
+            done[j] = 1;
+            contiguous &= lj == last + 1;
+            last = lj;
+            count++;
+        }
+        if (count > 1)
+            snprintf(name, sizeof name, "%s x%d", kind, count);
+        else
+            snprintf(name, sizeof name, "%s", t->p[i].name);
+        fprintf(out, "  %-42s %-16s %-40s %-16s %s", name, r.fs, r.pl, r.ls, r.ss);
+        if (count > 1) fprintf(out, "  layers %d..%d%s", layer, last, contiguous ? "" : " (some)");
+        fputc('\n', out);
     }
+    free(done);
     fprintf(out, "  full model %lld floats; this rank's shard buffer %lld floats (padding "
                  "included); largest unit unsharded %lld floats\n",
             (long long)t->full_numel, (long long)t->shard_numel, (long long)t->max_unit_work);

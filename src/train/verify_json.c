@@ -57,6 +57,10 @@ static const field fields[] = {
     ARRAY ("route_flips",     F_INTS,   route_flips, n_moe_layers, 1),
     SCALAR("seconds",         F_DOUBLE, seconds, 1),
     SCALAR("failure",         F_STRING, failure, 1),
+    SCALAR("blas",            F_STRING, blas, 0),
+    SCALAR("blas_core",       F_STRING, blas_core, 0),
+    SCALAR("blas_threads_min", F_INT,   blas_threads_min, 0),
+    SCALAR("blas_threads_max", F_INT,   blas_threads_max, 0),
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
 

@@ -1,5 +1,5 @@
 // cli.c - the flags every `hp` subcommand shares: one table, one parser, one help text.
-// defines: tool_cli_parse, tool_cli_print_common_help
+// defines: tool_cli_parse, tool_cli_print_common_help, tool_cli_run_flag
 //
 // Flags are `--name value` or `--name=value`; names must match exactly (no prefixes), values
 // must parse fully ("--tp 2x" is an error, not 2). Anything that does not start with '-' is a
@@ -19,37 +19,42 @@ typedef enum {
     F_CP_ROTATE, F_CP_NO_BALANCE, F_DISPATCHER,
     F_NPROC, F_RANK, F_VERIFY, F_VERIFY_STEPS, F_DUMP, F_LOAD, F_JSON, F_QUIET, F_HELP,
     F_TIMEOUT, F_LIST_FAILPOINTS,
-    F_MODEL_CONFIG, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
+    F_MODEL_CONFIG, F_PLAN_PARAMS, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
     F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS, F_ULYSSES,
     F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC, F_RESHARD,
 } flag_id;
 
-typedef struct { const char *name; flag_id id; int takes_value; } flag_def;
+// Which commands take a flag: a flag of another command is refused with one line and exit 2
+// (`hp run --memory` must not train and ignore it), and hp plan's launch line keeps run's only.
+enum { FOR_PLAN = 1, FOR_RUN = 2, FOR_BENCH = 4, FOR_ALL = 7 };
+
+typedef struct { const char *name; flag_id id; int takes_value; int scope; } flag_def;
 
 static const flag_def flags[] = {
-    { "--dp-replicate", F_DP_REPLICATE, 1 }, { "--dp-shard", F_DP_SHARD, 1 },
-    { "--cp", F_CP, 1 }, { "--tp", F_TP, 1 }, { "--pp", F_PP, 1 },
-    { "--ep", F_EP, 1 }, { "--etp", F_ETP, 1 },
-    { "--no-sp", F_NO_SP, 0 }, { "--sp", F_SP, 0 },
-    { "--model", F_MODEL, 1 }, { "--seq-len", F_SEQ_LEN, 1 }, { "--batch", F_BATCH, 1 },
-    { "--seed", F_SEED, 1 }, { "--steps", F_STEPS, 1 }, { "--lr", F_LR, 1 },
-    { "--optimizer", F_OPTIMIZER, 1 }, { "--max-norm", F_MAX_NORM, 1 }, { "--data", F_DATA, 1 },
-    { "--cp-rotate", F_CP_ROTATE, 1 }, { "--cp-no-balance", F_CP_NO_BALANCE, 0 },
-    { "--dispatcher", F_DISPATCHER, 1 }, { "--ac", F_AC, 1 },
-    { "--reshard-after-forward", F_RESHARD, 1 },
-    { "--nproc", F_NPROC, 1 }, { "--rank", F_RANK, 1 }, { "--verify", F_VERIFY, 0 },
-    { "--verify-steps", F_VERIFY_STEPS, 1 }, { "--dump", F_DUMP, 1 }, { "--load", F_LOAD, 1 },
-    { "--json", F_JSON, 1 }, { "--quiet", F_QUIET, 0 }, { "--timeout", F_TIMEOUT, 1 },
-    { "--microbatches", F_MICROBATCHES, 1 }, { "--pp-schedule", F_PP_SCHEDULE, 1 },
-    { "--pp-microbatches", F_PP_MICROBATCHES, 1 }, { "--pp-virtual", F_PP_VIRTUAL, 1 },
-    { "--layers", F_LAYERS, 1 }, { "--ulysses", F_ULYSSES, 1 },
-    { "--list-failpoints", F_LIST_FAILPOINTS, 0 },
-    { "--checkpoint-dir", F_CKPT_DIR, 1 }, { "--checkpoint-every", F_CKPT_EVERY, 1 },
-    { "--checkpoint-keep", F_CKPT_KEEP, 1 }, { "--resume", F_RESUME, 1 },
-    { "--model-config", F_MODEL_CONFIG, 1 }, { "--memory", F_PLAN_MEMORY, 0 },
-    { "--search", F_PLAN_SEARCH, 0 }, { "--ranks", F_PLAN_RANKS, 0 }, { "--world", F_PLAN_WORLD, 1 },
-    { "--mem-per-rank", F_MEM_PER_RANK, 1 }, { "--hw", F_HW, 1 },
-    { "--help", F_HELP, 0 }, { "-h", F_HELP, 0 },
+    { "--dp-replicate", F_DP_REPLICATE, 1, FOR_ALL }, { "--dp-shard", F_DP_SHARD, 1, FOR_ALL },
+    { "--cp", F_CP, 1, FOR_ALL }, { "--tp", F_TP, 1, FOR_ALL }, { "--pp", F_PP, 1, FOR_ALL },
+    { "--ep", F_EP, 1, FOR_ALL }, { "--etp", F_ETP, 1, FOR_ALL },
+    { "--no-sp", F_NO_SP, 0, FOR_ALL }, { "--sp", F_SP, 0, FOR_ALL },
+    { "--model", F_MODEL, 1, FOR_ALL }, { "--seq-len", F_SEQ_LEN, 1, FOR_ALL }, { "--batch", F_BATCH, 1, FOR_ALL },
+    { "--seed", F_SEED, 1, FOR_ALL }, { "--steps", F_STEPS, 1, FOR_ALL }, { "--lr", F_LR, 1, FOR_ALL },
+    { "--optimizer", F_OPTIMIZER, 1, FOR_ALL }, { "--max-norm", F_MAX_NORM, 1, FOR_ALL }, { "--data", F_DATA, 1, FOR_ALL },
+    { "--cp-rotate", F_CP_ROTATE, 1, FOR_ALL }, { "--cp-no-balance", F_CP_NO_BALANCE, 0, FOR_ALL },
+    { "--dispatcher", F_DISPATCHER, 1, FOR_ALL }, { "--ac", F_AC, 1, FOR_ALL },
+    { "--reshard-after-forward", F_RESHARD, 1, FOR_ALL },
+    { "--nproc", F_NPROC, 1, FOR_ALL }, { "--rank", F_RANK, 1, FOR_PLAN }, { "--verify", F_VERIFY, 0, FOR_RUN },
+    { "--verify-steps", F_VERIFY_STEPS, 1, FOR_RUN }, { "--dump", F_DUMP, 1, FOR_RUN }, { "--load", F_LOAD, 1, FOR_RUN },
+    { "--json", F_JSON, 1, FOR_ALL }, { "--quiet", F_QUIET, 0, FOR_ALL }, { "--timeout", F_TIMEOUT, 1, FOR_ALL },
+    { "--microbatches", F_MICROBATCHES, 1, FOR_ALL }, { "--pp-schedule", F_PP_SCHEDULE, 1, FOR_ALL },
+    { "--pp-microbatches", F_PP_MICROBATCHES, 1, FOR_ALL }, { "--pp-virtual", F_PP_VIRTUAL, 1, FOR_ALL },
+    { "--layers", F_LAYERS, 1, FOR_ALL }, { "--ulysses", F_ULYSSES, 1, FOR_ALL },
+    { "--list-failpoints", F_LIST_FAILPOINTS, 0, FOR_RUN },
+    { "--checkpoint-dir", F_CKPT_DIR, 1, FOR_RUN }, { "--checkpoint-every", F_CKPT_EVERY, 1, FOR_RUN },
+    { "--checkpoint-keep", F_CKPT_KEEP, 1, FOR_RUN }, { "--resume", F_RESUME, 1, FOR_RUN },
+    { "--model-config", F_MODEL_CONFIG, 1, FOR_ALL }, { "--memory", F_PLAN_MEMORY, 0, FOR_PLAN },
+    { "--params", F_PLAN_PARAMS, 1, FOR_PLAN },
+    { "--search", F_PLAN_SEARCH, 0, FOR_PLAN }, { "--ranks", F_PLAN_RANKS, 0, FOR_PLAN }, { "--world", F_PLAN_WORLD, 1, FOR_PLAN },
+    { "--mem-per-rank", F_MEM_PER_RANK, 1, FOR_PLAN }, { "--hw", F_HW, 1, FOR_PLAN },
+    { "--help", F_HELP, 0, FOR_ALL }, { "-h", F_HELP, 0, FOR_ALL },
 };
 
 // The --model line, from the library's table of named configs (config.h), so that it cannot
@@ -283,6 +288,13 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_RESUME:       cli->resume = v; return 0;
     case F_MODEL_CONFIG: return parse_model_config(v, &cli->model);
     case F_PLAN_MEMORY:  cli->plan_memory = 1; return 0;
+    case F_PLAN_PARAMS:
+        if (strcmp(v, "all") && strcmp(v, "kinds")) {
+            fprintf(stderr, "hp: --params expects kinds or all, got '%s'\n", v);
+            return HP_EXIT_CONFIG;
+        }
+        cli->plan_params_all = !strcmp(v, "all");
+        return 0;
     case F_PLAN_SEARCH:  cli->plan_search = 1; return 0;
     case F_PLAN_RANKS:   cli->plan_ranks = 1; return 0;
     case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->plan_world);
@@ -347,6 +359,21 @@ static char *keep_joined(const char *name, const char *value) {
     return s;
 }
 
+int tool_cli_run_flag(const char *arg, int *takes_value) {
+    char name[64];
+    const char *eq = strchr(arg, '=');
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    if (n >= sizeof name) return -1;
+    memcpy(name, arg, n);
+    name[n] = '\0';
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (!strcmp(flags[k].name, name)) {
+            *takes_value = flags[k].takes_value && !eq;
+            return (flags[k].scope & FOR_RUN) != 0;
+        }
+    return -1;
+}
+
 // Flags that only mean something together, applied once all are read (any order).
 static int combine_flags(tool_cli *cli) {
     if (cli->layers > 0) cli->model.n_layers = cli->layers;   // --layers deepens any model
@@ -400,6 +427,13 @@ int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *
             if (!strcmp(extra[k], name)) { is_extra = 1; break; }
         if (!f && !is_extra) {
             fprintf(stderr, "hp: unknown flag '%s' (see hp %s --help)\n", name, cmd);
+            return HP_EXIT_CONFIG;
+        }
+        const int scope = !strcmp(cmd, "plan") ? FOR_PLAN : !strcmp(cmd, "run") ? FOR_RUN
+                        : !strcmp(cmd, "bench") ? FOR_BENCH : FOR_ALL;
+        if (f && !(f->scope & scope)) {
+            fprintf(stderr, "hp: %s is a flag of hp %s, not of hp %s (see hp %s --help)\n", name,
+                    f->scope == FOR_PLAN ? "plan" : "run", cmd, cmd);
             return HP_EXIT_CONFIG;
         }
         int takes_value = is_extra || f->takes_value;

@@ -37,6 +37,7 @@ typedef struct tool_cli {
     int   plan_memory;           // --memory: per-rank memory, traffic, FLOPs (and --hw time)
     int   plan_search;           // --search: every legal layout of --world N that fits
     int   plan_ranks;            // --ranks: the full rank and group tables beyond 64 ranks
+    int   plan_params_all;       // --params all: every parameter on its own row (default: kinds)
     int   plan_world;            // --world N (search; 0 = not given)
     const char *mem_per_rank;    // --mem-per-rank SIZE, e.g. 80GiB (parsed by plan)
     const char *hw;              // --hw h100|h200|mi300x|cpu (checked by plan)
@@ -54,6 +55,10 @@ typedef struct tool_cli {
 int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *const *extra,
                  const char *usage);
 void tool_cli_print_common_help(FILE *out);
+// Whether the command-line word arg ("--tp", "--dump=D") is a flag hp run takes: 1 yes, 0 a
+// flag of another command (plan's --memory), -1 not a flag of the table. *takes_value: whether
+// the next word is its value.
+int  tool_cli_run_flag(const char *arg, int *takes_value);
 // Frees the "--flag=value" strings every tool_cli_parse so far put in rest[] (they are otherwise
 // kept until exit). Only for a process that parses many command lines (tests/fuzz/fuzz_cli.c);
 // the rest[] of every earlier parse is invalid afterwards.
@@ -75,9 +80,14 @@ int  tool_launch_under_mpi(void);
 // Re-executes the current command on nproc ranks under the launcher of the MPI hp was built
 // with (HP_MPIRUN names another): Open MPI's with --allow-run-as-root --oversubscribe and -x,
 // MPICH's Hydra with -genv; every rank gets OPENBLAS_NUM_THREADS (1 unless set) and the BLAS
-// core hp chose. Returns the launcher's exit status, or one line and HP_EXIT_FAIL when it
-// cannot start.
+// core hp chose. The launcher's stderr passes through tool_launcher_stderr_filter. Returns the
+// launcher's exit status, or one line and HP_EXIT_FAIL when it cannot start.
 int  tool_launch_self(int nproc, int argc, char **argv);
+// The launcher's stderr copied from in to out, less the framed banner Open MPI and MPICH add
+// when a rank exits non-zero (hp has said why): 1 when a framed block is that banner
+// (launch_banner.c). A killed rank's or an MPI_Abort's banner is kept.
+int  tool_launcher_banner_is_exit_code(const char *block);
+void tool_launcher_stderr_filter(FILE *in, FILE *out);
 
 // `hp plan` under pp > 1: stages, their layers and ranks, the schedule grid and its ideal
 // bubble (plan_pipeline.c).

@@ -30,6 +30,8 @@ static const char plan_usage[] =
     "  --hw NAME          h100 | h200 | mi300x | cpu: add a step-time and MFU model\n"
     "  --json FILE        the --memory report as JSON (implies --memory); '-' = stdout\n"
     "  --ranks            beyond 64 ranks, print every rank and group (default: a summary)\n"
+    "  --params all|kinds the parameter table: every parameter, or one row per kind of block\n"
+    "                     parameter with its number of layers (default kinds)\n"
     "  --search           every legal layout of --world N that fits --mem-per-rank SIZE\n"
     "                     (e.g. 80GiB, 141GB), ranked, top 10\n"
     "  --world N          the world size to search\n"
@@ -53,9 +55,13 @@ static int needs_quotes(const char *s) {
 static void print_args(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        // --nproc and --rank are plan's own (or replaced by -np): drop them and their value.
-        if (!strcmp(a, "--nproc") || !strcmp(a, "--rank")) { i++; continue; }
-        if (!strncmp(a, "--nproc=", 8) || !strncmp(a, "--rank=", 7)) continue;
+        // only run's flags: plan's own (--memory, --rank ...), its --json output and --nproc
+        // (given by the line itself) are dropped with their values
+        int takes_value = 0;
+        const int run_flag = tool_cli_run_flag(a, &takes_value);
+        const int plan_own = !strcmp(a, "--nproc") || !strncmp(a, "--nproc=", 8) ||
+                             !strcmp(a, "--json") || !strncmp(a, "--json=", 7);
+        if (run_flag == 0 || plan_own) { i += takes_value; continue; }
         if (needs_quotes(a)) {
             putchar(' '); putchar('\'');
             for (; *a; a++) { if (*a == '\'') fputs("'\\''", stdout); else putchar(*a); }
@@ -217,7 +223,7 @@ int tool_cmd_plan(int argc, char **argv) {
         fprintf(stderr, "hp: cannot build the parameter table of rank %d (out of memory)\n", cli.rank);
         return HP_EXIT_FAIL;
     }
-    hp_params_print(stdout, &t, &d, cli.rank);
+    hp_params_print(stdout, &t, &d, cli.rank, cli.plan_params_all);
     hp_params_free(&t);
     if (cli.plan_memory || cli.json_out) return tool_plan_memory_cmd(&cli, &d);
     return HP_EXIT_OK;

@@ -31,6 +31,31 @@ static const char *const run_usage =
 // Under pp, each pp rank's measured idle fraction and microbatches in flight (last step).
 typedef struct pp_measured { int P; float *idle_slots; } pp_measured;   // (P, 3)
 
+// The conditions every bitwise promise holds under (docs/verification.md): the BLAS, its core and
+// the BLAS threads of every rank, fewest and most. Collective: every rank calls it once.
+typedef struct blas_conditions { hp_blas_info info; int threads_min, threads_max; } blas_conditions;
+static blas_conditions conditions;
+
+static void conditions_measure(void) {
+    hp_blas_info_get(&conditions.info);
+    int t[2] = { conditions.info.threads, -conditions.info.threads }, r[2];
+    MPI_Allreduce(t, r, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    conditions.threads_min = r[0];
+    conditions.threads_max = -r[1];
+}
+
+static void conditions_print(FILE *out) {
+    const blas_conditions *c = &conditions;
+    if (c->threads_min == c->threads_max)
+        fprintf(out, "verify: bitwise promises hold for this binary with %s, core %s, %d BLAS thread%s per "
+                "rank (docs/verification.md)\n", c->info.blas, c->info.core, c->threads_min,
+                c->threads_min == 1 ? "" : "s");
+    else
+        fprintf(out, "verify: ranks run %d to %d BLAS threads (%s, core %s): reruns are bitwise only "
+                "with the same counts per rank (docs/verification.md)\n", c->threads_min,
+                c->threads_max, c->info.blas, c->info.core);
+}
+
 // --json: the verification record (verify_record.h) of a verified run, or of a plain run its
 // losses (first_step > 1 after --resume) and, under pp, what each pp rank measured. The keys
 // are the library's (src/train/verify_json.c); a new one goes there. Returns 0, or
@@ -48,6 +73,10 @@ static int write_json(const char *path, const tool_cli *cli, const hp_verify_res
     }
     rec.world = cli->dims.world;
     rec.first_step = first_step;
+    snprintf(rec.blas, sizeof rec.blas, "%s", conditions.info.blas);
+    snprintf(rec.blas_core, sizeof rec.blas_core, "%s", conditions.info.core);
+    rec.blas_threads_min = conditions.threads_min;
+    rec.blas_threads_max = conditions.threads_max;
     if (pp && pp->P > 1 && pp->idle_slots) {
         rec.pp_stats = pp->P < HP_VERIFY_MAX_PP ? pp->P : HP_VERIFY_MAX_PP;
         for (int p = 0; p < rec.pp_stats; p++) {
@@ -259,6 +288,7 @@ int tool_cmd_run(int argc, char **argv) {
         return HP_EXIT_CONFIG;
     }
     if (rank == 0 && !cli.quiet) { char b[256]; printf("hp: blas %s\n", hp_blas_info_line(b, sizeof b)); }
+    conditions_measure();
     float *init = NULL;
     if (cli.load_file && !(init = load_model(&cli, rank))) {
         MPI_Finalize();
@@ -273,7 +303,7 @@ int tool_cmd_run(int argc, char **argv) {
         hp_verify_result r;
         rc = hp_verify_run(MPI_COMM_WORLD, &cli.model, &cli.dims, &cli.run, &o, &r);
         if (rank == 0) {
-            if (!cli.quiet) hp_verify_print(stdout, &r);
+            if (!cli.quiet) { hp_verify_print(stdout, &r); conditions_print(stdout); }
             else printf("verify: %s\n", r.pass ? "PASS" : "FAIL");
             if (cli.json_out && write_json(cli.json_out, &cli, &r, r.losses, r.steps, 1, NULL, &r.measured) != 0)
                 rc = HP_EXIT_FAIL;

@@ -76,6 +76,31 @@ __attribute__((target("avx2,fma"))) static double loop_avx2(long iters) {
     sink = lanes[0] + lanes[7];
     return (double)iters * 12 * 8 * 2;    // 12 accumulators x 8 lanes x 2 FLOPs
 }
+
+// Without FMA (AVX: Sandybridge-class kernels; SSE: the generic ones) the multiplier and the
+// adder are separate ports: independent chains of multiplies and of adds keep both busy, one FLOP
+// a lane each. 6 + 6 accumulators and 2 constants fit the 16 vector registers.
+#define MUL_ADD_LOOP(name, isa_attr, vec, set1, mul, add, store, lanes)                            \
+    __attribute__((target(isa_attr))) static double name(long iters) {                          \
+        const vec m = set1(0.9999999f), c = set1(1e-7f);                                        \
+        vec a0 = set1(0.10f), a1 = set1(0.11f), a2 = set1(0.12f), a3 = set1(0.13f),             \
+            a4 = set1(0.14f), a5 = set1(0.15f), b0 = set1(0.20f), b1 = set1(0.21f),             \
+            b2 = set1(0.22f), b3 = set1(0.23f), b4 = set1(0.24f), b5 = set1(0.25f);             \
+        for (long i = 0; i < iters; i++) {                                                      \
+            a0 = mul(a0, m); a1 = mul(a1, m); a2 = mul(a2, m);                                  \
+            a3 = mul(a3, m); a4 = mul(a4, m); a5 = mul(a5, m);                                  \
+            b0 = add(b0, c); b1 = add(b1, c); b2 = add(b2, c);                                  \
+            b3 = add(b3, c); b4 = add(b4, c); b5 = add(b5, c);                                  \
+        }                                                                                       \
+        vec s = add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(b0, b1)));              \
+        s = add(s, add(add(b2, b3), add(b4, b5)));                                              \
+        float out[lanes];                                                                       \
+        store(out, s);                                                                          \
+        sink = out[0] + out[lanes - 1];                                                         \
+        return (double)iters * 12 * lanes;   /* 12 accumulators x lanes x 1 FLOP */            \
+    }
+MUL_ADD_LOOP(loop_avx, "avx", __m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_add_ps, _mm256_storeu_ps, 8)
+MUL_ADD_LOOP(loop_sse, "sse2", __m128, _mm_set1_ps, _mm_mul_ps, _mm_add_ps, _mm_storeu_ps, 4)
 #endif
 
 // Any CPU: a multiply and an add per update (ISO C does not contract them into an FMA).
@@ -90,11 +115,25 @@ static double loop_scalar(long iters) {
 
 typedef double (*loop_fn)(long iters);
 
-static loop_fn pick_loop(const char **isa) {
+// The loop of `want` ("avx512", "avx2", "avx", "sse"/"scalar"), or of the widest ISA this CPU
+// runs when want is NULL or wider than the CPU (a core's kernels cannot use what it lacks).
+static loop_fn pick_loop(const char *want, const char **isa) {
 #ifdef HP_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) { *isa = "avx512"; return loop_avx512; }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { *isa = "avx2"; return loop_avx2; }
+    const int any = !want;
+    if ((any || !strcmp(want, "avx512")) && __builtin_cpu_supports("avx512f")) {
+        *isa = "avx512"; return loop_avx512;
+    }
+    if ((any || !strcmp(want, "avx512") || !strcmp(want, "avx2")) && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
+        *isa = "avx2"; return loop_avx2;
+    }
+    if (!any && strcmp(want, "sse") && strcmp(want, "scalar") && __builtin_cpu_supports("avx")) {
+        *isa = "avx"; return loop_avx;
+    }
+    if (!any && strcmp(want, "scalar")) { *isa = "sse"; return loop_sse; }   // x86-64 has SSE2
+#else
+    (void)want;
 #endif
     *isa = "scalar";
     return loop_scalar;
@@ -143,9 +182,9 @@ static double timed(loop_fn fn, int threads, long iters) {
     return t1 > t0 ? flops / (t1 - t0) * 1e-9 : 0.0;
 }
 
-double tool_fma_peak(int threads, char *isa, size_t isa_len) {
+double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len) {
     const char *name;
-    loop_fn fn = pick_loop(&name);
+    loop_fn fn = pick_loop(want, &name);
     if (isa && isa_len) snprintf(isa, isa_len, "%s", name);
     if (threads < 1) threads = 1;
     // calibrate: ~0.03 s per timing, whatever the vector width and clock (the first call also

@@ -4,17 +4,22 @@
 // defines: tool_fma_peak
 //
 //   char isa[16];
-//   double gflops = tool_fma_peak(2, isa, sizeof isa);   // e.g. 344.1, "avx512"
+//   double widest = tool_fma_peak(2, NULL, isa, sizeof isa);     // e.g. 344.1, "avx512"
+//   double kernels = tool_fma_peak(2, hp_blas_core_isa("Haswell"), isa, sizeof isa);   // "avx2"
 //
 // Each thread runs a register-only loop of independent fused multiply-adds (enough
-// accumulators to cover the FMA latency on every port) with the widest vectors cpuid allows:
-// AVX-512, AVX2 + FMA, or a scalar loop of multiply + add. 1 FMA = 2 FLOPs.
+// accumulators to cover the FMA latency on every port) with the vectors asked for, capped at
+// what cpuid allows: AVX-512, AVX2 + FMA, AVX or SSE (multiply + add), or a scalar loop of multiply +
+// add. 1 FMA = 2 FLOPs. A BLAS core that runs AVX2 kernels on an AVX-512 CPU (OpenBLAS's
+// Haswell, preset by some environments) reaches at most the AVX2 peak: that is the one a step
+// is measured against.
 #ifndef HP_TOOL_FMA_PEAK_H
 #define HP_TOOL_FMA_PEAK_H
 #include <stddef.h>
 
-// GFLOP/s of `threads` threads running the loop at once (best of 10 timings, ~0.3 s in
-// all); writes the instruction set used ("avx512", "avx2", "scalar") into isa.
-double tool_fma_peak(int threads, char *isa, size_t isa_len);
+// GFLOP/s of `threads` threads running the loop of `want` ("avx512", "avx2", "avx", "sse";
+// NULL = the widest this CPU has) at once (best of 10 timings, ~0.3 s in all); writes the
+// instruction set used ("avx512", "avx2", "avx", "sse", "scalar") into isa.
+double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len);
 
 #endif

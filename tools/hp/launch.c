@@ -8,7 +8,8 @@
 //             -x OPENBLAS_NUM_THREADS=1 -x HP_LAUNCHED=1 [-x OPENBLAS_CORETYPE=SkylakeX
 //             -x HP_BLAS_CORE_CHOSEN=...] /proc/self/exe run --nproc 4 ...
 //   MPICH:    mpiexec.hydra -n 4 -bind-to none -genv OPENBLAS_NUM_THREADS 1 -genv ... ...
-// waits, and returns its exit status. Not the `mpiexec` first on PATH: with Open MPI and
+// waits, and returns its exit status. Its stderr passes through tool_launcher_stderr_filter:
+// a rank's ordinary non-zero exit ends with hp's own line, not the launcher's banner. Not the `mpiexec` first on PATH: with Open MPI and
 // MPICH both installed that is whichever Debian's alternatives point to, and one MPI's
 // launcher cannot start the other's ranks.
 // The re-executed ranks see the launcher's environment and do not launch again.
@@ -127,6 +128,9 @@ int tool_launch_self(int nproc, int argc, char **argv) {
 
     fflush(stdout);
     fflush(stderr);
+    // the launcher's stderr comes back through a pipe, less its exit-code banner (launch_banner.c)
+    int err_pipe[2];
+    if (pipe(err_pipe) != 0) err_pipe[0] = err_pipe[1] = -1;
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "hp: cannot fork to start %s: %s\n", launcher, strerror(errno));
@@ -134,6 +138,11 @@ int tool_launch_self(int nproc, int argc, char **argv) {
         return HP_EXIT_FAIL;
     }
     if (pid == 0) {
+        if (err_pipe[1] >= 0) {
+            dup2(err_pipe[1], STDERR_FILENO);
+            close(err_pipe[0]);
+            close(err_pipe[1]);
+        }
         setenv("HP_LAUNCHED", "1", 1);           // also reaches ranks of launchers without -x
         setenv("OPENBLAS_NUM_THREADS", blas, 0);
         execvp(launcher, args);
@@ -144,6 +153,19 @@ int tool_launch_self(int nproc, int argc, char **argv) {
         _exit(127);
     }
     free(args);
+    if (err_pipe[1] >= 0) {
+        close(err_pipe[1]);
+        // Ctrl-C reaches the launcher, which ends the ranks; this process waits to say how
+        signal(SIGINT, SIG_IGN);
+        signal(SIGQUIT, SIG_IGN);
+        FILE *err_in = fdopen(err_pipe[0], "r");
+        if (err_in) {
+            tool_launcher_stderr_filter(err_in, stderr);
+            fclose(err_in);
+        } else {
+            close(err_pipe[0]);
+        }
+    }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "hyperpar/blas.h"
 
 #define HP_VERSION "0.1"
 
@@ -27,7 +28,7 @@ static void usage(FILE *out) {
           "  bench    measure step time, the BLAS core and the FMA peak, bytes moved per recipe\n"
           "\n"
           "  hp <command> --help   flags of one command\n"
-          "  hp --version          the version\n",
+          "  hp --version          the version, and the BLAS, core and threads a process gets here\n",
           out);
 }
 
@@ -42,7 +43,14 @@ int main(int argc, char **argv) {
         return HP_EXIT_OK;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        // the kernels a run would get: scripts ask this instead of assuming the CPU
+        hp_blas_core_reexec(argv);
+        hp_blas_info b;
+        hp_blas_info_get(&b);
+        char line[256];
         printf("hp (hyperpar) %s\n", HP_VERSION);
+        printf("blas: %s\n", hp_blas_info_line(line, sizeof line));
+        printf("blas best core for this cpu: %s\n", *b.cpu_best ? b.cpu_best : "none");
         return HP_EXIT_OK;
     }
     if (!strcmp(cmd, "plan"))   return tool_cmd_plan(argc, argv);

@@ -50,7 +50,17 @@ hp_cli_test(cli_plan_worked_moe_etp1 0 -
   "^ +efsdp +4 x 2 +[{]0,4[}] [{]1,5[}] [{]2,6[}] [{]3,7[}]$"
   "sparse +\\[pp, dp_replicate, efsdp, ep, etp\\] += \\[1, 1, 2, 4, 1\\]"
   "layers[.]0[.]moe[.]experts"
+  -- plan --model tiny-moe --tp 2 --cp 2 --dp-shard 2 --ep 4 --etp 1 --rank 5 --params all)
+# by default the blocks' parameters read one row per kind, with the layers it stands for
+hp_cli_test(cli_plan_params_kinds 0 -
+  "^  layers[.][*][.]moe[.]experts[.]w1 x2 .* layers 0[.][.]1$"
+  "^  tok_embeddings[.]weight "
   -- plan --model tiny-moe --tp 2 --cp 2 --dp-shard 2 --ep 4 --etp 1 --rank 5)
+# a plan at 16k ranks reads in one screen: under 150 lines, the pp stages' layers apart
+add_test(NAME cli_plan_405b_one_screen
+         COMMAND sh -c "out=$(\"$0\" plan --model llama3-405b --pp 16 --tp 8 --dp-shard 128 --seq-len 8192 --batch 2048 --memory) || exit 1; n=$(printf '%s\\n' \"$out\" | wc -l); echo \"$n lines\"; [ \"$n\" -lt 150 ] && printf '%s\\n' \"$out\" | grep -Eq '^  layers[.][*][.]attention[.]wq[.]weight x118 .* layers 8[.][.]125$'"
+                 $<TARGET_FILE:hp>)
+set_tests_properties(cli_plan_405b_one_screen PROPERTIES LABELS L0 TIMEOUT 30)
 hp_cli_test(cli_plan_worked_moe_etp2 0 -
   "^ +ep +2 x 4 +[{]0,2,4,6[}] [{]1,3,5,7[}]$"
   "^ +etp +4 x 2 +[{]0,1[}] [{]2,3[}] [{]4,5[}] [{]6,7[}]$"

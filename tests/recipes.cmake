@@ -1,5 +1,5 @@
 # recipes.cmake - the completeness matrix (shared/spec/recipes.md) as CTests, generated from the
-# library's table (src/train/recipes.c; no list here to drift): after every build of hp, its
+# library's table (src/verify/recipes.c; no list here to drift): after every build of hp, its
 # POST_BUILD step `hp matrix --ctest` writes recipes_ctest.cmake, one test per recipe variant
 # running `hp run <flags> --verify --quiet` (label = its level L0/L1/L2) and one per negative case
 # (label L0: exit 2 and one stderr line matching the rule, through tests/expect_exit.sh), and the

@@ -36,7 +36,7 @@ EX_LAYOUT_FLAGS="--dp-replicate --dp-shard --ulysses --cp --tp --pp --ep --etp -
   --pp-schedule --pp-virtual --pp-microbatches --microbatches --cp-rotate --cp-no-balance
   --dispatcher --optimizer --seq-len --batch --steps --lr --max-norm --ac"
 
-# ex_recipe ID ACCEPTS [MODEL]: recipe ID of the library's table (src/train/recipes.c, through
+# ex_recipe ID ACCEPTS [MODEL]: recipe ID of the library's table (src/verify/recipes.c, through
 # `hp matrix`), which must be one the table names this example's folder for. Sets NPROC (the
 # recipe's world) and FLAGS (its `hp run` flags that the example program takes: ACCEPTS, a
 # space-separated list of flag names; a flag's value is the next word unless that is a flag),

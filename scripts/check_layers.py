@@ -1,26 +1,35 @@
 #!/usr/bin/env python3
-"""check_layers.py - dependencies point down: dims/util -> comm -> kernels -> model -> parallel
-styles -> train -> tool. Reads every #include "..." of src/, include/hyperpar/ and tools/hp/,
-gives each file the layer of its folder (a public header the layer of what it declares), and
-fails on an include of a higher layer and on a cycle of includes, unless the edge is one of
-KNOWN_BACK_EDGES (debts, each with its reason; removing one from the code makes this script
-ask for its removal here too; today there is none). Exit 0 clean, 1 with one line per problem.
+"""check_layers.py - dependencies point down, tier by tier:
+  base (dims, util) -> comm | data -> kernels -> model | optim -> parallel -> plan -> train
+  -> checkpoint | verify -> tool
+Layers of one tier (a | b) are siblings: neither may include the other. Reads every #include "..."
+of src/, include/hyperpar/ and tools/hp/, gives each file the layer of its folder (a public header
+the layer of what it declares), and fails on an include of a higher layer or of a sibling, and on
+a cycle of includes, unless the edge is one of KNOWN_BACK_EDGES (debts, each with its reason;
+removing one from the code makes this script ask for its removal here too; today there is none).
+Exit 0 clean, 1 with one line per problem.
 """
 import os, re, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAYERS = ["base", "comm", "kernels", "model", "parallel", "train", "tool"]
-FOLDER = {"src/dims": "base", "src/util": "base", "src/comm": "comm", "src/kernels": "kernels",
-          "src/model": "model", "src/parallel": "parallel", "src/train": "train", "tools/hp": "tool"}
+TIERS = [("base",), ("comm", "data"), ("kernels",), ("model", "optim"), ("parallel",), ("plan",),
+         ("train",), ("checkpoint", "verify"), ("tool",)]
+TIER = {layer: i for i, tier in enumerate(TIERS) for layer in tier}
+FOLDER = {"src/dims": "base", "src/util": "base", "src/comm": "comm", "src/data": "data",
+          "src/kernels": "kernels", "src/model": "model", "src/optim": "optim",
+          "src/parallel": "parallel", "src/plan": "plan", "src/train": "train",
+          "src/checkpoint": "checkpoint", "src/verify": "verify", "tools/hp": "tool"}
 PUBLIC = {  # include/hyperpar/<name>: the layer that implements it
     "dims.h": "base", "mesh.h": "base", "shapes.h": "base", "pipeline.h": "base", "config.h": "base",
-    "rng.h": "base", "data.h": "base", "safetensors.h": "base", "failpoint.h": "base", "memtrack.h": "base",
-    "comm.h": "comm", "kernels.h": "kernels", "blas.h": "kernels",
+    "rng.h": "base", "safetensors.h": "base", "failpoint.h": "base", "memtrack.h": "base",
+    "comm.h": "comm", "data.h": "data", "kernels.h": "kernels", "blas.h": "kernels",
     "params.h": "model", "moe.h": "model",
     "cp.h": "parallel", "cp_stats.h": "parallel", "ulysses.h": "parallel",
-    "train.h": "train", "verify.h": "train", "dump.h": "train", "checkpoint.h": "train",
-    "plan.h": "train", "inspect.h": "train", "traffic_ac.h": "train", "recipes.h": "train",
-    "verify_record.h": "train",
+    "plan.h": "plan", "traffic.h": "plan", "traffic_ac.h": "plan",
+    "train.h": "train",
+    "checkpoint.h": "checkpoint",
+    "verify.h": "verify", "verify_record.h": "verify", "dump.h": "verify", "inspect.h": "verify",
+    "recipes.h": "verify",
 }
 # Edges that point up, each with the reason it is tolerated (issue 11 removed the last ones:
 # the model reaches the styles only through the hooks of src/model/model_hooks.h, which the
@@ -66,11 +75,12 @@ def main():
             if them is None:
                 problems.append(f"{target}: no layer (included by {rel})")
                 continue
-            if LAYERS.index(them) > LAYERS.index(me):
+            if TIER[them] > TIER[me] or (TIER[them] == TIER[me] and them != me):
                 if (rel, inc) in KNOWN_BACK_EDGES:
                     used_known.add((rel, inc))
                 else:
-                    problems.append(f"{rel} ({me}) includes {inc} ({them}): a higher layer")
+                    what = "a higher layer" if TIER[them] > TIER[me] else "a sibling layer"
+                    problems.append(f"{rel} ({me}) includes {inc} ({them}): {what}")
     for edge in sorted(KNOWN_BACK_EDGES - used_known):
         problems.append(f"{edge[0]} no longer includes {edge[1]}: remove it from KNOWN_BACK_EDGES")
     # cycles of includes (headers only: a .c file is never included)

@@ -1,5 +1,5 @@
 # recipes.cmake - the completeness matrix (shared/spec/recipes.md) as CTests, generated from the
-# library's table (src/train/recipes.c; no list here to drift): after every build of hp, its
+# library's table (src/verify/recipes.c; no list here to drift): after every build of hp, its
 # POST_BUILD step `hp matrix --ctest` writes recipes_ctest.cmake, one test per recipe variant
 # running `hp run <flags> --verify --quiet` (label = its level L0/L1/L2) and one per negative case
 # (label L0: exit 2 and one stderr line matching the rule, through tests/expect_exit.sh), and the
@@ -37,7 +37,9 @@ set_tests_properties(recipes_bad_files PROPERTIES LABELS L0 TIMEOUT 30 FIXTURES_
 
 # the table, the JSON round trip the determinism check relies on, the reports
 add_executable(test_recipes ${CMAKE_CURRENT_LIST_DIR}/test_recipes.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/report.c ${CMAKE_SOURCE_DIR}/tools/hp/cli.c)
+               ${CMAKE_SOURCE_DIR}/tools/hp/report.c ${CMAKE_SOURCE_DIR}/tools/hp/report_md.c
+               ${CMAKE_SOURCE_DIR}/tools/hp/report_json.c ${CMAKE_SOURCE_DIR}/tools/hp/report_svg.c
+               ${CMAKE_SOURCE_DIR}/tools/hp/cli.c)
 target_include_directories(test_recipes PRIVATE ${CMAKE_SOURCE_DIR}/tools/hp ${CMAKE_SOURCE_DIR}/src ${CJSON_INCLUDE_DIR})
 target_link_libraries(test_recipes PRIVATE hyperpar)
 add_test(NAME recipes_table COMMAND test_recipes)

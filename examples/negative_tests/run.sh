@@ -2,7 +2,7 @@
 # negative_tests: the mistakes of the completeness matrix's negative cases, made in a user's
 # program (the examples, under mpirun), must be refused - every rank exits, non-zero, fast, with
 # the rule and the numbers printed once - and leave no rank running. (The negative cases
-# themselves, through `hp run`, are the library's table, src/train/recipes.c: `hp matrix` and
+# themselves, through `hp run`, are the library's table, src/verify/recipes.c: `hp matrix` and
 # their recipe_neg-* CTests run each once.)
 #  1. the example binaries under mpirun with illegal degrees;
 #  2. afterwards no example process may be left.

@@ -208,4 +208,21 @@ typedef struct hp_plan_check {
 int hp_plan_check_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
                       const hp_plan_measured *x, double peak_tol, hp_plan_check *out);
 
+// What one rank of a job will allocate, in bytes, computed before allocating: the planner's
+// prediction (hp_plan_memory_predict, exact against the tracking allocator) in four
+// sums. `hp run` refuses a run whose busiest rank does not fit (tools/hp/cli_check.c).
+typedef struct hp_memory_estimate_t {
+    double persistent_bytes;   // parameter, gradient and AdamW shards
+    double working_bytes;      // one gathered FSDP unit, its grads, gather/reduce staging, and
+                               // the accumulation buffers (microbatches > 1 or pp > 1)
+    double activation_bytes;   // what the forward keeps for the backward
+    double scratch_bytes;      // backward scratch, cp's K/V, token ids
+    double total_bytes;        // hp_plan_memory.peak
+    double largest_elems;      // the largest single buffer, in elements
+    char   largest_name[48];   // ... and what it holds
+} hp_memory_estimate_t;
+// dims validated for model and run; rank in [0, world). Returns 0, or -1 on allocation failure.
+int hp_memory_estimate(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                       int rank, hp_memory_estimate_t *out);
+
 #endif

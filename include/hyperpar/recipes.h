@@ -15,7 +15,7 @@
 //   for (int i = 0; i < hp_n_negatives; i++)             // each must exit 2 with one line
 //       printf("hp %s  ->  /%s/\n", hp_negatives[i].args, hp_negatives[i].err_regex);
 //
-// Adding a recipe: one row of hp_recipes (src/train/recipes.c), then regenerate the two
+// Adding a recipe: one row of hp_recipes (src/verify/recipes.c), then regenerate the two
 // Markdown tables (the CTests readme_recipes_table / examples_recipes_table print the command).
 #ifndef HYPERPAR_RECIPES_H
 #define HYPERPAR_RECIPES_H
@@ -94,7 +94,7 @@ int hp_negative_args(const hp_negative *n, const char *dir, char *out, int cap);
 // parameter table, then damaged as hp_badfile says. Returns 0, or -1 with one line in err.
 int hp_negative_write_files(const char *dir, char *err, int errlen);
 
-// Renderings of the tables (src/train/recipes_text.c):
+// Renderings of the tables (src/verify/recipes_text.c):
 //   hp_recipes_list: tab-separated, one per line (for scripts):
 //     recipe<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS
 //     resume<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS<TAB>FLAGS_B

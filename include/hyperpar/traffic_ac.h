@@ -6,7 +6,7 @@
 //
 //   uint64_t extra[HP_G_COUNT][HP_OP_COUNT];
 //   hp_traffic_ac_predict(m, d, rc, rank, extra);       // zero when rc->ac_every == 0
-// hp_traffic_predict (verify.h) already adds these rows (the verifier checks them), and
+// hp_traffic_predict (traffic.h) already adds these rows (the verifier checks them), and
 // hp_traffic_predict_ep the EP all-to-all's share from the counted routing.
 #ifndef HYPERPAR_TRAFFIC_AC_H
 #define HYPERPAR_TRAFFIC_AC_H

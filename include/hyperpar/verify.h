@@ -20,6 +20,7 @@
 #include "config.h"
 #include "dims.h"
 #include "plan.h"
+#include "traffic.h"   // hp_traffic_predict(_ep), declared here before
 #include "verify_record.h"
 
 typedef struct hp_verify_opts {
@@ -97,15 +98,5 @@ void hp_verify_record_from_result(hp_verify_record *rec, const hp_verify_result 
 // NULL, the plan check's verdict to rec (plan_check.c).
 void hp_verify_record_add_measured(hp_verify_record *rec, const hp_plan_measured *x,
                                    const hp_plan_check *chk);
-
-// The bytes each (group, op) moves in one training step on `rank` by docs/traffic.md.
-// UINT64_MAX where the amount depends on the data (the all-to-all of the MoE dispatch).
-void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
-                        int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]);
-// Replaces that UINT64_MAX with the bytes the routing of the step implies
-// (docs/traffic_moe.md): routing (n_moe_layers, batch, seq_len, top_k) global expert ids, as
-// hp_trainer_gather_routing returns them.
-void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
-                           int rank, const int *routing, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]);
 
 #endif

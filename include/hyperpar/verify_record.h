@@ -24,7 +24,7 @@
 #include "memtrack.h"
 
 // The tolerances of recipes.md (fp32), used by hp_verify_opts_default, the checks below and the
-// reports. Why these numbers: src/train/verify.c.
+// reports. Why these numbers: src/verify/verify.c.
 typedef struct hp_verify_tolerances {
     double loss;         // |loss - ref| / |ref| of step 1
     double grad;         // relative Frobenius error of each gradient of step 1

@@ -18,8 +18,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <cblas.h>
 #include "hyperpar/kernels.h"
+#include "kernels/gemm.h"
 #include "kernels/parallel.h"
 #include "kernels/vexpf.h"
 
@@ -201,8 +201,8 @@ static void forward_items(void *ctx, int it_lo, int it_hi) {
             const float *kt = k + ((size_t)b * Sk + j0) * ks + (size_t)kh * hd;
             const float *vt = v + ((size_t)b * Sk + j0) * ks + (size_t)kh * hd;
             // scores (tq, nke) = scale * q k^T
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tq, nke, hd,
-                        scale, qt, qs, kt, ks, 0.0f, sc, nke);
+            hp_gemm(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
+                    scale, qt, qs, kt, ks, 0.0f, sc, nke);
             // P = exp(S - rowmax) on the visible keys, 0 elsewhere; rowsum in double, in j order
             double rowsum[TQ];
             float rowmax[TQ];
@@ -218,8 +218,8 @@ static void forward_items(void *ctx, int it_lo, int it_hi) {
             }
             row_sums(rowsum, sc, nke, tq, nke); // a row of zeros sums to 0.0 as before
             // ob (tq, hd) = P v
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tq, hd, nke,
-                        1.0f, sc, nke, vt, ks, 0.0f, ob, hd);
+            hp_gemm(HP_GEMM_N, HP_GEMM_N, tq, hd, nke,
+                    1.0f, sc, nke, vt, ks, 0.0f, ob, hd);
             // merge each row into the running (out, lse)
             for (int r = 0; r < tq; r++) {
                 if (rowmax[r] == -INFINITY) continue; // untouched
@@ -293,8 +293,8 @@ static void backward_items(void *ctx, int it_lo, int it_hi) {
             size_t qoff = ((size_t)b * Sq + i0) * qs + (size_t)h * hd;
             size_t koff = ((size_t)b * Sk + j0) * ks + (size_t)kh * hd;
             // recompute the scores exactly as the forward does
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tq, nke, hd,
-                        scale, q + qoff, qs, k + koff, ks, 0.0f, pm, nke);
+            hp_gemm(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
+                    scale, q + qoff, qs, k + koff, ks, 0.0f, pm, nke);
             float Di[TQ];
             int any = 0;
             for (int r = 0; r < tq; r++) {
@@ -322,18 +322,18 @@ static void backward_items(void *ctx, int it_lo, int it_hi) {
                 }
             }
             // dv_j += sum_i P_ij dout_i
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nke, hd, tq,
-                        1.0f, pm, nke, dout + qoff, qs, 1.0f, dv + koff, ks);
+            hp_gemm(HP_GEMM_T, HP_GEMM_N, nke, hd, tq,
+                    1.0f, pm, nke, dout + qoff, qs, 1.0f, dv + koff, ks);
             // dP (tq, nke) = dout v^T
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tq, nke, hd,
-                        1.0f, dout + qoff, qs, v + koff, ks, 0.0f, ds, nke);
+            hp_gemm(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
+                    1.0f, dout + qoff, qs, v + koff, ks, 0.0f, ds, nke);
             // dS = P * (dP - D_i); masked entries have P = 0
             for (int r = 0; r < tq; r++) row_ds(ds + (size_t)r * nke, pm + (size_t)r * nke, Di[r], nke);
             // dq_i += scale * sum_j dS_ij k_j ; dk_j += scale * sum_i dS_ij q_i
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tq, hd, nke,
-                        scale, ds, nke, k + koff, ks, 1.0f, dq + qoff, qs);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nke, hd, tq,
-                        scale, ds, nke, q + qoff, qs, 1.0f, dk + koff, ks);
+            hp_gemm(HP_GEMM_N, HP_GEMM_N, tq, hd, nke,
+                    scale, ds, nke, k + koff, ks, 1.0f, dq + qoff, qs);
+            hp_gemm(HP_GEMM_T, HP_GEMM_N, nke, hd, tq,
+                    scale, ds, nke, q + qoff, qs, 1.0f, dk + koff, ks);
         }
     }
     free(pm);

@@ -1,10 +1,10 @@
 // linear.c - fully connected layer without bias, torch.nn.Linear layout (w is [out, in]).
-// All three products go to cblas_sgemm; backward accumulates (beta = 1) so that grads of
-// a weight used several times (micro-batches, experts) simply add up.
+// All three products go to hp_gemm (kernels/gemm.h: OpenBLAS sgemm); backward accumulates
+// (beta = 1) so that grads of a weight used several times (micro-batches, experts) add up.
 // defines: hp_linear_forward, hp_linear_backward(_first)
 #include <string.h>
-#include <cblas.h>
 #include "hyperpar/kernels.h"
+#include "kernels/gemm.h"
 
 void hp_linear_forward(float *y,            // (N, out)
                        const float *x,      // (N, in)
@@ -13,8 +13,8 @@ void hp_linear_forward(float *y,            // (N, out)
     if (N <= 0 || out <= 0) return;
     if (in <= 0) { memset(y, 0, (size_t)N * out * sizeof(float)); return; }
     // y = x @ w^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, out, in,
-                1.0f, x, in, w, in, 0.0f, y, out);
+    hp_gemm(HP_GEMM_N, HP_GEMM_T, N, out, in,
+            1.0f, x, in, w, in, 0.0f, y, out);
 }
 
 // dx (beta = 1) += or (beta = 0) = dy @ w; dw += dy^T @ x
@@ -26,11 +26,11 @@ static void backward(float *dx, float *dw, const float *dy, const float *x, cons
         return;
     }
     if (dx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, in, out,
-                    1.0f, dy, out, w, in, dx_beta, dx, in);
+        hp_gemm(HP_GEMM_N, HP_GEMM_N, N, in, out,
+                1.0f, dy, out, w, in, dx_beta, dx, in);
     if (dw) // dw += dy^T @ x
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, N,
-                    1.0f, dy, out, x, in, 1.0f, dw, in);
+        hp_gemm(HP_GEMM_T, HP_GEMM_N, out, in, N,
+                1.0f, dy, out, x, in, 1.0f, dw, in);
 }
 
 void hp_linear_backward(float *dx,          // (N, in)   +=

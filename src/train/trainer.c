@@ -9,6 +9,7 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
+#include "optim/optimizer.h"
 #include "train/trainer_internal.h"
 
 static double now_ms(void) {
@@ -223,11 +224,8 @@ double hp_trainer_clip(hp_trainer *tr) {
 void hp_trainer_optimizer_step(hp_trainer *tr) {
     hp_trainer_count_bytes(tr, -1);   // (no collective today; counted should one come)
     const size_t n = (size_t)tr->pt.shard_numel;
-    if (tr->rc.optimizer == HP_OPT_ADAMW)
-        hp_adamw_update(tr->fsdp.p_shard, tr->fsdp.g_shard, tr->fsdp.m_shard, tr->fsdp.v_shard, n, tr->rc.lr, 0.9f,
-                        0.95f, 1e-8f, 0.1f, tr->step);
-    else
-        hp_sgd_update(tr->fsdp.p_shard, tr->fsdp.g_shard, n, tr->rc.lr);
+    hp_optimizer_update(&tr->rc, tr->fsdp.p_shard, tr->fsdp.g_shard, tr->fsdp.m_shard, tr->fsdp.v_shard, n,
+                        tr->step);
     hp_trainer_count_bytes(tr, +1);
 }
 

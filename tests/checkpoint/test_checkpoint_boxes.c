@@ -1,5 +1,5 @@
 // test_checkpoint_boxes.c - the box arithmetic of checkpoints, without MPI or files
-// (src/train/checkpoint_internal.h):
+// (src/checkpoint/checkpoint_internal.h):
 //   1. for many layouts (FSDP, uneven FSDP, TP, SP, CP, HSDP, DDP, EP with Shard(0) and
 //      Shard(1) experts, ETP, PP), the pieces the ranks own (hp_ck_owned) tile every tensor
 //      exactly once: no overlap, volumes sum to the full numel;
@@ -14,7 +14,7 @@
 #include "hyperpar/config.h"
 #include "hyperpar/dims.h"
 #include "hyperpar/params.h"
-#include "train/checkpoint_internal.h"
+#include "checkpoint/checkpoint_internal.h"
 
 typedef struct layout { const char *model; int R, S, C, T, P, EP, ET, batch; } layout;
 

@@ -1,5 +1,5 @@
 // fuzz_run_json.c - the library's reader of a run's --json verification record
-// (src/train/verify_json.c, which hp matrix reads) on any bytes. Invariants: the counts stay
+// (src/verify/verify_json.c, which hp matrix reads) on any bytes. Invariants: the counts stay
 // within the arrays they index, the strings stay terminated, and what it read writes again.
 #include <stdlib.h>
 #include <string.h>

@@ -22,7 +22,7 @@ if(HP_FUZZ_CLI_CHECK)
 endif()
 
 hp_fuzz_target(safetensors       SOURCES src/util/safetensors.c src/util/file_io.c)
-hp_fuzz_target(run_json          SOURCES src/train/verify_json.c src/util/file_io.c src/util/memtrack.c)
+hp_fuzz_target(run_json          SOURCES src/verify/verify_json.c src/util/file_io.c src/util/memtrack.c)
 hp_fuzz_target(bench_memory_json SOURCES tools/hp/bench_json.c)
 hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench_json.c)
 hp_fuzz_target(hf_config         SOURCES src/model/hf_config.c src/util/file_io.c)

@@ -48,7 +48,7 @@ static void fmt(char *out, size_t cap, const char *f, ...) {
     va_end(ap);
 }
 
-// A run's --json record (the library's reader: src/train/verify_json.c), and x's numbers from it.
+// A run's --json record (the library's reader: src/verify/verify_json.c), and x's numbers from it.
 static int load_json(const char *path, tool_recipe_result *x, hp_verify_record *rec) {
     if (hp_verify_record_load(rec, path) != 0) return -1;
     if (x) tool_recipe_result_take(x, rec);

@@ -58,7 +58,7 @@ static void conditions_print(FILE *out) {
 
 // --json: the verification record (verify_record.h) of a verified run, or of a plain run its
 // losses (first_step > 1 after --resume) and, under pp, what each pp rank measured. The keys
-// are the library's (src/train/verify_json.c); a new one goes there. Returns 0, or
+// are the library's (src/verify/verify_json.c); a new one goes there. Returns 0, or
 // HP_EXIT_FAIL after one line when the file cannot be written.
 static int write_json(const char *path, const tool_cli *cli, const hp_verify_result *r,
                       const double *losses, int steps, int first_step, const pp_measured *pp,

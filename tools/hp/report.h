@@ -1,6 +1,8 @@
 // report.h - the results of `hp matrix` and their three renderings: a console table, a
 // Markdown report, a JSON report and an SVG picture (loss trajectories + error bars).
-// defines: tool_verdict, tool_recipe_result, tool_negative_result, tool_matrix_report, hp_report_*
+// defines: tool_verdict, tool_recipe_result, tool_negative_result, tool_matrix_report,
+//          tool_report_*, the shared cells (tool_fmt_err, tool_det_text, tool_fault_worst,
+//          tool_plan_text, tool_plan_summary)
 #ifndef HP_TOOL_REPORT_H
 #define HP_TOOL_REPORT_H
 #include <stdio.h>
@@ -100,6 +102,18 @@ double tool_recipe_worst_rel(const tool_recipe_result *r);
 // "R1 S2 C2 T2 sp EP4 ET1 ring" style summary of the degrees.
 void   tool_recipe_dims_text(const hp_recipe *r, char *out, int cap);
 
+// The cells every rendering shares (report.c): an error as "%.2e" ("-" when v < 0); a
+// determinism cell ("yes", "NO", "-"); a fault's largest relative error and where ("4.11e-03
+// (loss)"); the planner cell ("= 0.998", "DIFF 0.85", "-"); and the planner's one summary
+// line (nothing when no recipe was checked), bold around its label.
+void        tool_fmt_err(char *out, int cap, double v);
+const char *tool_det_text(int d);
+void        tool_fault_worst(const tool_fault_result *x, char *out, int cap);
+void        tool_plan_text(const tool_recipe_result *x, char *out, size_t cap);
+void        tool_plan_summary(FILE *out, const tool_matrix_report *m, const char *bold);
+
+// The renderings: the console table (report.c), report.md and faults.md (report_md.c),
+// report.json (report_json.c), report.svg (report_svg.c).
 void tool_report_table(FILE *out, const tool_matrix_report *m);
 // Each returns 0, or -1 after printing one line naming the file.
 int  tool_report_markdown(const char *path, const tool_matrix_report *m);

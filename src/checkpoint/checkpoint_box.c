@@ -4,7 +4,7 @@
 // CRC32 of a buffer.
 #include <string.h>
 #include <zlib.h>
-#include "train/checkpoint_internal.h"
+#include "checkpoint/checkpoint_internal.h"
 
 const char *const hp_ck_kind_name[HP_CK_KINDS] = { "param", "exp_avg", "exp_avg_sq" };
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "hyperpar/dims.h"
 #include "hyperpar/safetensors.h"
-#include "train/checkpoint_internal.h"
+#include "checkpoint/checkpoint_internal.h"
 #include "util/file_io.h"
 
 int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, char *err,

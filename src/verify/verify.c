@@ -1,7 +1,7 @@
 // verify.c - the verifier: one parallel run and the single-process reference of the same
 // seed and global batch, compared tensor by tensor on world rank 0.
 //
-// Tolerances (recipes.md, fp32; the numbers: hp_verify_tol, src/train/verify_compare.c): loss of step 1 within 1e-5 relative; each gradient of step
+// Tolerances (recipes.md, fp32; the numbers: hp_verify_tol, src/verify/verify_compare.c): loss of step 1 within 1e-5 relative; each gradient of step
 // 1 and each parameter after one SGD step within 1e-5 relative Frobenius error; the loss
 // trajectory within 1e-4 relative per step. Parallel runs reorder sums (tp/fsdp/cp splits),
 // which in fp32 moves results by a few ulps (~1e-7 relative); 1e-5 leaves two orders of

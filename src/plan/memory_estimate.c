@@ -4,11 +4,10 @@
 //
 // There is one memory model, the planner's (plan_memory.c, exact against the tracking
 // allocator: `hp matrix`, plan_vs_run_*); this only regroups hp_plan_memory_predict's
-// categories for callers written against train.h.
+// categories for callers written against train.h (which includes plan.h, where it is declared).
 #include <stdio.h>
 #include <string.h>
 #include "hyperpar/plan.h"
-#include "hyperpar/train.h"
 
 int hp_memory_estimate(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                        int rank, hp_memory_estimate_t *e) {

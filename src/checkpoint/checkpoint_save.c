@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "hyperpar/safetensors.h"
-#include "train/checkpoint_internal.h"
+#include "checkpoint/checkpoint_internal.h"
 #include "train/trainer_internal.h"
 #include "util/file_io.h"
 

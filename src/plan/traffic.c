@@ -7,9 +7,9 @@
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/shapes.h"
+#include "hyperpar/traffic.h"
 #include "hyperpar/traffic_ac.h"
 #include "hyperpar/ulysses.h"
-#include "hyperpar/verify.h"
 
 #define F4 ((uint64_t)sizeof(float))
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include "hyperpar/verify_record.h"
 
-// recipes.md (fp32); src/train/verify.c says why each is what it is
+// recipes.md (fp32); src/verify/verify.c says why each is what it is
 const hp_verify_tolerances hp_verify_tol = {
     .loss = 1e-5, .grad = 1e-5, .param = 1e-5, .param_adamw = 1e-4, .traj = 1e-4, .resume = 1e-5,
 };

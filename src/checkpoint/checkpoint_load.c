@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "hyperpar/data.h"
-#include "train/checkpoint_internal.h"
+#include "checkpoint/checkpoint_internal.h"
 #include "train/trainer_internal.h"
 #include "util/file_io.h"
 

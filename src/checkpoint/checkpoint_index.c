@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/dims.h"
-#include "train/checkpoint_internal.h"
+#include "checkpoint/checkpoint_internal.h"
 #include "util/file_io.h"
 
 cJSON *hp_ck_model_json(const hp_model_config *m) {

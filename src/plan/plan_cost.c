@@ -7,8 +7,8 @@
 #include "hyperpar/mesh.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/plan.h"
+#include "hyperpar/traffic.h"
 #include "hyperpar/traffic_ac.h"
-#include "hyperpar/verify.h"
 
 // ---------------------------------------------------------------------------------------
 // traffic

@@ -69,6 +69,27 @@ void tool_plan_text(const tool_recipe_result *x, char *out, size_t cap) {
     else snprintf(out, cap, "%s %.3f", x->plan_pass ? "=" : "DIFF", x->plan_peak_ratio);
 }
 
+static void conditions_of(const tool_recipe_result *x, char *out, size_t cap) {
+    if (x->blas_threads_min == x->blas_threads_max)
+        snprintf(out, cap, "%s, core %s, %d BLAS thread%s per rank", x->blas, x->blas_core,
+                 x->blas_threads_min, x->blas_threads_min == 1 ? "" : "s");
+    else
+        snprintf(out, cap, "%s, core %s, %d-%d BLAS threads per rank", x->blas, x->blas_core,
+                 x->blas_threads_min, x->blas_threads_max);
+}
+
+void tool_report_conditions(const tool_matrix_report *m, char *out, size_t cap) {
+    out[0] = '\0';
+    size_t used = 0;
+    for (int i = 0; i < m->n_rec && used + 1 < cap; i++) {
+        if (!m->rec[i].blas_core[0]) continue;
+        char one[160];
+        conditions_of(&m->rec[i], one, sizeof one);
+        if (strstr(out, one)) continue;   // each distinct set once
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? "; " : "", one);
+    }
+}
+
 // One line: how many recipes the planner predicted exactly, and the worst peak ratio.
 void tool_plan_summary(FILE *out, const tool_matrix_report *m, const char *bold) {
     int n = 0, ok = 0, worst = -1;
@@ -142,4 +163,7 @@ void tool_report_table(FILE *out, const tool_matrix_report *m) {
     if (m->n_faults)
         fprintf(out, "faults: %d of %d failpoints caught by the verifier\n", m->n_faults_caught, m->n_faults);
     tool_plan_summary(out, m, "");
+    char cond[512];
+    tool_report_conditions(m, cond, sizeof cond);
+    if (*cond) fprintf(out, "conditions of the bitwise promises: %s (docs/verification.md)\n", cond);
 }

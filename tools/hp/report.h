@@ -54,6 +54,9 @@ typedef struct tool_recipe_result {
     unsigned char pp_op[TOOL_REPORT_PP_RANKS][TOOL_REPORT_PP_ACTIONS];
     char   failure[320];               // why it did not pass ("" when it passed)
     char   log[512];                   // the log of the run the failure comes from ("" none)
+    // the conditions of its bitwise promises (docs/verification.md): BLAS, core, threads per rank
+    char   blas[48], blas_core[32];
+    int    blas_threads_min, blas_threads_max;
 } tool_recipe_result;
 
 typedef struct tool_negative_result {
@@ -95,6 +98,9 @@ typedef struct tool_matrix_report {
 } tool_matrix_report;
 
 const char *tool_verdict_name(tool_verdict v);
+// One line: the BLAS, core and threads per rank the recipes ran under ("OpenBLAS 0.3.21, core
+// Haswell, 1 BLAS thread per rank"), or each distinct set when they differ; "" when unknown.
+void   tool_report_conditions(const tool_matrix_report *m, char *out, size_t cap);
 // Takes the numbers of a recipe's (first) run from its record; x->world stays when unknown.
 void   tool_recipe_result_take(tool_recipe_result *x, const hp_verify_record *v);
 // The largest of the step-1 loss, gradient and parameter relative errors; -1 without numbers.

@@ -18,6 +18,9 @@ int tool_report_json(const char *path, const tool_matrix_report *m) {
     cJSON_AddNumberToObject(j, "negative_ok", m->n_neg_ok);
     cJSON_AddNumberToObject(j, "negative_wrong", m->n_neg_wrong);
     cJSON_AddNumberToObject(j, "tolerance", hp_verify_tol.grad);
+    char cond[512];
+    tool_report_conditions(m, cond, sizeof cond);
+    cJSON_AddStringToObject(j, "blas_conditions", cond);
     cJSON *ra = cJSON_AddArrayToObject(j, "recipes");
     for (int i = 0; i < m->n_rec; i++) {
         const tool_recipe_result *x = &m->rec[i];

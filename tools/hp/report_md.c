@@ -84,6 +84,12 @@ int tool_report_markdown(const char *path, const tool_matrix_report *m) {
             all_ok ? "PASS" : "FAIL", m->n_pass, m->n_rec, m->n_fail, m->n_neg_ok, m->n_neg, m->selection,
             m->repeat, m->repeat == 1 ? "" : "s", m->seconds);
     tool_plan_summary(f, m, "**");
+    char cond[512];
+    tool_report_conditions(m, cond, sizeof cond);
+    if (*cond)
+        fprintf(f, "\n**Conditions** of the bitwise promises (the reruns, docs/verification.md): this binary with "
+                   "%s. Another BLAS core or thread count may change the last bits; the tolerances hold on any.\n",
+                cond);
     fprintf(f, "\n![matrix](report.svg)\n\n");
     char tg[32], tl[32], tt[32];
     fprintf(f, "Each recipe runs `hp run <flags> --verify --verify-steps 5`: one global batch, forward + "

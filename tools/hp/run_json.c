@@ -32,6 +32,10 @@ void tool_recipe_result_take(tool_recipe_result *x, const hp_verify_record *v) {
     for (int i = 0; i < v->n_moe_layers; i++) flips += v->route_flips[i];
     x->route_flips = flips >= (double)INT_MAX ? INT_MAX : flips <= (double)INT_MIN ? INT_MIN : (int)flips;
     snprintf(x->failure, sizeof x->failure, "%s", v->failure);
+    snprintf(x->blas, sizeof x->blas, "%s", v->blas);
+    snprintf(x->blas_core, sizeof x->blas_core, "%s", v->blas_core);
+    x->blas_threads_min = v->blas_threads_min;
+    x->blas_threads_max = v->blas_threads_max;
     x->pp_ranks = v->pp_ranks < TOOL_REPORT_PP_RANKS ? v->pp_ranks : TOOL_REPORT_PP_RANKS;
     for (int p = 0; p < x->pp_ranks; p++) {
         x->pp_n[p] = v->pp_n[p] < TOOL_REPORT_PP_ACTIONS ? v->pp_n[p] : TOOL_REPORT_PP_ACTIONS;

@@ -8,7 +8,12 @@
 old=$1 new=$2 out=${3:-/tmp/hp-compare}
 [ -x "$old" ] && [ -x "$new" ] || { echo "usage: compare_builds.sh OLD_HP NEW_HP [DIR]" >&2; exit 2; }
 rm -rf "$out" && mkdir -p "$out" || exit 2
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Cooperlake}   # the same kernels for both
+# the same kernels and threads for both builds: the core the new build runs here (asked, not
+# assumed: a core this CPU cannot run would crash OpenBLAS), or the environment's; 1 thread a rank
+core=$("$new" --version 2>/dev/null | sed -n 's/^blas: .*, core \([A-Za-z0-9_]*\) (.*/\1/p')
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-$core}
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+echo "compare_builds: both builds on core ${OPENBLAS_CORETYPE:-(OpenBLAS's own)}, $OPENBLAS_NUM_THREADS BLAS thread(s) per process"
 losses() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['losses_exact'])" "$1" 2>/dev/null; }
 same=0 diff=0
 "$old" matrix --list | awk -F '\t' '$1 == "recipe" { print $2 "\t" $5 }' >"$out/list"

@@ -10,7 +10,7 @@ old=$1 new=$2 out=${3:-/tmp/hp-compare}
 rm -rf "$out" && mkdir -p "$out" || exit 2
 # the same kernels and threads for both builds: the core the new build runs here (asked, not
 # assumed: a core this CPU cannot run would crash OpenBLAS), or the environment's; 1 thread a rank
-core=$("$new" --version 2>/dev/null | sed -n 's/^blas: .*, core \([A-Za-z0-9_]*\) (.*/\1/p')
+core=$("$new" --version 2>/dev/null | sed -n 's/^blas core: //p')
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-$core}
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 echo "compare_builds: both builds on core ${OPENBLAS_CORETYPE:-(OpenBLAS's own)}, $OPENBLAS_NUM_THREADS BLAS thread(s) per process"

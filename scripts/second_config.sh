@@ -16,7 +16,7 @@ set -eu
 BUILD_DIR=${BUILD_DIR:-build}
 hp=$BUILD_DIR/hp
 [ -x "$hp" ] || { echo "second_config: $hp is not built (make build first)" >&2; exit 2; }
-core_of() { sed -n 's/^blas: .*, core \([A-Za-z0-9_]*\) (.*/\1/p'; }
+core_of() { sed -n 's/^blas core: //p'; }
 now=$("$hp" --version | core_of)
 best=$("$hp" --version | sed -n 's/^blas best core for this cpu: //p')
 is_avx512() { case $1 in SkylakeX|Cooperlake|SapphireRapids) return 0 ;; *) return 1 ;; esac; }

@@ -1,6 +1,6 @@
 // blas.h - which BLAS kernels this process runs, and the right ones for this CPU.
 // defines: hp_blas_info, hp_blas_info_get, hp_blas_info_line, hp_blas_core_env,
-//          hp_blas_core_reexec, hp_blas_core_isa
+//          hp_blas_core_reexec, hp_blas_core_isa, hp_blas_conditions_text
 //
 // OpenBLAS picks its kernels once, when the library loads, from the CPU model it knows.
 // A newer CPU than the OpenBLAS release falls back to a generic core: OpenBLAS 0.3.21 on a
@@ -44,6 +44,12 @@ char *hp_blas_info_line(char *buf, size_t n);
 // "sse" (Prescott and the other generic cores); NULL for a name this table does not know. The
 // peak a step is measured against is the peak of these kernels, not of the CPU's widest vectors.
 const char *hp_blas_core_isa(const char *core);
+
+// The conditions a bitwise promise holds under, as one phrase: "OpenBLAS 0.3.21, core Haswell,
+// 1 BLAS thread per rank" (threads_min == threads_max), else "..., 1-2 BLAS threads per rank".
+// Returns buf.
+char *hp_blas_conditions_text(char *buf, size_t n, const char *blas, const char *core,
+                              int threads_min, int threads_max);
 
 // When OPENBLAS_CORETYPE is unset (or empty), the loaded OpenBLAS runs a generic or older core
 // than this CPU supports (cpuid: AVX, AVX2 + FMA, AVX-512), and this OpenBLAS has a better

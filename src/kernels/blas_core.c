@@ -1,6 +1,6 @@
 // blas_core.c - which OpenBLAS core this process runs, and the best one this CPU deserves.
 // defines: hp_blas_info_get, hp_blas_info_line, hp_blas_core_env, hp_blas_core_reexec,
-//          hp_blas_core_isa
+//          hp_blas_core_isa, hp_blas_conditions_text
 //
 // OpenBLAS (built with DYNAMIC_ARCH, as Debian's is) picks a kernel set from the CPU model
 // when it loads; a model it does not know falls back to a generic core even when cpuid shows
@@ -150,5 +150,15 @@ char *hp_blas_info_line(char *buf, size_t n) {
     hp_blas_info_get(&b);
     snprintf(buf, n, "%s, core %s (%s), %d thread%s", b.blas, b.core, b.origin, b.threads,
              b.threads == 1 ? "" : "s");
+    return buf;
+}
+
+char *hp_blas_conditions_text(char *buf, size_t n, const char *blas, const char *core,
+                              int threads_min, int threads_max) {
+    if (threads_min == threads_max)
+        snprintf(buf, n, "%s, core %s, %d BLAS thread%s per rank", blas, core, threads_min,
+                 threads_min == 1 ? "" : "s");
+    else
+        snprintf(buf, n, "%s, core %s, %d-%d BLAS threads per rank", blas, core, threads_min, threads_max);
     return buf;
 }

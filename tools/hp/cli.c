@@ -359,19 +359,26 @@ static char *keep_joined(const char *name, const char *value) {
     return s;
 }
 
-int tool_cli_run_flag(const char *arg, int *takes_value) {
-    char name[64];
-    const char *eq = strchr(arg, '=');
-    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-    if (n >= sizeof name) return -1;
+// The flag of the table that the word arg ("--tp", "--dump=D") names, or NULL; its name is
+// copied into name (truncated to cap) and *eq points at its "=value" part (NULL when none).
+static const flag_def *find_flag(const char *arg, char *name, size_t cap, const char **eq) {
+    *eq = strchr(arg, '=');
+    size_t n = *eq ? (size_t)(*eq - arg) : strlen(arg);
+    if (n >= cap) n = cap - 1;
     memcpy(name, arg, n);
     name[n] = '\0';
     for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-        if (!strcmp(flags[k].name, name)) {
-            *takes_value = flags[k].takes_value && !eq;
-            return (flags[k].scope & FOR_RUN) != 0;
-        }
-    return -1;
+        if (!strcmp(flags[k].name, name)) return &flags[k];
+    return NULL;
+}
+
+int tool_cli_run_flag(const char *arg, int *takes_value) {
+    char name[64];
+    const char *eq;
+    const flag_def *f = find_flag(arg, name, sizeof name, &eq);
+    if (!f) return -1;
+    *takes_value = f->takes_value && !eq;
+    return (f->scope & FOR_RUN) != 0;
 }
 
 // Flags that only mean something together, applied once all are read (any order).
@@ -401,6 +408,8 @@ int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *
     hp_run_config_default(&cli->run);
     cli->verify_steps = 5;
     const char *cmd = (first >= 1 && first - 1 < argc && argv[first - 1][0] != '-') ? argv[first - 1] : "<cmd>";
+    const int scope = !strcmp(cmd, "plan") ? FOR_PLAN : !strcmp(cmd, "run") ? FOR_RUN
+                    : !strcmp(cmd, "bench") ? FOR_BENCH : FOR_ALL;
 
     int only_positional = 0;
     for (int i = first; i < argc; i++) {
@@ -411,17 +420,9 @@ int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *
             continue;
         }
         if (!strcmp(arg, "--")) { only_positional = 1; continue; }
-        // split "--name=value"
         char name[64];
-        const char *eq = strchr(arg, '=');
-        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (nlen >= sizeof name) nlen = sizeof name - 1;
-        memcpy(name, arg, nlen);
-        name[nlen] = '\0';
-
-        const flag_def *f = NULL;
-        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-            if (!strcmp(flags[k].name, name)) { f = &flags[k]; break; }
+        const char *eq;   // "--name=value"
+        const flag_def *f = find_flag(arg, name, sizeof name, &eq);
         int is_extra = 0;
         for (int k = 0; !f && extra && extra[k]; k++)
             if (!strcmp(extra[k], name)) { is_extra = 1; break; }
@@ -429,8 +430,6 @@ int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *
             fprintf(stderr, "hp: unknown flag '%s' (see hp %s --help)\n", name, cmd);
             return HP_EXIT_CONFIG;
         }
-        const int scope = !strcmp(cmd, "plan") ? FOR_PLAN : !strcmp(cmd, "run") ? FOR_RUN
-                        : !strcmp(cmd, "bench") ? FOR_BENCH : FOR_ALL;
         if (f && !(f->scope & scope)) {
             fprintf(stderr, "hp: %s is a flag of hp %s, not of hp %s (see hp %s --help)\n", name,
                     f->scope == FOR_PLAN ? "plan" : "run", cmd, cmd);

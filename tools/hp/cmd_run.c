@@ -46,14 +46,13 @@ static void conditions_measure(void) {
 
 static void conditions_print(FILE *out) {
     const blas_conditions *c = &conditions;
+    char text[160];
+    hp_blas_conditions_text(text, sizeof text, c->info.blas, c->info.core, c->threads_min, c->threads_max);
     if (c->threads_min == c->threads_max)
-        fprintf(out, "verify: bitwise promises hold for this binary with %s, core %s, %d BLAS thread%s per "
-                "rank (docs/verification.md)\n", c->info.blas, c->info.core, c->threads_min,
-                c->threads_min == 1 ? "" : "s");
+        fprintf(out, "verify: bitwise promises hold for this binary with %s (docs/verification.md)\n", text);
     else
-        fprintf(out, "verify: ranks run %d to %d BLAS threads (%s, core %s): reruns are bitwise only "
-                "with the same counts per rank (docs/verification.md)\n", c->threads_min,
-                c->threads_max, c->info.blas, c->info.core);
+        fprintf(out, "verify: ranks run unequal BLAS thread counts (%s): reruns are bitwise only with the "
+                "same counts per rank (docs/verification.md)\n", text);
 }
 
 // --json: the verification record (verify_record.h) of a verified run, or of a plain run its

@@ -182,6 +182,12 @@ static double timed(loop_fn fn, int threads, long iters) {
     return t1 > t0 ? flops / (t1 - t0) * 1e-9 : 0.0;
 }
 
+const char *tool_fma_isa(const char *want) {
+    const char *name;
+    pick_loop(want, &name);
+    return name;
+}
+
 double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len) {
     const char *name;
     loop_fn fn = pick_loop(want, &name);

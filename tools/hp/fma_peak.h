@@ -1,7 +1,7 @@
 // fma_peak.h - this machine's fp32 peak: how many FLOP/s its FMA units retire when nothing
 // else limits them (no memory traffic, no dependency stalls). The physical limit that
 // `hp bench` puts beside sgemm and the training step.
-// defines: tool_fma_peak
+// defines: tool_fma_peak, tool_fma_isa
 //
 //   char isa[16];
 //   double widest = tool_fma_peak(2, NULL, isa, sizeof isa);     // e.g. 344.1, "avx512"
@@ -21,5 +21,7 @@
 // NULL = the widest this CPU has) at once (best of 10 timings, ~0.3 s in all); writes the
 // instruction set used ("avx512", "avx2", "avx", "sse", "scalar") into isa.
 double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len);
+// The instruction set tool_fma_peak(.., want, ..) would use (no timing).
+const char *tool_fma_isa(const char *want);
 
 #endif

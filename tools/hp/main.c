@@ -50,6 +50,7 @@ int main(int argc, char **argv) {
         char line[256];
         printf("hp (hyperpar) %s\n", HP_VERSION);
         printf("blas: %s\n", hp_blas_info_line(line, sizeof line));
+        printf("blas core: %s\n", b.core);   // for scripts: the kernels a process gets here
         printf("blas best core for this cpu: %s\n", *b.cpu_best ? b.cpu_best : "none");
         return HP_EXIT_OK;
     }

@@ -5,6 +5,7 @@
 //          tool_det_text, tool_fault_worst, tool_plan_text, tool_plan_summary, tool_report_table
 #include <math.h>
 #include <string.h>
+#include "hyperpar/blas.h"
 #include "report.h"
 
 const char *tool_verdict_name(tool_verdict v) {
@@ -69,22 +70,14 @@ void tool_plan_text(const tool_recipe_result *x, char *out, size_t cap) {
     else snprintf(out, cap, "%s %.3f", x->plan_pass ? "=" : "DIFF", x->plan_peak_ratio);
 }
 
-static void conditions_of(const tool_recipe_result *x, char *out, size_t cap) {
-    if (x->blas_threads_min == x->blas_threads_max)
-        snprintf(out, cap, "%s, core %s, %d BLAS thread%s per rank", x->blas, x->blas_core,
-                 x->blas_threads_min, x->blas_threads_min == 1 ? "" : "s");
-    else
-        snprintf(out, cap, "%s, core %s, %d-%d BLAS threads per rank", x->blas, x->blas_core,
-                 x->blas_threads_min, x->blas_threads_max);
-}
-
 void tool_report_conditions(const tool_matrix_report *m, char *out, size_t cap) {
     out[0] = '\0';
     size_t used = 0;
     for (int i = 0; i < m->n_rec && used + 1 < cap; i++) {
         if (!m->rec[i].blas_core[0]) continue;
+        const tool_recipe_result *x = &m->rec[i];
         char one[160];
-        conditions_of(&m->rec[i], one, sizeof one);
+        hp_blas_conditions_text(one, sizeof one, x->blas, x->blas_core, x->blas_threads_min, x->blas_threads_max);
         if (strstr(out, one)) continue;   // each distinct set once
         used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? "; " : "", one);
     }

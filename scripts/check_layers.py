@@ -20,7 +20,7 @@ FOLDER = {"src/dims": "base", "src/util": "base", "src/comm": "comm", "src/data"
           "src/parallel": "parallel", "src/plan": "plan", "src/train": "train",
           "src/checkpoint": "checkpoint", "src/verify": "verify", "tools/hp": "tool"}
 PUBLIC = {  # include/hyperpar/<name>: the layer that implements it
-    "dims.h": "base", "mesh.h": "base", "shapes.h": "base", "pipeline.h": "base", "config.h": "base",
+    "optim.h": "optim", "dims.h": "base", "mesh.h": "base", "shapes.h": "base", "pipeline.h": "base", "config.h": "base",
     "rng.h": "base", "safetensors.h": "base", "failpoint.h": "base", "memtrack.h": "base",
     "comm.h": "comm", "data.h": "data", "kernels.h": "kernels", "blas.h": "kernels",
     "params.h": "model", "moe.h": "model",

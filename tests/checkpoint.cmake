@@ -20,6 +20,10 @@ function(hp_ckpt_resume_test id level ranks a b common)
 endfunction()
 
 hp_ckpt_resume_test(K1_same_layout     L0 2 "--dp-shard 2 --tp 1"           "--dp-shard 2 --tp 1"           "--model tiny")
+# TorchTitan #809: 3 steps of a 6-step schedule (warmup, cosine decay) saved and resumed to step 6
+# give the uninterrupted run's losses and parameters bit for bit: the schedule continues
+hp_ckpt_resume_test(K1s_schedule       L0 2 "--dp-shard 2"                  "--dp-shard 2"
+                    "--model tiny --lr 0.003 --lr_scheduler.warmup_steps 2 --lr_scheduler.decay_ratio -1 --lr_scheduler.decay_type cosine --lr_scheduler.total_steps 6")
 hp_ckpt_resume_test(K2_fsdp4_to_tp2    L1 4 "--dp-shard 4"                  "--tp 2 --dp-shard 2"           "--model tiny")
 # FSDP over 3: uneven shards (chunk 22, the last rank 20 rows + padding) and the padding kept 0
 hp_ckpt_resume_test(K2b_fsdp4_to_fsdp3 L1 4 "--dp-shard 4"                  "--dp-shard 3"                  "--model tiny --batch 12")

@@ -66,6 +66,9 @@ typedef enum { HP_DISPATCH_ALLTOALL = 0, HP_DISPATCH_ALLGATHER = 1 } hp_dispatch
 // --reshard-after-forward: TorchTitan's fsdp_reshard_after_forward policy (see hp_run_unit_keep)
 typedef enum { HP_RESHARD_DEFAULT = 0, HP_RESHARD_ALWAYS = 1, HP_RESHARD_NEVER = 2 } hp_reshard_policy;
 
+// --lr_scheduler.decay_type: TorchTitan's decay after warmup and the stable phase (optim.h)
+typedef enum { HP_DECAY_LINEAR = 0, HP_DECAY_SQRT = 1, HP_DECAY_COSINE = 2 } hp_decay_type;
+
 typedef struct hp_run_config {
     int          seq_len;       // S
     int          batch;         // global batch, in sequences
@@ -83,6 +86,16 @@ typedef struct hp_run_config {
     int          ac_every;      // activation checkpointing (--ac): 0 none, 1 full (every
                                 //    block), N: every N-th block (see hp_run_ac_block)
     hp_reshard_policy reshard_after_forward;   // FSDP units after their forward (hp_run_unit_keep)
+    // AdamW as torch.optim.AdamW (decoupled weight decay, bias-corrected, eps outside the sqrt);
+    // TorchTitan's defaults 0.9, 0.95, 1e-8, 0.1
+    float        beta1, beta2, eps, weight_decay;
+    // the LR schedule, TorchTitan's formula (include/hyperpar/optim.h): warmup, stable, decay
+    int          warmup_steps;    // >= 0 (default 0)
+    double       decay_ratio;     // [0, 1]; -1 = unset: decay from the end of warmup (default 0:
+                                  //    no decay, a constant lr)
+    hp_decay_type decay_type;     // default linear
+    double       min_lr_factor;   // [0, 1]: the lr decays to lr * min_lr_factor (default 0)
+    int          total_steps;     // the schedule's length T; -1 = steps (default -1)
 } hp_run_config;
 
 void hp_run_config_default(hp_run_config *rc);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "hyperpar/optim.h"
 #include "hyperpar/safetensors.h"
 #include "checkpoint/checkpoint_internal.h"
 #include "train/trainer_internal.h"
@@ -250,10 +251,20 @@ static cJSON *index_json(const hp_trainer *tr, cJSON *files) {
     cJSON_AddNumberToObject(d, "sp", tr->d.sp);
     cJSON *r = cJSON_AddObjectToObject(j, "run");
     cJSON_AddStringToObject(r, "optimizer", tr->rc.optimizer == HP_OPT_ADAMW ? "adamw" : "sgd");
-    // the lr state: a constant lr (hyperpar has no schedule); AdamW's bias correction counts
-    // the step, which the checkpoint's step restores
+    // the lr state: the schedule resolved (optim.h); its position, like AdamW's bias correction,
+    // is the step, which the checkpoint's step restores (a resume computes f from its own config
+    // at that step, as TorchTitan restores only the step)
     cJSON_AddNumberToObject(r, "lr", (double)tr->rc.lr);
-    cJSON_AddStringToObject(r, "lr_schedule", "constant");
+    const hp_lr_schedule sc = hp_lr_schedule_resolve(&tr->rc, NULL, 0);
+    static const char *const decay_names[] = { "linear", "sqrt", "cosine" };
+    cJSON *ls = cJSON_AddObjectToObject(r, "lr_schedule");
+    cJSON_AddNumberToObject(ls, "total_steps", sc.T);
+    cJSON_AddNumberToObject(ls, "warmup_steps", sc.W);
+    cJSON_AddNumberToObject(ls, "decay_steps", sc.D);
+    cJSON_AddNumberToObject(ls, "stable_steps", sc.S);
+    cJSON_AddStringToObject(ls, "decay_type", decay_names[tr->rc.decay_type]);
+    cJSON_AddNumberToObject(ls, "min_lr_factor", tr->rc.min_lr_factor);
+    cJSON_AddNumberToObject(ls, "lr_next_step", (double)hp_lr_at(&tr->rc, tr->step + 1));
     cJSON_AddNumberToObject(r, "optimizer_step", tr->step);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)tr->rc.seed);

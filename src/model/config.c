@@ -81,6 +81,15 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->optimizer = HP_OPT_SGD;
     rc->lr = 1e-2f;
     rc->max_norm = 0.0f;
+    rc->beta1 = 0.9f;
+    rc->beta2 = 0.95f;
+    rc->eps = 1e-8f;
+    rc->weight_decay = 0.1f;
+    rc->warmup_steps = 0;
+    rc->decay_ratio = 0.0;
+    rc->decay_type = HP_DECAY_LINEAR;
+    rc->min_lr_factor = 0.0;
+    rc->total_steps = -1;
     rc->data_path = NULL;
     rc->cp_rotate = HP_ROTATE_ALLGATHER;
     rc->cp_load_balance = 1;

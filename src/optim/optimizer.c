@@ -3,12 +3,14 @@
 // This folder may include base and kernels (scripts/check_layers.py).
 // defines: hp_optimizer_update
 #include "hyperpar/kernels.h"
+#include "hyperpar/optim.h"
 #include "optim/optimizer.h"
 
 void hp_optimizer_update(const hp_run_config *rc, float *p, const float *g, float *m, float *v,
                          size_t n, int t) {
+    const float lr = hp_lr_at(rc, t);   // the schedule's lr of step t (rc->lr when constant)
     if (rc->optimizer == HP_OPT_ADAMW)
-        hp_adamw_update(p, g, m, v, n, rc->lr, 0.9f, 0.95f, 1e-8f, 0.1f, t);
+        hp_adamw_update(p, g, m, v, n, lr, rc->beta1, rc->beta2, rc->eps, rc->weight_decay, t);
     else
-        hp_sgd_update(p, g, n, rc->lr);
+        hp_sgd_update(p, g, n, lr);
 }

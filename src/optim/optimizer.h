@@ -10,8 +10,9 @@
 #include <stddef.h>
 #include "hyperpar/config.h"
 
-// One update of n elements at step t (>= 1, AdamW's bias correction): AdamW with lr, betas
-// (0.9, 0.95), eps 1e-8, weight decay 0.1 (m, v: its moments); SGD with lr (m, v unused).
+// One update of n elements at step t (>= 1, AdamW's bias correction) with the lr of the
+// schedule at step t (hyperpar/optim.h): AdamW with rc's beta1, beta2, eps and weight decay
+// (m, v: its moments); SGD (m, v unused).
 void hp_optimizer_update(const hp_run_config *rc, float *p, const float *g, float *m, float *v,
                          size_t n, int t);
 

@@ -22,6 +22,7 @@ typedef enum {
     F_MODEL_CONFIG, F_PLAN_PARAMS, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
     F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS, F_ULYSSES,
     F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC, F_RESHARD,
+    F_BETA1, F_BETA2, F_EPS, F_WEIGHT_DECAY, F_WARMUP, F_DECAY_RATIO, F_DECAY_TYPE, F_MIN_LR, F_TOTAL_STEPS,
 } flag_id;
 
 // Which commands take a flag: a flag of another command is refused with one line and exit 2
@@ -54,6 +55,14 @@ static const flag_def flags[] = {
     { "--params", F_PLAN_PARAMS, 1, FOR_PLAN },
     { "--search", F_PLAN_SEARCH, 0, FOR_PLAN }, { "--ranks", F_PLAN_RANKS, 0, FOR_PLAN }, { "--world", F_PLAN_WORLD, 1, FOR_PLAN },
     { "--mem-per-rank", F_MEM_PER_RANK, 1, FOR_PLAN }, { "--hw", F_HW, 1, FOR_PLAN },
+    // TorchTitan's job-file keys, as its command line spells them (training-job.md §2)
+    { "--optimizer.beta1", F_BETA1, 1, FOR_ALL }, { "--optimizer.beta2", F_BETA2, 1, FOR_ALL },
+    { "--optimizer.eps", F_EPS, 1, FOR_ALL }, { "--optimizer.weight_decay", F_WEIGHT_DECAY, 1, FOR_ALL },
+    { "--lr_scheduler.warmup_steps", F_WARMUP, 1, FOR_ALL },
+    { "--lr_scheduler.decay_ratio", F_DECAY_RATIO, 1, FOR_ALL },
+    { "--lr_scheduler.decay_type", F_DECAY_TYPE, 1, FOR_ALL },
+    { "--lr_scheduler.min_lr_factor", F_MIN_LR, 1, FOR_ALL },
+    { "--lr_scheduler.total_steps", F_TOTAL_STEPS, 1, FOR_ALL },
     { "--help", F_HELP, 0, FOR_ALL }, { "-h", F_HELP, 0, FOR_ALL },
 };
 
@@ -102,6 +111,13 @@ void tool_cli_print_common_help(FILE *out) {
         "  --optimizer NAME   sgd | adamw (default sgd)\n"
         "  --lr X             learning rate (default 0.01)\n"
         "  --max-norm X       clip the global grad norm to X; 0 = off (default 0)\n"
+        "  --optimizer.beta1 B, --optimizer.beta2 B, --optimizer.eps E, --optimizer.weight_decay W\n"
+        "                     AdamW as torch.optim.AdamW (default 0.9, 0.95, 1e-8, 0.1)\n"
+        "  --lr_scheduler.warmup_steps W  --lr_scheduler.decay_ratio R  --lr_scheduler.decay_type T\n"
+        "  --lr_scheduler.min_lr_factor M  --lr_scheduler.total_steps N\n"
+        "                     TorchTitan's schedule: W linear warmup steps, then stable, then a\n"
+        "                     linear | sqrt | cosine decay over round(N*R) steps (R -1: from warmup)\n"
+        "                     to lr*M; N = -1: --steps (default 0, 0, linear, 0, -1: a constant lr)\n"
         "  --microbatches M   gradient accumulation: M microbatches per step, grads reduced once\n"
         "                     (M divides batch/(dp_replicate*dp_shard); default 1)\n"
         "  --data FILE        train on FILE's bytes (default: synthetic tokens)\n"
@@ -200,6 +216,29 @@ static int parse_finite(const char *flag, const char *s, int positive, float *ou
     }
     *out = v;
     return 0;
+}
+
+// A number in [lo, hi] ([lo, hi) when hi_open); unset_ok also takes -1 ("unset", as TOML has no null).
+static int parse_interval(const char *flag, const char *s, double lo, double hi, int hi_open, int unset_ok,
+                          double *out) {
+    float v = 0.0f;
+    int e = parse_float(flag, s, &v);
+    if (e) return e;
+    if (unset_ok && v == -1.0f) { *out = -1.0; return 0; }
+    if (!isfinite(v) || v < lo || (hi_open ? v >= hi : v > hi)) {
+        fprintf(stderr, "hp: %s must be in [%g, %g%c%s, got '%s'\n", flag, lo, hi, hi_open ? ')' : ']',
+                unset_ok ? " or -1 (unset)" : "", s);
+        return HP_EXIT_CONFIG;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_interval_f(const char *flag, const char *s, double lo, double hi, int hi_open, float *out) {
+    double v = 0.0;
+    int e = parse_interval(flag, s, lo, hi, hi_open, 0, &v);
+    if (!e) *out = (float)v;
+    return e;
 }
 
 // One of two names -> 0 or 1.
@@ -313,6 +352,23 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
         fprintf(stderr, "hp: %s\n", err);
         return HP_EXIT_CONFIG;
     }
+    case F_BETA1:        return parse_interval_f(flag, v, 0, 1, 1, &cli->run.beta1);
+    case F_BETA2:        return parse_interval_f(flag, v, 0, 1, 1, &cli->run.beta2);
+    case F_EPS:          return parse_finite(flag, v, 1, &cli->run.eps);
+    case F_WEIGHT_DECAY: return parse_finite(flag, v, 0, &cli->run.weight_decay);
+    case F_WARMUP:       return parse_int_in(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->run.warmup_steps);
+    case F_DECAY_RATIO:  return parse_interval(flag, v, 0, 1, 0, 1, &cli->run.decay_ratio);
+    case F_MIN_LR:       return parse_interval(flag, v, 0, 1, 0, 0, &cli->run.min_lr_factor);
+    case F_TOTAL_STEPS:  return parse_int_in(flag, v, -1, TOOL_CLI_MAX_STEPS, &cli->run.total_steps);
+    case F_DECAY_TYPE:
+        if (!strcmp(v, "linear")) cli->run.decay_type = HP_DECAY_LINEAR;
+        else if (!strcmp(v, "sqrt")) cli->run.decay_type = HP_DECAY_SQRT;
+        else if (!strcmp(v, "cosine")) cli->run.decay_type = HP_DECAY_COSINE;
+        else {
+            fprintf(stderr, "hp: %s expects linear, sqrt or cosine, got '%s'\n", flag, v);
+            return HP_EXIT_CONFIG;
+        }
+        return 0;
     case F_HELP:         return 0;
     }
     return 0;
@@ -393,6 +449,12 @@ static int combine_flags(tool_cli *cli) {
     if (cli->microbatches && pp > 1) {
         fprintf(stderr, "hp: --microbatches is gradient accumulation at pp 1; with --pp %d use "
                 "--pp-microbatches\n", pp);
+        return HP_EXIT_CONFIG;
+    }
+    const int T = cli->run.total_steps;
+    if (T != -1 && T < cli->run.steps) {
+        fprintf(stderr, "hp: --lr_scheduler.total_steps (%d) must be -1 (= steps) or >= --steps (%d)\n", T,
+                cli->run.steps);
         return HP_EXIT_CONFIG;
     }
     cli->run.microbatches = pp > 1 ? (cli->pp_microbatches ? cli->pp_microbatches : 1)

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "run_checkpoint.h"
 #include "hyperpar/blas.h"
+#include "hyperpar/optim.h"
 #include "hyperpar/data.h"
 #include "hyperpar/dump.h"
 #include "hyperpar/failpoint.h"
@@ -180,8 +181,8 @@ static int train(const tool_cli *cli, const float *init, int rank) {
         }
         losses[s] = st.loss;
         if (rank == 0 && !cli->quiet)
-            printf("step %4d | loss %.6f | grad norm %.4f | %8.2f ms | %10.0f tok/s\n", st.step,
-                   st.loss, st.grad_norm, st.ms, st.tokens_per_s);
+            printf("step %4d | loss %.6f | grad norm %.4f | lr %.4e | %8.2f ms | %10.0f tok/s\n", st.step,
+                   st.loss, st.grad_norm, (double)hp_lr_at(&cli->run, st.step), st.ms, st.tokens_per_s);
         if (!hp_step_finite(st.loss, st.grad_norm)) report_nonfinite(&st, rank);
         if (rc == HP_EXIT_OK) rc = tool_run_ckpt_after_step(tr, cli, st.step, rank);
     }
@@ -288,6 +289,11 @@ int tool_cmd_run(int argc, char **argv) {
     }
     if (rank == 0 && !cli.quiet) { char b[256]; printf("hp: blas %s\n", hp_blas_info_line(b, sizeof b)); }
     conditions_measure();
+    if (rank == 0) {   // a clamped schedule is said, as TorchTitan warns
+        char note[256];
+        hp_lr_schedule_resolve(&cli.run, note, sizeof note);
+        if (*note) fprintf(stderr, "hp: note: %s\n", note);
+    }
     float *init = NULL;
     if (cli.load_file && !(init = load_model(&cli, rank))) {
         MPI_Finalize();

@@ -29,3 +29,10 @@ add_test(NAME lr_schedule_verify_fsdp2
                     --lr_scheduler.warmup_steps 2 --lr_scheduler.decay_ratio 0.4 --lr_scheduler.decay_type cosine
                     --lr_scheduler.min_lr_factor 0.1 --optimizer.beta2 0.99 --optimizer.weight_decay 0.01)
 set_tests_properties(lr_schedule_verify_fsdp2 PROPERTIES LABELS L0 TIMEOUT 60 PROCESSORS 2)
+# the ratio is read as a double, as Python holds it: T 10 x 0.35 = 3.5 rounds (half to even) to
+# 4 decay steps: W 0, S 7, so step 8 is the first decayed (lr 0.1 * 3/4); a float 0.35 would give 3
+add_test(NAME lr_schedule_ratio_double
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 0 -
+                 "^step +7 [|] .* [|] lr 1[.]0000e-01 [|]" "^step +8 [|] .* [|] lr 7[.]5000e-02 [|]"
+                 -- $<TARGET_FILE:hp> run --steps 10 --lr 0.1 --lr_scheduler.decay_ratio 0.35)
+set_tests_properties(lr_schedule_ratio_double PROPERTIES LABELS L0 TIMEOUT 60)

@@ -219,12 +219,18 @@ static int parse_finite(const char *flag, const char *s, int positive, float *ou
 }
 
 // A number in [lo, hi] ([lo, hi) when hi_open); unset_ok also takes -1 ("unset", as TOML has no null).
+// Read as a double (the schedule's ratios are doubles, as in Python: 10 * 0.35 rounds to 4 decay
+// steps there, and would give 3 through a float).
 static int parse_interval(const char *flag, const char *s, double lo, double hi, int hi_open, int unset_ok,
                           double *out) {
-    float v = 0.0f;
-    int e = parse_float(flag, s, &v);
-    if (e) return e;
-    if (unset_ok && v == -1.0f) { *out = -1.0; return 0; }
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE || v != v) {
+        fprintf(stderr, "hp: %s expects a number, got '%s'\n", flag, s);
+        return HP_EXIT_CONFIG;
+    }
+    if (unset_ok && v == -1.0) { *out = -1.0; return 0; }
     if (!isfinite(v) || v < lo || (hi_open ? v >= hi : v > hi)) {
         fprintf(stderr, "hp: %s must be in [%g, %g%c%s, got '%s'\n", flag, lo, hi, hi_open ? ')' : ']',
                 unset_ok ? " or -1 (unset)" : "", s);

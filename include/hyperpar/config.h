@@ -66,6 +66,10 @@ typedef enum { HP_DISPATCH_ALLTOALL = 0, HP_DISPATCH_ALLGATHER = 1 } hp_dispatch
 // --reshard-after-forward: TorchTitan's fsdp_reshard_after_forward policy (see hp_run_unit_keep)
 typedef enum { HP_RESHARD_DEFAULT = 0, HP_RESHARD_ALWAYS = 1, HP_RESHARD_NEVER = 2 } hp_reshard_policy;
 
+// --mixed-precision-param / --mixed-precision-reduce: TorchTitan's training.mixed_precision_*
+// (precision.md §1-2); float32 is the default for both
+typedef enum { HP_DTYPE_FLOAT32 = 0, HP_DTYPE_BFLOAT16 = 1 } hp_mp_dtype;
+
 // --lr_scheduler.decay_type: TorchTitan's decay after warmup and the stable phase (optim.h)
 typedef enum { HP_DECAY_LINEAR = 0, HP_DECAY_SQRT = 1, HP_DECAY_COSINE = 2 } hp_decay_type;
 
@@ -96,6 +100,12 @@ typedef struct hp_run_config {
     hp_decay_type decay_type;     // default linear
     double       min_lr_factor;   // [0, 1]: the lr decays to lr * min_lr_factor (default 0)
     int          total_steps;     // the schedule's length T; -1 = steps (default -1)
+    // mixed precision, FSDP2's MixedPrecisionPolicy on every layout (precision.md §2): with
+    // param bfloat16 the fp32 master shards are cast to bf16 before the all-gather, every op
+    // reads bf16 and rounds its output once, local weight gradients are bf16; reduce is the
+    // dtype of the gradient reduction and the accumulation over microbatches
+    hp_mp_dtype  mp_param;        // default float32
+    hp_mp_dtype  mp_reduce;       // default float32; bfloat16 needs mp_param bfloat16
 } hp_run_config;
 
 void hp_run_config_default(hp_run_config *rc);
@@ -123,6 +133,9 @@ static inline int hp_run_ac_block(const hp_run_config *rc, int l) {
 // hp_dims_validate refuses "always" under pp.
 int hp_run_config_parse_reshard(const char *s, hp_reshard_policy *policy, char *err, size_t errlen);
 const char *hp_run_reshard_name(hp_reshard_policy policy);   // --reshard-after-forward's word
+// "float32" | "bfloat16" -> *dtype (flag names the flag in err); 0, or -1 with one line in err
+int hp_mp_dtype_parse(const char *flag, const char *s, hp_mp_dtype *dtype, char *err, size_t errlen);
+const char *hp_mp_dtype_name(hp_mp_dtype dtype);   // "float32", "bfloat16"
 
 // How long FSDP keeps a unit gathered after its forward (torchtitan-semantics.md §4.4-5, the
 // policy TorchTitan's apply_fsdp applies):

@@ -70,6 +70,15 @@ typedef enum hp_failpoint_id {
                                        //   forward, and its backward reads the freed copy
     HP_FP_KEPT_UNIT_STALE,             // fsdp.c: units kept for the step survive its end: the
                                        //   next step trains the parameters before the update
+    // the bf16 policy (precision.md §4.2, §2): each runs its recipe under --mixed-precision-param bfloat16
+    HP_FP_BF16_GATHER_UNCAST,          // fsdp.c: a rank's own chunk of its unit copy keeps the fp32
+                                       //   master (the cast skipped where it copies its own shard)
+    HP_FP_BF16_MASTER_UPDATE,          // trainer.c: rank 1 updates its bf16 copy, not the fp32 master
+    HP_FP_BF16_RECOMPUTE_FP32,         // transformer.c: a checkpointed block recomputes in fp32
+    HP_FP_BF16_TRUNCATE,               // transformer.c: ops round by truncation instead of RNE
+    HP_FP_BF16_TP_PARTIAL_ROUNDED,     // transformer.c: a tp partial rounded to bf16 before its sum
+    HP_FP_BF16_GRAD_REDUCE,            // fsdp.c: the gradient reduction's result in bf16 (fp32 policy)
+    HP_FP_BF16_MICROBATCH_SUM,         // fsdp.c: microbatch gradients summed in bf16
     HP_FP_COUNT
 } hp_failpoint_id;
 

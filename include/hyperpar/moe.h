@@ -40,6 +40,8 @@ typedef struct hp_moe_dims {
     int route_norm;
     float route_scale;
     hp_dispatcher dispatcher;
+    int bf16;          // the bf16 op rule: complete outputs rounded once (partials are not:
+                       //    the caller rounds the block's output after its sum over tp)
 } hp_moe_dims;
 
 typedef struct hp_moe_weights {

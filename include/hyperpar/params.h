@@ -65,6 +65,9 @@ typedef struct hp_param_table {
 
 // Builds the table for `rank` of a validated mesh. Returns 0, or -1 on allocation failure.
 int  hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *d, int rank);
+// Under a bf16 parameter policy no unit is its shards: the model reads bf16 copies of the fp32
+// master, so every unit is gathered (cast) into a work buffer and its grads staged.
+void hp_params_gather_every_unit(hp_param_table *t);
 void hp_params_free(hp_param_table *t);
 int  hp_params_find(const hp_param_table *t, const char *name);   // index or -1
 // Flat index in the full tensor of the element at local flat index `li` of p's local tensor.

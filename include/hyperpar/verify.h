@@ -20,6 +20,7 @@
 #include "config.h"
 #include "dims.h"
 #include "plan.h"
+#include "structure.h"
 #include "traffic.h"   // hp_traffic_predict(_ep), declared here before
 #include "verify_record.h"
 
@@ -43,6 +44,9 @@ typedef struct hp_tensor_diff {
     int64_t worst;       // flat index of the max |a - ref|
     double  tol;
     int     pass;
+    // under bf16 (closeness, precision.md §4.2): noise = ||O - F|| (one bf16 process against one
+    // fp32 process), ratio = ||P - O|| / noise (0/0 = 0, x/0 = inf); pass is ratio <= tol
+    double  noise, ratio;
 } hp_tensor_diff;
 
 typedef struct hp_traffic_row {
@@ -54,6 +58,15 @@ typedef struct hp_traffic_row {
 typedef struct hp_verify_result {
     int     pass;
     int     world;
+    // the structure check (structure.h) over the parallel run, summed over the ranks; the first
+    // failure's text from the lowest failing rank
+    uint64_t structure_checks[HP_CHECK_COUNT], structure_failures[HP_CHECK_COUNT];
+    char    structure_first[HP_CHECK_COUNT][200];
+    char    structure_text[260];                // the failure line that names the first one
+    int     bf16;                               // closeness check (tensor ratio <= closeness)
+    double  closeness;                          // its c
+    double  loss_fp32, grad_norm_fp32;          // F's (bf16 only)
+    double  loss_ratio, grad_norm_ratio;        // their closeness ratios
     double  loss, loss_ref, loss_err;          // step 1
     double  grad_norm, grad_norm_ref;
     double  max_norm;                           // the run's clipping threshold (<= 0: off)

@@ -32,6 +32,11 @@ typedef struct hp_verify_tolerances {
     double param_adamw;  // ... after an AdamW step (sign flips of near-zero gradients)
     double traj;         // relative error of each loss of the trajectory (and same_as twins)
     double resume;       // a resumed run's losses against the uninterrupted run's, other layout
+    // bf16 (precision.md §4.2): the largest closeness ratio ||P - O|| / ||O - F|| of a tensor
+    // (P the layout, O one process, both bf16; F one fp32 process), and the bf16 trajectory's
+    // relative tolerance (P against O)
+    double closeness_bf16;
+    double traj_bf16;
 } hp_verify_tolerances;
 extern const hp_verify_tolerances hp_verify_tol;
 
@@ -69,6 +74,14 @@ typedef struct hp_verify_record {
     int    route_flips[HP_VERIFY_MAX_MOE];   // tokens whose expert set differs, per MoE layer
     double seconds;
     char   failure[320];                     // the first failed check ("" none)
+    // the precision policy ("float32" | "bfloat16"); under bfloat16 the closeness check: its
+    // c, the worst ratio over the loss, the grad norm, every gradient and every parameter, and
+    // what had it ("grad <name>", "param <name>", "loss", "grad norm"); -1: unknown
+    char   precision[16];
+    double closeness, closeness_worst;
+    char   closeness_worst_of[80];
+    // the structure check (structure.h): comparisons made and mismatches, over every rank
+    double structure_checks, structure_mismatches;
     // pipeline: the verified run's last step, per pp rank: [op, stage, microbatch, t0, t1]
     // (op 0 F, 1 B, 2 I, 3 W; times in ms)
     int    pp_ranks, pp_n[HP_VERIFY_PP_RANKS];

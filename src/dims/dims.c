@@ -201,6 +201,15 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->reshard_after_forward == HP_RESHARD_ALWAYS && d->pp > 1)
         return fail(err, n, "--reshard-after-forward always needs pp 1: under pp a unit is gathered "
                     "once per step and kept until its last backward (pipeline.md), pp = %d", d->pp);
+    if ((unsigned)rc->mp_param > HP_DTYPE_BFLOAT16 || (unsigned)rc->mp_reduce > HP_DTYPE_BFLOAT16)
+        return fail(err, n, "mixed precision dtypes are float32 (0) or bfloat16 (1): param %d, reduce %d",
+                    (int)rc->mp_param, (int)rc->mp_reduce);
+    if (rc->mp_reduce == HP_DTYPE_BFLOAT16 && rc->mp_param == HP_DTYPE_BFLOAT16)
+        return fail(err, n, "--mixed-precision-reduce bfloat16 (Megatron's --grad-reduce-in-bf16: each add "
+                    "of the reduction rounded) is not implemented yet; float32 is TorchTitan's only choice");
+    if (rc->mp_reduce == HP_DTYPE_BFLOAT16 && rc->mp_param != HP_DTYPE_BFLOAT16)
+        return fail(err, n, "--mixed-precision-reduce bfloat16 needs --mixed-precision-param bfloat16 "
+                    "(a float32 policy has nothing in bf16 to reduce)");
     if ((unsigned)rc->reshard_after_forward > HP_RESHARD_NEVER)
         return fail(err, n, "reshard_after_forward is default (0), always (1) or never (2): %d",
                     (int)rc->reshard_after_forward);

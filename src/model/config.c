@@ -96,6 +96,21 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->dispatcher = HP_DISPATCH_ALLTOALL;
     rc->microbatches = 1;
     rc->reshard_after_forward = HP_RESHARD_DEFAULT;
+    rc->mp_param = HP_DTYPE_FLOAT32;
+    rc->mp_reduce = HP_DTYPE_FLOAT32;
+}
+
+static const char *const dtype_names[] = { "float32", "bfloat16" };
+
+const char *hp_mp_dtype_name(hp_mp_dtype dtype) {
+    return (unsigned)dtype <= HP_DTYPE_BFLOAT16 ? dtype_names[dtype] : "?";
+}
+
+int hp_mp_dtype_parse(const char *flag, const char *s, hp_mp_dtype *dtype, char *err, size_t errlen) {
+    for (int i = 0; i <= HP_DTYPE_BFLOAT16; i++)
+        if (s && !strcmp(s, dtype_names[i])) { *dtype = (hp_mp_dtype)i; return 0; }
+    snprintf(err, errlen, "%s expects float32 or bfloat16, got '%s'", flag, s ? s : "");
+    return -1;
 }
 
 static const char *const reshard_names[] = { "default", "always", "never" };

@@ -23,6 +23,7 @@
 #include <string.h>
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
+#include "hyperpar/bf16.h"
 #include "hyperpar/moe.h"
 
 struct hp_moe_state {
@@ -168,6 +169,15 @@ static void ensure_routed(hp_moe_state *st) {
 // ---------------------------------------------------------------------------------------------
 // forward
 
+// The bf16 op rule (precision.md §2.2) on the block's complete outputs: the experts' and the
+// shared expert's w1/w3 products and gates, and their input-side grads. The router stays fp32
+// (TorchTitan runs it under fp32 autocast); the w2 products, the combine and the input grads
+// are partial over tp (etp, the shared expert's hidden split) and are rounded by the model
+// after their sum.
+static void op_out(const hp_moe_state *st, float *x, size_t n) {
+    if (st->md.bf16) hp_bf16_round(x, n);
+}
+
 void hp_moe_block_forward(hp_moe_state *st, float *out, const float *x, const hp_moe_weights *w) {
     if (!st || !out || !x || !w) moe_fail("hp_moe_forward: NULL argument");
     const hp_moe_dims *m = &st->md;
@@ -192,7 +202,10 @@ void hp_moe_block_forward(hp_moe_state *st, float *out, const float *x, const hp
         hp_linear_forward(st->h1 + (size_t)o * F, st->xe + (size_t)o * D, w->w1 + we, c, D, F);
         hp_linear_forward(st->h3 + (size_t)o * F, st->xe + (size_t)o * D, w->w3 + we, c, D, F);
     }
+    op_out(st, st->h1, (size_t)st->Mr * F);
+    op_out(st, st->h3, (size_t)st->Mr * F);
     hp_swiglu_forward(st->act, st->h1, st->h3, (size_t)st->Mr * F);
+    op_out(st, st->act, (size_t)st->Mr * F);
     for (int l = 0; l < m->El; l++) {
         const int o = st->off[l], c = st->off[l + 1] - o;
         hp_linear_forward(st->ye + (size_t)o * D, st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
@@ -205,7 +218,10 @@ void hp_moe_block_forward(hp_moe_state *st, float *out, const float *x, const hp
     if (Fs > 0) {
         hp_linear_forward(st->sh1, x, w->sw1, N, D, Fs);
         hp_linear_forward(st->sh3, x, w->sw3, N, D, Fs);
+        op_out(st, st->sh1, (size_t)N * Fs);
+        op_out(st, st->sh3, (size_t)N * Fs);
         hp_swiglu_forward(st->sact, st->sh1, st->sh3, (size_t)N * Fs);
+        op_out(st, st->sact, (size_t)N * Fs);
         hp_linear_forward(st->sy, st->sact, w->sw2, N, Fs, D);
         for (size_t i = 0; i < (size_t)N * D; i++) out[i] += st->sy[i];
     }
@@ -228,13 +244,17 @@ void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const f
 
     // dy of each entry = gate * dout[row], sent to the experts; dgate_k = dout . y_k
     st->ops->dispatch_grad(st->disp, st->dye, st->dgates, dout + (size_t)r0 * D, st->ye);
+    op_out(st, st->dye, (size_t)st->Mr * D);
     memset(st->dact, 0, MF * sizeof(float));
     for (int l = 0; l < m->El; l++) {
         const int o = st->off[l], c = st->off[l + 1] - o;
         hp_linear_backward(st->dact + (size_t)o * F, at(g->w2, (size_t)l * D * F), st->dye + (size_t)o * D,
                            st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
     }
+    op_out(st, st->dact, MF);
     hp_swiglu_backward(st->dh1, st->dh3, st->dact, st->h1, st->h3, MF);
+    op_out(st, st->dh1, MF);
+    op_out(st, st->dh3, MF);
     memset(st->dxe, 0, (size_t)st->Mr * D * sizeof(float));
     for (int l = 0; l < m->El; l++) {
         const int o = st->off[l], c = st->off[l + 1] - o;
@@ -259,7 +279,10 @@ void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const f
         const size_t NF = (size_t)N * Fs;
         memset(st->dsact, 0, NF * sizeof(float));
         hp_linear_backward(st->dsact, g->sw2, dout, st->sact, w->sw2, N, Fs, D);
+        op_out(st, st->dsact, NF);
         hp_swiglu_backward(st->dsh1, st->dsh3, st->dsact, st->sh1, st->sh3, NF);
+        op_out(st, st->dsh1, NF);
+        op_out(st, st->dsh3, NF);
         hp_linear_backward(dx, g->sw1, st->dsh1, st->x, w->sw1, N, D, Fs);
         hp_linear_backward(dx, g->sw3, st->dsh3, st->x, w->sw3, N, D, Fs);
     }

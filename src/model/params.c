@@ -180,6 +180,17 @@ static void find_units_in_shards(hp_param_table *t) {
         if (start[u] == -2) start[u] = -1;
 }
 
+// max_unit_work, max_gathered_work and gathered_work from unit_in_shards
+static void count_gathered_work(hp_param_table *t) {
+    t->max_unit_work = t->max_gathered_work = t->gathered_work = 0;
+    for (int u = 0; u < t->n_units; u++) {
+        if (t->unit_work_numel[u] > t->max_unit_work) t->max_unit_work = t->unit_work_numel[u];
+        if (t->unit_in_shards[u] >= 0) continue;
+        if (t->unit_work_numel[u] > t->max_gathered_work) t->max_gathered_work = t->unit_work_numel[u];
+        t->gathered_work += t->unit_work_numel[u];
+    }
+}
+
 int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *d, int rank) {
     memset(t, 0, sizeof *t);
     builder b = { t, 0 };
@@ -215,13 +226,13 @@ int hp_params_build(hp_param_table *t, const hp_model_config *m, const hp_dims *
     t->shard_numel = shard;
     t->full_numel = full;
     find_units_in_shards(t);
-    for (int u = 0; u < t->n_units; u++) {
-        if (t->unit_work_numel[u] > t->max_unit_work) t->max_unit_work = t->unit_work_numel[u];
-        if (t->unit_in_shards[u] >= 0) continue;
-        if (t->unit_work_numel[u] > t->max_gathered_work) t->max_gathered_work = t->unit_work_numel[u];
-        t->gathered_work += t->unit_work_numel[u];
-    }
+    count_gathered_work(t);
     return 0;
+}
+
+void hp_params_gather_every_unit(hp_param_table *t) {
+    for (int u = 0; u < t->n_units; u++) t->unit_in_shards[u] = -1;
+    count_gathered_work(t);
 }
 
 void hp_params_free(hp_param_table *t) {

@@ -10,9 +10,11 @@
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
+#include "hyperpar/structure.h"
 #include "kernels/parallel.h"   // hp_par_zero
 #include "model/transformer.h"
 
@@ -60,6 +62,45 @@ static void region_exit(hp_transformer *tf, float *out, float *in, int D) {
 }
 static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D) {
     tf->hk.region.exit_backward(tf->hk.region.ctx, din, dout, D);
+}
+
+// The op rule of the bf16 policy (precision.md §2.2): an op computes in fp32 and its output
+// is rounded to bf16 once. Outputs that are partial sums over tp (row-parallel linears, the
+// vocab-split embedding, input grads of column-parallel linears) are rounded only after the
+// region hook has summed them in fp32, so the result does not move with the tp degree.
+static void op_out(const hp_transformer *tf, float *x, size_t n) {
+    if (!tf->bf16) return;
+    if (!hp_failpoint(HP_FP_BF16_TRUNCATE)) { hp_bf16_round(x, n); return; }
+    for (size_t i = 0; i < n; i++) {   // (the bug of bf16_truncate: the low half dropped)
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        u &= 0xFFFF0000u;
+        memcpy(&x[i], &u, sizeof u);
+    }
+}
+
+// The structure check of a row-parallel output about to be summed over tp (structure.h): it
+// must be the GEMM's fp32 result, not rounded first. An fp32 result whose 64 or more nonzero
+// values all have zero low halves was rounded (by chance: 2^-16 per value).
+static void check_partial(const hp_transformer *tf, const float *x, size_t n, const char *what, int l) {
+    if (!hp_structure_enabled()) return;
+    size_t nonzero = 0, rounded = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (x[i] == 0.0f) continue;
+        nonzero++;
+        rounded += hp_bf16_round_float(x[i]) == x[i];
+    }
+    if (nonzero >= 64 && rounded == nonzero)
+        hp_structure_fail(HP_CHECK_PARTIAL, "block %d, %s: all %zu nonzero values of the partial "
+                          "are bf16 before the fp32 sum over tp (microbatch %d)", l, what, nonzero, tf->mb);
+    else
+        hp_structure_pass(HP_CHECK_PARTIAL);
+}
+
+// (the bug of bf16_tp_partial_rounded, TorchTitan #1750's shape: a row-parallel output rounded
+//  to bf16 on each rank before the sum over tp, so the sum is of rounded partials)
+static void partial_out(const hp_transformer *tf, float *x, size_t n) {
+    if (tf->bf16 && hp_failpoint(HP_FP_BF16_TP_PARTIAL_ROUNDED)) hp_bf16_round(x, n);
 }
 
 // The activations of block l for the running microbatch's slot (pipeline stages keep several
@@ -166,7 +207,7 @@ static int alloc_moe(hp_transformer *tf, hp_block_acts *A) {
         .El = sh->El, .e0 = sh->e0, .Fel = sh->Fel, .Fsl = sh->Fsl,
         .token_split = sh->token_split, .token_rank = sh->token_rank,
         .score_func = m->score_func, .route_norm = m->route_norm,
-        .route_scale = m->route_scale, .dispatcher = tf->hk.moe_mode,
+        .route_scale = m->route_scale, .dispatcher = tf->hk.moe_mode, .bf16 = tf->bf16,
     };
     // token_split_offset (#3604): tp rank t takes the S_local rows at t*S_local, the
     // split of one sequence; right only for a local batch of 1
@@ -207,8 +248,9 @@ static int alloc_recompute(hp_transformer *tf) {
 
 int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
                         const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
-                        int split_backward, int ac_every) {
+                        int split_backward, int ac_every, int bf16) {
     memset(tf, 0, sizeof *tf);
+    tf->bf16 = bf16;
     tf->m = *m;
     tf->sh = *sh;
     tf->pt = pt;
@@ -365,22 +407,32 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     const size_t nres = (size_t)tf->sh.Nres * D;
 
     // h_mid = h_in + Attention(RMSNorm(h_in))
+    const size_t nq = (size_t)Nr * qd, nkv = (size_t)Nr * kvd, nf = (size_t)Nr * tf->sh.Fl;
     hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, PARAM(l, BP_ATTN_NORM), m->norm_eps,
                        tf->sh.Nres, D);
+    op_out(tf, A->n1, nres);
     region_enter(tf, A->g1, A->n1, D);
     hp_linear_forward(A->q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
     hp_linear_forward(A->k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
     hp_linear_forward(A->v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
+    op_out(tf, A->q, nq); op_out(tf, A->k, nkv); op_out(tf, A->v, nkv);
     hp_rope_forward(A->q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
     hp_rope_forward(A->k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
+    op_out(tf, A->q, nq); op_out(tf, A->k, nkv);
     tf->hk.attn.forward(tf->hk.attn.ctx, A->attn, A->att, A->lse, A->q, A->k, A->v);
+    op_out(tf, A->att, nq);   // (under cp the partial outputs and lse stay fp32: one rounding)
     hp_linear_forward(tf->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
+    partial_out(tf, tf->reg_a, (size_t)Nr * D);
+    check_partial(tf, tf->reg_a, (size_t)Nr * D, "attention output (wo)", l);
     region_exit(tf, tf->res_a, tf->reg_a, D);
+    op_out(tf, tf->res_a, nres);
     add_into(A->h_mid, A->h_in, tf->res_a, nres);
+    op_out(tf, A->h_mid, nres);
 
     // h_out = h_mid + (FFN or MoE)(RMSNorm(h_mid))
     hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, PARAM(l, BP_FFN_NORM), m->norm_eps,
                        tf->sh.Nres, D);
+    op_out(tf, A->n2, nres);
     region_enter(tf, A->g2, A->n2, D);
     if (hp_model_is_moe_layer(m, l)) {
         hp_moe_weights w = moe_weights(tf, l);
@@ -389,11 +441,17 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     } else {
         hp_linear_forward(A->a1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
         hp_linear_forward(A->a3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
-        hp_swiglu_forward(A->act, A->a1, A->a3, (size_t)Nr * tf->sh.Fl);
+        op_out(tf, A->a1, nf); op_out(tf, A->a3, nf);
+        hp_swiglu_forward(A->act, A->a1, A->a3, nf);
+        op_out(tf, A->act, nf);
         hp_linear_forward(tf->reg_a, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
     }
+    partial_out(tf, tf->reg_a, (size_t)Nr * D);
+    check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
     region_exit(tf, tf->res_a, tf->reg_a, D);
+    op_out(tf, tf->res_a, nres);
     add_into(h_out, A->h_mid, tf->res_a, nres);
+    op_out(tf, h_out, nres);
 }
 
 // The residual stream entering block l of the running slot (l == L: the head's input).
@@ -412,6 +470,7 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
                              tf->sh.Nreg, D);
         unit_after_forward(tf, 0);
         region_exit(tf, stream_in(tf, l0), tf->reg_a, D);   // rowwise embedding: partial over tp
+        op_out(tf, stream_in(tf, l0), (size_t)tf->sh.Nres * D);
     }
     for (int l = l0; l < l1; l++) {
         unit_gather(tf, 1 + l);
@@ -424,8 +483,10 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     unit_gather(tf, L + 1);
     hp_rmsnorm_forward(H->nf, H->rstdf, H->h_final, TOP_PARAM(pid_norm), m->norm_eps,
                        tf->sh.Nres, D);
+    op_out(tf, H->nf, (size_t)tf->sh.Nres * D);
     region_enter(tf, H->gf, H->nf, D);
     hp_linear_forward(H->logits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
+    op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
     unit_after_forward(tf, L + 1);
     tf->ce_sum_local = ce_sum;
@@ -454,6 +515,22 @@ static void linear_bwd(hp_transformer *tf, int dx_first, float *dx, float *dw, f
     else          hp_linear_backward(dx, dw, dy, x, w, N, in, out);
 }
 
+// The structure check of a recompute (structure.h): the rerun's output (in res_a) must be the
+// forward's, which the next block keeps as its input, bit for bit.
+static void check_recompute(hp_transformer *tf, int l) {
+    if (!hp_structure_enabled()) return;
+    const size_t n = (size_t)tf->sh.Nres * tf->sh.D;
+    const float *forward = stream_in(tf, l + 1);
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&tf->res_a[i], &forward[i], sizeof(float)) != 0) {
+            hp_structure_fail(HP_CHECK_RECOMPUTE, "block %d, microbatch %d, element %zu: the "
+                              "recompute gives %.9g, its forward %.9g", l, tf->mb, i,
+                              (double)tf->res_a[i], (double)forward[i]);
+            return;
+        }
+    hp_structure_pass(HP_CHECK_RECOMPUTE);
+}
+
 // A checkpointed block first reruns its forward from its kept h_in into the recompute set
 // (its output, already handed on, lands in scratch); the FSDP unit is gathered already.
 static void block_backward(hp_transformer *tf, int l, float *dh) {
@@ -463,12 +540,17 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
         //  an off-by-one into the slot's inputs; shapes and collectives stay the same)
         float *kept = acts(tf, l)->h_in;
         if (hp_failpoint(HP_FP_AC_RECOMPUTE_STALE)) acts(tf, l)->h_in = stream_in(tf, l + 1);
+        // (bf16_recompute_fp32: the bug recomputes without the bf16 op rule of the forward)
+        const int bf16 = tf->bf16;
+        if (hp_failpoint(HP_FP_BF16_RECOMPUTE_FP32)) tf->bf16 = 0;
         block_forward(tf, l, tf->res_a, 1);
+        tf->bf16 = bf16;
         acts(tf, l)->h_in = kept;
+        check_recompute(tf, l);
     }
     hp_block_acts *A = block_work(tf, l);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
-    const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl;
+    const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl, nres = (size_t)tf->sh.Nres * D;
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
     region_exit_backward(tf, tf->reg_a, dh, D);
@@ -480,27 +562,37 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     } else {   // (the buffers are written by their first product: no zero-fills)
         linear_bwd(tf, 1, tf->reg_f3, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act,
                    PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
+        op_out(tf, tf->reg_f3, nf);
         hp_swiglu_backward(tf->reg_f1, tf->reg_f2, tf->reg_f3, A->a1, A->a3, nf);
+        op_out(tf, tf->reg_f1, nf); op_out(tf, tf->reg_f2, nf);
         linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_W1), A->dy_w1, tf->reg_f1, A->g2,
                    PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
         linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_W3), A->dy_w3, tf->reg_f2, A->g2,
                    PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
     }
     region_enter_backward(tf, tf->res_a, tf->reg_b, D);
+    op_out(tf, tf->res_a, nres);
     hp_rmsnorm_backward(dh, GRAD(l, BP_FFN_NORM), tf->res_a, A->h_mid,
                         PARAM(l, BP_FFN_NORM), A->rstd2, tf->sh.Nres, D);   // dh is now dh_mid
+    op_out(tf, dh, nres);
 
     // attention branch
     region_exit_backward(tf, tf->reg_a, dh, D);
     linear_bwd(tf, 1, tf->reg_att, GRAD(l, BP_WO), A->dy_wo, tf->reg_a, A->att,
                PARAM(l, BP_WO), Nr, qd, D);
+    op_out(tf, tf->reg_att, (size_t)Nr * qd);
     zeros(tf->reg_q, (size_t)Nr * qd);
     zeros(tf->reg_k, (size_t)Nr * kvd);
     zeros(tf->reg_v, (size_t)Nr * kvd);
     tf->hk.attn.backward(tf->hk.attn.ctx, A->attn, tf->reg_q, tf->reg_k, tf->reg_v, tf->reg_att,
                          A->att, A->lse, A->q, A->k, A->v);
+    op_out(tf, tf->reg_q, (size_t)Nr * qd);
+    op_out(tf, tf->reg_k, (size_t)Nr * kvd);
+    op_out(tf, tf->reg_v, (size_t)Nr * kvd);
     hp_rope_backward(tf->reg_q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
     hp_rope_backward(tf->reg_k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
+    op_out(tf, tf->reg_q, (size_t)Nr * qd);
+    op_out(tf, tf->reg_k, (size_t)Nr * kvd);
     linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_WQ), A->dy_q, tf->reg_q, A->g1,
                PARAM(l, BP_WQ), Nr, D, qd);
     linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WK), A->dy_k, tf->reg_k, A->g1,
@@ -508,8 +600,10 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WV), A->dy_v, tf->reg_v, A->g1,
                PARAM(l, BP_WV), Nr, D, kvd);
     region_enter_backward(tf, tf->res_a, tf->reg_b, D);
+    op_out(tf, tf->res_a, nres);
     hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tf->res_a, A->h_in,
                         PARAM(l, BP_ATTN_NORM), A->rstd1, tf->sh.Nres, D);  // dh_in
+    op_out(tf, dh, nres);
 }
 
 void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int first, int last) {
@@ -527,12 +621,15 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         const double scale = hp_failpoint(HP_FP_PP_MICROBATCH_LOSS_SCALE) ? (double)tf->sh.M : 1.0;
         hp_ce_backward(tf->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tf), tf->sh.v0,
                        (float)(1.0 / ((double)tf->n_valid_global * scale)), tf->sh.Nreg, tf->sh.Vl);
+        op_out(tf, tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl);
         linear_bwd(tf, 1, tf->reg_a, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf,
                    TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
         region_enter_backward(tf, tf->res_a, tf->reg_a, D);
+        op_out(tf, tf->res_a, nres);
         zeros(dh, nres);
         hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tf->res_a, H->h_final, TOP_PARAM(pid_norm),
                             H->rstdf, tf->sh.Nres, D);
+        op_out(tf, dh, nres);
         if (!tf->input_only) unit_reduce(tf, L + 1);   // (an I leaves it to its W)
         unit_after_backward(tf, L + 1);
     }

@@ -61,6 +61,8 @@ typedef struct hp_transformer {
     int64_t n_valid_global;    // valid labels of the global batch
     // what runs now: microbatch mb in activation slot `slot` of n_slots (pipeline; 1 without)
     int mb, slot, n_slots;
+    int bf16;                  // --mixed-precision-param bfloat16: every op's output rounded once
+                               //    (precision.md §2.2); partial sums over tp only after their sum
     int split_backward;        // zbv: backwards run as I (input grads) then W (weight grads)
     int input_only;            // the running backward is an I: weight grads of linears wait for W
     hp_block_acts *blocks;     // [n_slots * L]; slot 0's entries also carry the role indices.
@@ -88,10 +90,10 @@ typedef struct hp_transformer {
 } hp_transformer;
 
 // Sizes every activation slot for the shapes and the AC mode (ac_every as hp_run_config's);
-// the hooks are copied. Returns 0 or -1 (memory).
+// the hooks are copied; bf16: the op rule of the bf16 policy. Returns 0 or -1 (memory).
 int    hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
                            const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
-                           int split_backward, int ac_every);
+                           int split_backward, int ac_every, int bf16);
 void   hp_transformer_free(hp_transformer *tf);
 double hp_transformer_forward(hp_transformer *tf);     // returns this rank's loss share
 void   hp_transformer_backward(hp_transformer *tf);    // leaves reduced gradient shards

@@ -11,9 +11,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/rng.h"
+#include "hyperpar/structure.h"
 #include "kernels/parallel.h"   // hp_par_zero
 #include "fsdp.h"
 
@@ -73,8 +75,10 @@ static int stack_span_of(const hp_fsdp_state *fs, int u, hp_stack st, stack_span
 // allocation and init
 
 int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M,
-                 hp_reshard_policy policy) {
+                 const hp_run_config *rc) {
+    const hp_reshard_policy policy = rc->reshard_after_forward;
     memset(fs, 0, sizeof *fs);
+    fs->bf16 = rc->mp_param == HP_DTYPE_BFLOAT16;
     fs->pt = pt;
     fs->comm = comm;
     fs->d = *d;
@@ -125,6 +129,10 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
             if (pt->unit_in_shards[u] < 0) total += pt->unit_work_numel[u];
         }
         if (accumulate) fs->acc_g = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
+        if (accumulate && fs->bf16) {
+            fs->loc_g = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
+            if (!fs->loc_g) return -1;
+        }
         if (kept_apart) fs->kept_p = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
         if (!fs->acc_offset || !fs->unit_kept || (accumulate && !fs->acc_g) || (kept_apart && !fs->kept_p))
             return -1;
@@ -136,7 +144,10 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
 void hp_fsdp_free(hp_fsdp_state *fs) {
     hp_mem_free(fs->p_shard); hp_mem_free(fs->g_shard); hp_mem_free(fs->m_shard); hp_mem_free(fs->v_shard);
     hp_mem_free(fs->work_p); hp_mem_free(fs->work_g); hp_mem_free(fs->comm_buf);
-    hp_mem_free(fs->acc_g); hp_mem_free(fs->acc_offset); hp_mem_free(fs->kept_p); hp_mem_free(fs->unit_kept);
+    hp_mem_free(fs->acc_g); hp_mem_free(fs->loc_g); hp_mem_free(fs->acc_offset);
+    free(fs->acc_shadow);
+    for (int i = 0; i < fs->n_pending; i++) free(fs->pending[i].staged);
+    free(fs->pending); hp_mem_free(fs->kept_p); hp_mem_free(fs->unit_kept);
     memset(fs, 0, sizeof *fs);
 }
 
@@ -187,14 +198,23 @@ static float *unit_params(hp_fsdp_state *fs, int u) {
 float *hp_fsdp_param(hp_fsdp_state *fs, int i) {
     return unit_params(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
 }
-// One unit's unsharded grads: its shards, the shared work buffer, or under gradient
-// accumulation the unit's own slot of acc_g, which lives across the step's microbatches.
+// One unit's unsharded grads summed over the step's microbatches, which the reduction
+// stages: its shards, the shared work buffer, or under gradient accumulation the unit's own
+// slot of acc_g, which lives across the step's microbatches.
 static float *unit_grads(hp_fsdp_state *fs, int u) {
     if (in_shards(fs, u)) return fs->g_shard + fs->pt->unit_in_shards[u];
     return fs->acc_g ? fs->acc_g + fs->acc_offset[u] : fs->work_g;
 }
-float *hp_fsdp_grad(hp_fsdp_state *fs, int i) {
+static float *grad_of(hp_fsdp_state *fs, int i) {
     return unit_grads(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
+}
+// Where the backward writes: the sum itself in fp32; under bf16 with accumulation the unit's
+// local slot, rounded and added into the sum per microbatch (hp_fsdp_reduce_unit).
+static float *unit_local_grads(hp_fsdp_state *fs, int u) {
+    return fs->loc_g ? fs->loc_g + fs->acc_offset[u] : unit_grads(fs, u);
+}
+float *hp_fsdp_grad(hp_fsdp_state *fs, int i) {
+    return unit_local_grads(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
 }
 
 // 1 while unit u's gathered parameters are where hp_fsdp_param points: in its kept_p place,
@@ -203,9 +223,69 @@ static int still_gathered(const hp_fsdp_state *fs, int u) {
     return fs->kept_p ? fs->unit_kept[u] : fs->work_unit == u;
 }
 
+static void check_reductions(hp_fsdp_state *fs);
+
+// The bf16 all-gather of one stack's span (precision.md §2.1 rows 2-3): this rank rounds its
+// fp32 shard into its own slot of the bf16 staging (the first half of comm_buf), the group
+// exchanges 2 bytes an element, and the staging is widened in place, from the end (a float i
+// covers bf16 elements 2i and 2i+1, both read already), into the floats the copy-out reads.
+// A group of one gathers nothing (as in fp32: the call counts stay the same).
+static const float *gather_bf16(hp_fsdp_state *fs, const stack_span *sp) {
+    const size_t n = (size_t)sp->n, total = n * (size_t)sp->G;
+    hp_bf16 *wire = (hp_bf16 *)(void *)fs->comm_buf;
+    hp_bf16 *own = wire + (size_t)hp_comm_rank(fs->comm, sp->group) * n;
+    hp_bf16_pack(own, fs->p_shard + sp->s0, n);
+    hp_allgather_bf16(fs->comm, sp->group, wire, own, sp->G > 1 ? n : 0);
+    unsigned char *bytes = (unsigned char *)fs->comm_buf;
+    for (size_t i = total; i-- > 0;) {
+        hp_bf16 b;
+        memcpy(&b, bytes + 2 * i, sizeof b);
+        const float f = hp_bf16_to_float(b);
+        memcpy(bytes + 4 * i, &f, sizeof f);
+    }
+    return fs->comm_buf;
+}
+
+static void uncast_own_chunks(hp_fsdp_state *fs, int u) {
+    for (int i = 0; i < fs->pt->n; i++) {
+        const hp_param *p = &fs->pt->p[i];
+        if (p->unit == u && p->on_rank)
+            chunk_copy(p, p->fsdp_rank, hp_fsdp_param(fs, i), fs->p_shard + p->shard_offset, 0);
+    }
+}
+
+// The structure check of a gathered unit (structure.h): this rank's own chunk of every tensor
+// of unit u, as the model is about to read it, must be the policy's cast of the rank's current
+// master shard (bf16: the §3 rounding; fp32: the shard itself). A unit kept past an optimizer
+// step, or a copy that skipped the cast, differs. A unit that is its shards is the master.
+static void check_gathered(hp_fsdp_state *fs, int u) {
+    if (in_shards(fs, u)) return;
+    for (int i = 0; i < fs->pt->n; i++) {
+        const hp_param *p = &fs->pt->p[i];
+        if (p->unit != u || !p->on_rank || p->shard_numel == 0) continue;
+        float *own = malloc((size_t)p->shard_numel * sizeof(float));
+        if (!own) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+        chunk_copy(p, p->fsdp_rank, hp_fsdp_param(fs, i), own, 1);
+        const float *master = fs->p_shard + p->shard_offset;
+        int64_t bad = -1;
+        for (int64_t k = 0; k < p->shard_numel && bad < 0; k++) {
+            const float want = fs->bf16 ? hp_bf16_round_float(master[k]) : master[k];
+            if (memcmp(&own[k], &want, sizeof want) != 0) bad = k;
+        }
+        free(own);
+        if (bad < 0) { hp_structure_pass(HP_CHECK_GATHER); continue; }
+        hp_structure_fail(HP_CHECK_GATHER, "unit %d, %s, shard element %lld: the gathered copy is "
+                          "not the %s of this rank's master", u, p->name, (long long)bad,
+                          fs->bf16 ? "bf16 cast" : "value");
+    }
+}
+
 void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
     hp_comm_progress(fs->comm);   // gradient exchanges in flight (between computations)
-    if (still_gathered(fs, u)) return;   // kept since its forward (hp_unit_keep)
+    if (still_gathered(fs, u)) {   // kept since its forward (hp_unit_keep)
+        if (hp_structure_enabled()) check_gathered(fs, u);
+        return;
+    }
     stack_span sp;
     for (int st = 0; st < 2; st++) {
         if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
@@ -213,7 +293,9 @@ void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
         // straight from the shards, not through the staging copy of the all-gather (which
         // is still called, with nothing to move, so that the call counts stay the same)
         const float *staged = fs->p_shard + sp.s0;
-        if (sp.G > 1) {
+        if (fs->bf16) {
+            staged = gather_bf16(fs, &sp);
+        } else if (sp.G > 1) {
             hp_allgather(fs->comm, sp.group, fs->comm_buf, staged, (size_t)sp.n);
             staged = fs->comm_buf;
         } else {
@@ -225,8 +307,12 @@ void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
                 chunk_copy(&fs->pt->p[i], k, hp_fsdp_param(fs, i),
                            (float *)staged + k * sp.n + (fs->pt->p[i].shard_offset - sp.s0), 0);
     }
+    // (the bug of bf16_gather_uncast: this rank's own chunk of its copy keeps the fp32 master,
+    //  the cast skipped where the rank copies its own shard)
+    if (fs->bf16 && hp_failpoint(HP_FP_BF16_GATHER_UNCAST)) uncast_own_chunks(fs, u);
     if (fs->kept_p) fs->unit_kept[u] = 1;
     else fs->work_unit = u;
+    if (hp_structure_enabled()) check_gathered(fs, u);
 }
 
 // Poisons unit u's gathered copy with NaN: any use of a resharded unit then shows up in the
@@ -261,6 +347,10 @@ void hp_fsdp_after_backward(hp_fsdp_state *fs, int u) {
 
 void hp_fsdp_release_all(hp_fsdp_state *fs) {
     hp_comm_async_wait_all(fs->comm);   // every unit's reduced gradients are in g_shard
+    // (the bug of bf16_grad_reduce: the reduction's result comes back in bf16)
+    if (fs->bf16 && hp_failpoint(HP_FP_BF16_GRAD_REDUCE))
+        hp_bf16_round(fs->g_shard, (size_t)fs->pt->shard_numel);
+    if (fs->n_pending) check_reductions(fs);
     // (the bug of kept_unit_stale: kept units survive the step, so the next one trains the
     // parameters from before this step's optimizer update)
     if (hp_failpoint(HP_FP_KEPT_UNIT_STALE)) return;
@@ -271,7 +361,42 @@ void hp_fsdp_release_all(hp_fsdp_state *fs) {
 // Under accumulation only the first microbatch starts from zero: the later ones add to it,
 // so each grad is ((g_0 + g_1) + g_2) + ... in microbatch order (pipeline.md).
 void hp_fsdp_zero_unit_grads(hp_fsdp_state *fs, int u, int mb) {
-    if (mb == 0) hp_par_zero(unit_grads(fs, u), (size_t)fs->pt->unit_work_numel[u]);
+    if (mb == 0) hp_par_zero(unit_local_grads(fs, u), (size_t)fs->pt->unit_work_numel[u]);
+}
+
+// The structure check of the accumulation (structure.h): a shadow sums the same rounded local
+// grads in fp32, microbatch by microbatch; after the last one the unit's sum must equal it.
+static void check_accumulation(hp_fsdp_state *fs, int u, int mb, const float *local, const float *sum,
+                               size_t n) {
+    if (!fs->acc_shadow && !(fs->acc_shadow = malloc(((size_t)fs->pt->gathered_work + 1) * sizeof(float))))
+        hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+    float *shadow = fs->acc_shadow + fs->acc_offset[u];
+    for (size_t i = 0; i < n; i++) shadow[i] = mb == 0 ? local[i] : shadow[i] + local[i];
+    if (mb != fs->M - 1) return;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&shadow[i], &sum[i], sizeof(float)) != 0) {
+            hp_structure_fail(HP_CHECK_ACCUMULATE, "unit %d, element %zu: the sum over %d microbatches "
+                              "is %.9g, their fp32 sum in order %.9g", u, i, fs->M, (double)sum[i],
+                              (double)shadow[i]);
+            return;
+        }
+    hp_structure_pass(HP_CHECK_ACCUMULATE);
+}
+
+// bf16 (precision.md §2.1 rows 5-8): one microbatch's local grads of unit u are rounded to bf16
+// (each one rounding of its op's fp32 sum) and widened into the fp32 sum over microbatches
+// (written by the first, added to by the later ones); the local slot is cleared for the next.
+static void round_local_grads(hp_fsdp_state *fs, int u, int mb) {
+    const size_t n = (size_t)fs->pt->unit_work_numel[u];
+    float *local = unit_local_grads(fs, u), *sum = unit_grads(fs, u);
+    hp_bf16_round(local, n);
+    if (local == sum) return;   // one microbatch: the rounded grads are the sum
+    if (mb == 0) memcpy(sum, local, n * sizeof(float));
+    else for (size_t i = 0; i < n; i++) sum[i] += local[i];
+    // (the bug of bf16_microbatch_sum: the running sum kept in bf16)
+    if (hp_failpoint(HP_FP_BF16_MICROBATCH_SUM)) hp_bf16_round(sum, n);
+    if (hp_structure_enabled()) check_accumulation(fs, u, mb, local, sum, n);
+    hp_par_zero(local, n);
 }
 
 // x *= f: only the failpoints of hp_fsdp_reduce_unit scale (the real reduction is a sum)
@@ -291,15 +416,74 @@ static int reduction_faulty(int stack) {
            (stack == HP_STACK_EXPERT && hp_failpoint(HP_FP_EXPERT_DIVIDE_FACTOR));
 }
 
+// The structure check of the gradient reduction (structure.h): each reduction's staged inputs
+// are kept until it completes; then the group exchanges them apart from the step (raw MPI, not
+// counted) and every rank recomputes its shard as the policy says - the fp32 sum in member
+// order over the shard group, then over dp_replicate - and compares it with what the reduction
+// left in g_shard, bit for bit.
+static void keep_reduce_inputs(hp_fsdp_state *fs, const stack_span *sp, const float *staged) {
+    if (fs->n_pending == fs->cap_pending) {
+        const int cap = fs->cap_pending ? 2 * fs->cap_pending : 16;
+        fsdp_reduce_record *p = realloc(fs->pending, (size_t)cap * sizeof *p);
+        if (!p) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+        fs->pending = p;
+        fs->cap_pending = cap;
+    }
+    const size_t total = (size_t)(sp->n * sp->G);
+    fsdp_reduce_record *r = &fs->pending[fs->n_pending++];
+    *r = (fsdp_reduce_record){ sp->s0, sp->n, sp->G, sp->group, malloc(total * sizeof(float) + 1) };
+    if (!r->staged) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+    memcpy(r->staged, staged, total * sizeof(float));
+}
+
+static void check_reductions(hp_fsdp_state *fs) {
+    for (int q = 0; q < fs->n_pending; q++) {
+        const fsdp_reduce_record *r = &fs->pending[q];
+        const size_t n = (size_t)r->n;
+        const int R = fs->d.dp_replicate;
+        float *rows = malloc(n * (size_t)(r->G > R ? r->G : R) * sizeof(float) + 1);
+        float *want = malloc(n * sizeof(float) + 1);
+        if (!rows || !want) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+        const int cnt = (int)n;
+        MPI_Alltoall(r->staged, cnt, MPI_FLOAT, rows, cnt, MPI_FLOAT, hp_comm_mpi(fs->comm, r->group));
+        for (size_t i = 0; i < n; i++) {
+            float s = rows[i];
+            for (int k = 1; k < r->G; k++) s += rows[(size_t)k * n + i];
+            want[i] = s;
+        }
+        if (R > 1) {
+            MPI_Allgather(want, cnt, MPI_FLOAT, rows, cnt, MPI_FLOAT, hp_comm_mpi(fs->comm, HP_G_DP_REPLICATE));
+            for (size_t i = 0; i < n; i++) {
+                float s = rows[i];
+                for (int k = 1; k < R; k++) s += rows[(size_t)k * n + i];
+                want[i] = s;
+            }
+        }
+        const float *got = fs->g_shard + r->s0;
+        size_t bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (memcmp(&got[i], &want[i], sizeof(float)) != 0) bad = i;
+        if (bad == n) hp_structure_pass(HP_CHECK_REDUCE);
+        else hp_structure_fail(HP_CHECK_REDUCE, "shard span at %lld, element %zu: reduced to %.9g, the "
+                               "fp32 sum in member order is %.9g", (long long)r->s0, bad,
+                               (double)got[bad], (double)want[bad]);
+        free(rows);
+        free(want);
+        free(r->staged);
+    }
+    fs->n_pending = 0;
+}
+
 // Reduces once per step: after the backward of the last microbatch.
 void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
     hp_comm_progress(fs->comm);   // the units posted before: sum what has arrived
+    if (fs->bf16) round_local_grads(fs, u, mb);
     if (mb != fs->M - 1) return;
     // 1. replicated-over-tp params whose grads are partial sums over tp (SP norms, gate)
     for (int i = 0; i < fs->pt->n; i++) {
         const hp_param *p = &fs->pt->p[i];
         if (p->unit == u && p->tp_grad_partial && !hp_failpoint(HP_FP_TP_PARTIAL_GRAD_DROPPED))
-            hp_allreduce_sum(fs->comm, HP_G_TP, hp_fsdp_grad(fs, i), (size_t)p->local_numel);
+            hp_allreduce_sum(fs->comm, HP_G_TP, grad_of(fs, i), (size_t)p->local_numel);
     }
     // 2. reduce-scatter over the shard group, 3. all-reduce over dp_replicate (HSDP / DDP)
     stack_span sp;
@@ -327,10 +511,12 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
             const int slot_shift = hp_failpoint(HP_FP_FSDP_SHARD_OFFSET) ? 1 : 0;
             for (int i = sp.i0; i < sp.i1; i++)
                 for (int k = 0; k < sp.G; k++)
-                    chunk_copy(&fs->pt->p[i], k, hp_fsdp_grad(fs, i),
+                    chunk_copy(&fs->pt->p[i], k, grad_of(fs, i),
                                staged + ((k + slot_shift) % sp.G) * sp.n +
                                    (fs->pt->p[i].shard_offset - sp.s0), 1);
         }
+        if (hp_structure_enabled() && (sp.G > 1 || fs->d.dp_replicate > 1))
+            keep_reduce_inputs(fs, &sp, staged);
         if (!faulty) {   // completes at the step's end (hp_fsdp_release_all)
             hp_reduce_scatter_start(fs->comm, sp.group, g, staged, (size_t)sp.n,
                                     HP_G_DP_REPLICATE);

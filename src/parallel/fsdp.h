@@ -9,6 +9,10 @@
 #include "hyperpar/config.h"
 #include "hyperpar/params.h"
 
+// One gradient reduction in flight, kept for the structure check: the span of g_shard it
+// reduces into, its shard group, and a copy of its staged inputs (G slots of n).
+typedef struct fsdp_reduce_record { int64_t s0, n; int G; hp_group_kind group; float *staged; } fsdp_reduce_record;
+
 typedef struct hp_fsdp_state {
     const hp_param_table *pt;   // this rank's table (placements, offsets)
     hp_comm *comm;
@@ -27,12 +31,25 @@ typedef struct hp_fsdp_state {
                                 //    pp (kept for the step) and --reshard-after-forward never
     int *unit_kept;             // [n_units] 1: unit gathered into kept_p and still there
     hp_reshard_policy policy;   // how long each unit stays gathered (hp_run_unit_keep)
+    // --mixed-precision-param bfloat16 (precision.md §2.1): each rank casts its shard to bf16
+    // before the all-gather (2 bytes on the wire) and the unit's bf16 copy is what the model
+    // reads; the backward writes one microbatch's local grads into loc_g, which are rounded to
+    // bf16 (one rounding of the fp32 sum) and added in fp32 into the unit's sum (acc_g, or in
+    // place without accumulation) before the fp32 reduction. No unit is its shards then.
+    int bf16;
+    float *loc_g;               // bf16 with accumulation: each unit's local grads (as acc_g)
+    // the structure check (structure.h; the verifier's run only, plain malloc): a shadow of
+    // the microbatch sums, and each pending reduction's staged inputs until it completes
+    float *acc_shadow;
+    fsdp_reduce_record *pending;
+    int n_pending, cap_pending;
     int work_unit;              // the unit work_p holds gathered, -1 none (freed or poisoned)
 } hp_fsdp_state;
 
-// M microbatches per step; policy: --reshard-after-forward (hp_run_unit_keep, config.h).
+// M microbatches per step; from rc: --reshard-after-forward (hp_run_unit_keep, config.h) and
+// the mixed-precision policy (the table's units then all gathered: hp_params_gather_every_unit).
 int  hp_fsdp_init(hp_fsdp_state *st, const hp_param_table *pt, hp_comm *comm, const hp_dims *d, int M,
-                  hp_reshard_policy policy);
+                  const hp_run_config *rc);
 void hp_fsdp_free(hp_fsdp_state *st);
 void hp_fsdp_init_params(hp_fsdp_state *st, uint64_t seed);   // counter-based init of the shards
 void hp_fsdp_set_params(hp_fsdp_state *st, const float *full); // shards of full tensors; m, v = 0

@@ -75,10 +75,13 @@ static void largest_of_table(hp_plan_memory *out) {
     out->largest_name = "a gathered FSDP unit";
 }
 
-int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, hp_plan_memory *out) {
-    memset(out, 0, sizeof *out);
+// What the rank's table decides (shards, gathered units, staging), for one precision policy:
+// under bf16 params every unit is gathered (hp_params_gather_every_unit).
+static int table_values(const hp_model_config *m, const hp_dims *d, int rank, int bf16,
+                        hp_plan_memory *out) {
     hp_param_table t;
     if (hp_params_build(&t, m, d, rank) != 0) return -1;
+    if (bf16) hp_params_gather_every_unit(&t);
     out->params_total = t.full_numel;
     out->shard_numel = t.shard_numel;
     out->params = (double)t.shard_numel * F4;
@@ -92,6 +95,11 @@ int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, h
     largest_of_table(out);
     out->persistent = out->params + out->grads + out->optimizer;
     return 0;
+}
+
+int hp_plan_memory_table(const hp_model_config *m, const hp_dims *d, int rank, hp_plan_memory *out) {
+    memset(out, 0, sizeof *out);
+    return table_values(m, d, rank, 0, out);
 }
 
 // One microbatch's shapes on a rank (hp_transformer_alloc's Nreg, Nres, ...): reg rows of the
@@ -165,9 +173,12 @@ static void largest_of_run(const hp_model_config *m, const hp_dims *d, const hp_
 
 int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
                        int n_slots, hp_plan_memory *out) {
-    // fsdp.c: acc_g with accumulation (microbatches or pp), kept_p when units are kept apart
+    const int bf16 = rc->mp_param == HP_DTYPE_BFLOAT16;
+    if (bf16 && table_values(m, d, rank, 1, out) != 0) return -1;
+    // fsdp.c: acc_g with accumulation (microbatches or pp), kept_p when units are kept apart,
+    // loc_g (each unit's local grads of one microbatch) with accumulation under bf16
     const int kept_apart = hp_run_units_kept_apart(rc->reshard_after_forward, d->pp);
-    out->accumulation_if_microbatched = out->unit_places * (1 + kept_apart);
+    out->accumulation_if_microbatched = out->unit_places * (1 + kept_apart + bf16);
     out->accumulation = hp_run_microbatches(rc) > 1 || d->pp > 1 ? out->accumulation_if_microbatched
                                                                   : out->unit_places * kept_apart;
     hp_plan_activations a, au;

@@ -68,7 +68,9 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
             const hp_unit_keep keep = hp_run_unit_keep(rc->reshard_after_forward, d->pp,
                                                        p->unit == t.n_units - 1);
             const uint64_t gathers = (uint64_t)hp_run_unit_gathers(keep, M);
-            bytes[p->fsdp_group][HP_OP_ALLGATHER] += gathers * shard;
+            // the bf16 policy gathers 2 bytes an element (precision.md §8)
+            const uint64_t gathered = rc->mp_param == HP_DTYPE_BFLOAT16 ? shard / 2 : shard;
+            bytes[p->fsdp_group][HP_OP_ALLGATHER] += gathers * gathered;
             bytes[p->fsdp_group][HP_OP_REDUCE_SCATTER] += (uint64_t)p->fsdp_size * shard;
         }
         if (R > 1) bytes[HP_G_DP_REPLICATE][HP_OP_ALLREDUCE] += shard;

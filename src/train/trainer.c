@@ -40,15 +40,17 @@ static int alloc_step_data(hp_trainer *tr) {
 
 // The styles' states, then the model over the hooks they fill.
 static int setup_model(hp_trainer *tr) {
-    if (hp_params_build(&tr->pt, &tr->m, &tr->d, tr->rank) != 0 ||
-        hp_fsdp_init(&tr->fsdp, &tr->pt, tr->comm, &tr->d, tr->sh.M, tr->rc.reshard_after_forward) != 0 ||
+    if (hp_params_build(&tr->pt, &tr->m, &tr->d, tr->rank) != 0) return -1;
+    if (tr->rc.mp_param == HP_DTYPE_BFLOAT16) hp_params_gather_every_unit(&tr->pt);
+    if (hp_fsdp_init(&tr->fsdp, &tr->pt, tr->comm, &tr->d, tr->sh.M, &tr->rc) != 0 ||
         hp_tp_init(&tr->tp, tr->comm, &tr->sh) != 0 || alloc_step_data(tr) != 0)
         return -1;
     hp_attn_style_init(&tr->attn, tr);
     hp_model_hooks hk;
     hp_trainer_hooks(tr, &hk);
     if (hp_transformer_init(&tr->tf, &tr->m, &tr->sh, &tr->pt, &hk, tr->n_slots,
-                            tr->split_backward, tr->rc.ac_every) != 0)
+                            tr->split_backward, tr->rc.ac_every,
+                            tr->rc.mp_param == HP_DTYPE_BFLOAT16) != 0)
         return -1;
     tr->tf.routing = tr->routing_step;   // the forwards record every microbatch's routing
     tr->tf.pos = tr->pos;
@@ -224,8 +226,15 @@ double hp_trainer_clip(hp_trainer *tr) {
 void hp_trainer_optimizer_step(hp_trainer *tr) {
     hp_trainer_count_bytes(tr, -1);   // (no collective today; counted should one come)
     const size_t n = (size_t)tr->pt.shard_numel;
+    // (the bug of bf16_master_update: rank 1 applies the update to its bf16 copy only, so its
+    //  fp32 master shard does not move)
+    float *kept = NULL;
+    if (tr->rank == 1 && hp_failpoint(HP_FP_BF16_MASTER_UPDATE) && (kept = malloc(n * sizeof(float) + 1)))
+        memcpy(kept, tr->fsdp.p_shard, n * sizeof(float));
     hp_optimizer_update(&tr->rc, tr->fsdp.p_shard, tr->fsdp.g_shard, tr->fsdp.m_shard, tr->fsdp.v_shard, n,
                         tr->step);
+    if (kept) memcpy(tr->fsdp.p_shard, kept, n * sizeof(float));
+    free(kept);
     hp_trainer_count_bytes(tr, +1);
 }
 

@@ -32,6 +32,8 @@ static int      suspended = 0;
 #define P1F1B TINY(1, 1, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 #define M6ACF TINY(1, 2, 2, 2) " --sp --cp-rotate ring --ac full"
 #define P5    TINY(1, 2, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
+#define BF16  " --mixed-precision-param bfloat16"
+#define GA    TINY(1, 2, 2, 2) " --sp --cp-rotate allgather --microbatches 4"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_TP_PARTIAL_GRAD_DROPPED] = { HP_FP_TP_PARTIAL_GRAD_DROPPED, "tp_partial_grad_dropped", "M3-tp2", M3TP2,
@@ -121,6 +123,27 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_KEPT_UNIT_STALE] = { HP_FP_KEPT_UNIT_STALE, "kept_unit_stale", "P5", P5,
       "loss trajectory",
       "PP + FSDP: units kept gathered for the step survive the optimizer update into the next step" },
+    [HP_FP_BF16_GATHER_UNCAST] = { HP_FP_BF16_GATHER_UNCAST, "bf16_gather_uncast", "M4-s2-bf16", M4S2 BF16,
+      "structure: parameter all-gather",
+      "bf16: a rank's own chunk of its gathered unit keeps the fp32 master (the cast skipped)" },
+    [HP_FP_BF16_MASTER_UPDATE] = { HP_FP_BF16_MASTER_UPDATE, "bf16_master_update", "M4-s2-bf16", M4S2 BF16,
+      "a parameter after the step",
+      "bf16: rank 1 applies the update to its bf16 copy, so its fp32 master shard stays as it was" },
+    [HP_FP_BF16_RECOMPUTE_FP32] = { HP_FP_BF16_RECOMPUTE_FP32, "bf16_recompute_fp32", "M6-ac-full-bf16", M6ACF BF16,
+      "structure: activation-checkpointing recompute",
+      "bf16: a checkpointed block's recompute runs in fp32, not the precision of its forward" },
+    [HP_FP_BF16_TRUNCATE] = { HP_FP_BF16_TRUNCATE, "bf16_truncate", "M4-s2-bf16", M4S2 BF16,
+      "closeness",
+      "bf16: op outputs rounded by truncation instead of round-to-nearest-even" },
+    [HP_FP_BF16_TP_PARTIAL_ROUNDED] = { HP_FP_BF16_TP_PARTIAL_ROUNDED, "bf16_tp_partial_rounded", "M3-tp2-bf16", M3TP2 BF16,
+      "closeness",
+      "bf16: a row-parallel output rounded to bf16 on each tp rank before the fp32 sum (TorchTitan #1750)" },
+    [HP_FP_BF16_GRAD_REDUCE] = { HP_FP_BF16_GRAD_REDUCE, "bf16_grad_reduce", "M4-s2-bf16", M4S2 BF16,
+      "structure: gradient reduction",
+      "bf16: the gradient reduce-scatter's result is bf16 where the policy reduces in fp32" },
+    [HP_FP_BF16_MICROBATCH_SUM] = { HP_FP_BF16_MICROBATCH_SUM, "bf16_microbatch_sum", "GA-bf16", GA BF16,
+      "closeness",
+      "bf16: the gradients of the microbatches are summed in bf16, not fp32" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

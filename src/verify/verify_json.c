@@ -57,6 +57,12 @@ static const field fields[] = {
     ARRAY ("route_flips",     F_INTS,   route_flips, n_moe_layers, 1),
     SCALAR("seconds",         F_DOUBLE, seconds, 1),
     SCALAR("failure",         F_STRING, failure, 1),
+    SCALAR("precision",       F_STRING, precision, 0),
+    SCALAR("closeness",       F_DOUBLE, closeness, 1),
+    SCALAR("closeness_worst", F_DOUBLE, closeness_worst, 1),
+    SCALAR("closeness_worst_of", F_STRING, closeness_worst_of, 1),
+    SCALAR("structure_checks", F_DOUBLE, structure_checks, 1),
+    SCALAR("structure_mismatches", F_DOUBLE, structure_mismatches, 1),
     SCALAR("blas",            F_STRING, blas, 0),
     SCALAR("blas_core",       F_STRING, blas_core, 0),
     SCALAR("blas_threads_min", F_INT,   blas_threads_min, 0),
@@ -68,6 +74,8 @@ void hp_verify_record_init(hp_verify_record *rec) {
     memset(rec, 0, sizeof *rec);
     rec->first_step = 1;
     rec->loss_rel_err = rec->traj_worst = rec->worst_grad_rel = rec->worst_param_rel = -1;
+    rec->closeness = rec->closeness_worst = -1;
+    snprintf(rec->precision, sizeof rec->precision, "float32");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ typedef enum {
     F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS, F_ULYSSES,
     F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC, F_RESHARD,
     F_BETA1, F_BETA2, F_EPS, F_WEIGHT_DECAY, F_WARMUP, F_DECAY_RATIO, F_DECAY_TYPE, F_MIN_LR, F_TOTAL_STEPS,
+    F_MP_PARAM, F_MP_REDUCE,
 } flag_id;
 
 // Which commands take a flag: a flag of another command is refused with one line and exit 2
@@ -42,6 +43,7 @@ static const flag_def flags[] = {
     { "--cp-rotate", F_CP_ROTATE, 1, FOR_ALL }, { "--cp-no-balance", F_CP_NO_BALANCE, 0, FOR_ALL },
     { "--dispatcher", F_DISPATCHER, 1, FOR_ALL }, { "--ac", F_AC, 1, FOR_ALL },
     { "--reshard-after-forward", F_RESHARD, 1, FOR_ALL },
+    { "--mixed-precision-param", F_MP_PARAM, 1, FOR_ALL }, { "--mixed-precision-reduce", F_MP_REDUCE, 1, FOR_ALL },
     { "--nproc", F_NPROC, 1, FOR_ALL }, { "--rank", F_RANK, 1, FOR_PLAN }, { "--verify", F_VERIFY, 0, FOR_RUN },
     { "--verify-steps", F_VERIFY_STEPS, 1, FOR_RUN }, { "--dump", F_DUMP, 1, FOR_RUN }, { "--load", F_LOAD, 1, FOR_RUN },
     { "--json", F_JSON, 1, FOR_ALL }, { "--quiet", F_QUIET, 0, FOR_ALL }, { "--timeout", F_TIMEOUT, 1, FOR_ALL },
@@ -130,6 +132,12 @@ void tool_cli_print_common_help(FILE *out) {
         "                     FSDP units after their forward: default (pp: kept for the step;\n"
         "                     else [norm, output] kept to its backward, others freed) | always\n"
         "                     (freed, gathered again; pp 1) | never (kept to their backward)\n"
+        "  --mixed-precision-param DTYPE\n"
+        "                     float32 | bfloat16: FSDP2's policy on every layout (fp32 master and\n"
+        "                     optimizer, bf16 all-gather, ops and local grads; default float32)\n"
+        "  --mixed-precision-reduce DTYPE\n"
+        "                     float32 | bfloat16: the gradient reduction and accumulation\n"
+        "                     (bfloat16 needs bfloat16 params; default float32)\n"
         "launch and output:\n"
         "  --nproc N          ranks to launch (plan: the world; default: the product of degrees)\n"
         "  --rank N           plan: the rank whose local shapes are shown (default 0)\n"
@@ -355,6 +363,15 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_RESHARD: {
         char err[160];
         if (hp_run_config_parse_reshard(v, &cli->run.reshard_after_forward, err, sizeof err) == 0) return 0;
+        fprintf(stderr, "hp: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
+    case F_MP_PARAM:
+    case F_MP_REDUCE: {
+        char err[160];
+        if (hp_mp_dtype_parse(flag, v, id == F_MP_PARAM ? &cli->run.mp_param : &cli->run.mp_reduce, err,
+                           sizeof err) == 0)
+            return 0;
         fprintf(stderr, "hp: %s\n", err);
         return HP_EXIT_CONFIG;
     }

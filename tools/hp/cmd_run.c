@@ -73,6 +73,7 @@ static int write_json(const char *path, const tool_cli *cli, const hp_verify_res
     }
     rec.world = cli->dims.world;
     rec.first_step = first_step;
+    snprintf(rec.precision, sizeof rec.precision, "%s", hp_mp_dtype_name(cli->run.mp_param));
     snprintf(rec.blas, sizeof rec.blas, "%s", conditions.info.blas);
     snprintf(rec.blas_core, sizeof rec.blas_core, "%s", conditions.info.core);
     rec.blas_threads_min = conditions.threads_min;

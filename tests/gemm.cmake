@@ -14,3 +14,10 @@ add_executable(test_bf16_exhaustive tests/test_bf16_exhaustive.c)
 target_link_libraries(test_bf16_exhaustive PRIVATE hyperpar)
 add_test(NAME bf16_exhaustive COMMAND test_bf16_exhaustive)
 set_tests_properties(bf16_exhaustive PROPERTIES LABELS L0 TIMEOUT 300 PROCESSORS 2)
+
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME gemm_first_line COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
+           gemm $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_gemm.json)
+  set_tests_properties(gemm_first_line PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)
+endif()

@@ -58,7 +58,8 @@ int hp_gemm_threads(void);
 char *hp_gemm_info_line(char *buf, size_t n);
 
 // `auto`: times the fp32 product of both backends on a representative shape (the model's
-// x w^T at T 1024, D 1024, best of 3 after a warm-up, at the current thread count) and returns
+// x w^T at T 1024, D 1024: a warm-up each, then the best of 3 calls taking turns, at the current
+// thread count) and returns
 // the faster; `why` gets "fp32 1024x1024x1024: onednn 180.3 GFLOP/s, openblas 95.0 GFLOP/s".
 // Does not change the backend.
 hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n);

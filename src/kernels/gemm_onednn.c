@@ -1,6 +1,6 @@
 // gemm_onednn.c - the oneDNN 2.6 backend of hp_gemm / hp_gemm_bf16 (gemm.h): one matmul
 // primitive per shape, made once and run again.
-// defines: hp_gemm_onednn, hp_gemm_onednn_version, hp_gemm_onednn_isa, hp_gemm_onednn_impl,
+// defines: hp_gemm_onednn, hp_gemm_onednn_bf16_packed, hp_gemm_onednn_version, hp_gemm_onednn_isa, hp_gemm_onednn_impl,
 //          hp_gemm_onednn_shutdown
 //
 // The product is oneDNN's matmul on plain row-major memory with the caller's strides:
@@ -204,27 +204,18 @@ static hp_bf16 *pack(hp_bf16 **buf, size_t *cap, const float *src, int rows, int
     return *buf;
 }
 
-void hp_gemm_onednn(int bf16, hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha,
-                    const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
-                    int threads) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {   // an empty sum: C = beta C, as BLAS has it
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                float *c = C + (size_t)i * ldc + j;
-                *c = beta == 0.0f ? 0.0f : beta * *c;
-            }
-        return;
-    }
-    thread_state *s = state_get();
-    const void *a = A, *b = B;
-    if (bf16) {   // stored shapes: A (K, M) when transposed, else (M, K); B likewise
-        const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-        a = pack(&s->pack_a, &s->cap_a, A, ar, ac, lda);
-        b = pack(&s->pack_b, &s->cap_b, B, br, bc, ldb);
-        lda = ac;
-        ldb = bc;
-    }
+// C (M, N) = beta C: the empty sum of K = 0, as BLAS has it
+static void scale_only(int M, int N, float beta, float *C, int ldc) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float *c = C + (size_t)i * ldc + j;
+            *c = beta == 0.0f ? 0.0f : beta * *c;
+        }
+}
+
+// the cached primitive of this key, run on a, b (f32 or bf16, as the key says) and C
+static void run(thread_state *s, int bf16, hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha,
+                const void *a, int lda, const void *b, int ldb, float beta, float *C, int ldc, int threads) {
     prim_key k = { bf16 != 0, ta == HP_GEMM_T, tb == HP_GEMM_T, M, N, K, lda, ldb, ldc, threads, 0, 0 };
     memcpy(&k.alpha, &alpha, sizeof alpha);
     memcpy(&k.beta, &beta, sizeof beta);
@@ -238,6 +229,28 @@ void hp_gemm_onednn(int bf16, hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K,
     set_threads(threads);
     DNNL_OK(dnnl_primitive_execute, e->prim, s->stream, 3, args);
     DNNL_OK(dnnl_stream_wait, s->stream);
+}
+
+void hp_gemm_onednn(int bf16, hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                    int threads) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) { scale_only(M, N, beta, C, ldc); return; }
+    thread_state *s = state_get();
+    if (!bf16) { run(s, 0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads); return; }
+    // stored shapes: A (K, M) when transposed, else (M, K); B likewise
+    const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    const hp_bf16 *a = pack(&s->pack_a, &s->cap_a, A, ar, ac, lda);
+    const hp_bf16 *b = pack(&s->pack_b, &s->cap_b, B, br, bc, ldb);
+    run(s, 1, ta, tb, M, N, K, alpha, a, ac, b, bc, beta, C, ldc, threads);
+}
+
+void hp_gemm_onednn_bf16_packed(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha,
+                                const hp_bf16 *A, int lda, const hp_bf16 *B, int ldb, float beta,
+                                float *C, int ldc, int threads) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) { scale_only(M, N, beta, C, ldc); return; }
+    run(state_get(), 1, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, threads);
 }
 
 char *hp_gemm_onednn_version(char *buf, size_t n) {

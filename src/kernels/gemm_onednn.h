@@ -1,9 +1,10 @@
 // gemm_onednn.h - the oneDNN backend of hp_gemm (gemm.h), called only by gemm.c.
-// defines: hp_gemm_onednn, hp_gemm_onednn_version, hp_gemm_onednn_isa, hp_gemm_onednn_impl,
+// defines: hp_gemm_onednn, hp_gemm_onednn_bf16_packed, hp_gemm_onednn_version, hp_gemm_onednn_isa, hp_gemm_onednn_impl,
 //          hp_gemm_onednn_shutdown
 #ifndef HP_KERNELS_GEMM_ONEDNN_H
 #define HP_KERNELS_GEMM_ONEDNN_H
 #include <stddef.h>
+#include "hyperpar/bf16.h"
 #include "kernels/gemm.h"
 
 // C = alpha op(A) op(B) + beta C through a cached oneDNN matmul on `threads` OpenMP threads;
@@ -11,6 +12,12 @@
 void hp_gemm_onednn(int bf16, hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
                     int threads);
+
+// The bf16 product on operands already in 2-byte form (lda, ldb in bf16 elements): the matmul
+// alone, without hp_gemm_bf16's packing (hp bench measures both).
+void hp_gemm_onednn_bf16_packed(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha,
+                                const hp_bf16 *A, int lda, const hp_bf16 *B, int ldb, float beta,
+                                float *C, int ldc, int threads);
 
 // "2.6.3"; returns buf.
 char *hp_gemm_onednn_version(char *buf, size_t n);

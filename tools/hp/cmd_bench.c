@@ -211,7 +211,8 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
     fflush(stdout);
     // the step is measured against the peak of the vectors its kernels use (a preset Haswell
     // core runs AVX2 on an AVX-512 CPU), the CPU's widest beside it
-    const char *kernel_isa = hp_blas_core_isa(blas.core);
+    // (under oneDNN: the CPU's widest, which oneDNN's JIT kernels use)
+    const char *kernel_isa = hp_gemm_get_backend() == HP_GEMM_ONEDNN ? NULL : hp_blas_core_isa(blas.core);
     char isa[16], machine_isa[16];
     res->peak = res->machine_peak = 0.0;
     measure_peaks(threads, kernel_isa, res, isa, machine_isa);
@@ -257,8 +258,10 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
            "%d OpenBLAS thread(s), core %s\n",
            m->name, m->vocab_size, D, m->n_layers, m->n_heads, m->n_kv_heads, m->ffn_hidden,
            m->num_experts ? ", MoE" : "", B, S, T, threads, blas.core);
-    printf("  fp32 peak of the kernels (core %s, %s loop, %d thread%s): %.1f GFLOP/s\n", blas.core,
-           isa, threads, threads == 1 ? "" : "s", res->peak);
+    printf("  fp32 peak of the kernels (%s %s, %s loop, %d thread%s): %.1f GFLOP/s\n",
+           hp_gemm_get_backend() == HP_GEMM_ONEDNN ? "oneDNN" : "core",
+           hp_gemm_get_backend() == HP_GEMM_ONEDNN ? "JIT" : blas.core, isa, threads, threads == 1 ? "" : "s",
+           res->peak);
     printf("  fp32 peak of the machine (its widest vectors, %s loop): %.1f GFLOP/s\n", machine_isa,
            res->machine_peak);
     for (int i = 0; i < ns; i++)

@@ -69,6 +69,8 @@ static thread_state *states;
 static atomic_uint generation = 1;   // bumped by shutdown: a thread's older state is gone
 static int atexit_done;
 static _Thread_local thread_state *mine;
+static _Thread_local unsigned mine_gen;   // the generation of mine (read without touching it:
+                                          // a shutdown may have freed it)
 
 static dnnl_engine_t engine_get(void) {
     pthread_mutex_lock(&mu);
@@ -83,7 +85,7 @@ static dnnl_engine_t engine_get(void) {
 
 static thread_state *state_get(void) {
     if (mine) {
-        if (mine->gen == atomic_load(&generation)) return mine;
+        if (mine_gen == atomic_load(&generation)) return mine;
         mine = NULL;   // freed by a shutdown since
     }
     dnnl_engine_t e = engine_get();
@@ -96,6 +98,7 @@ static thread_state *state_get(void) {
     states = s;
     pthread_mutex_unlock(&mu);
     mine = s;
+    mine_gen = s->gen;
     return s;
 }
 

@@ -37,7 +37,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEP_LINE = re.compile(r"^step\s+(\d+) \|.*\|\s+([0-9.]+) ms \|")
-BLAS_LINE = re.compile(r"^hp: blas (.*), core (\w+) ")
+BLAS_LINE = re.compile(r"^hp: blas (.*?), core (\w+) ")   # the BLAS half of "hp: blas ... | gemm: ..."
 
 # name, kind, ranks, hp run flags of the N-rank job, data-parallel degree (sequences scale by it)
 HP_CASES = [

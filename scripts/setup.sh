@@ -4,7 +4,7 @@
 #   scripts/setup.sh                         # -> build/ (RelWithDebInfo)
 #   BUILD_DIR=build-asan HP_CMAKE_ARGS=-DHP_SANITIZE=ON scripts/setup.sh
 # Needs: a C compiler, make, cmake, pkg-config, python3, Open MPI (mpicc, mpirun),
-# OpenBLAS (cblas.h), cJSON (cjson/cJSON.h).
+# OpenBLAS (cblas.h), oneDNN (dnnl.h, the second GEMM backend), cJSON (cjson/cJSON.h).
 set -eu
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -25,8 +25,9 @@ if have cc; then
   has_header cblas.h       || need libopenblas-dev
   has_header cjson/cJSON.h || need libcjson-dev
   has_header zlib.h        || need zlib1g-dev
+  has_header dnnl.h        || need libdnnl-dev
 else
-  need libopenblas-dev; need libcjson-dev; need zlib1g-dev
+  need libopenblas-dev; need libcjson-dev; need zlib1g-dev; need libdnnl-dev
 fi
 # pkg-config must know openblas (CMakeLists asks it for the CBLAS flags)
 if have pkg-config && ! pkg-config --exists openblas; then need libopenblas-dev; fi

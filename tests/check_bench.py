@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """check_bench.py - runs `hp bench` on the tiny model and checks what it reports (not how fast).
 
-usage: check_bench.py step|blas|launch|memory|recipes HP JSON_OUT
+usage: check_bench.py step|blas|gemm|launch|memory|recipes|scaling HP JSON_OUT
   step:   the single-rank bench: FLOPs/step equal the formula of tools/hp/cmd_bench.c, the rates
           and ratios (step, sgemm, FMA peak) are positive and consistent with each other
   blas:   `hp bench` and `hp run` name the BLAS, its core and the thread count on their first
           line; on a CPU with AVX2 or AVX-512 the core is never a generic one; a user's
-          OPENBLAS_CORETYPE is kept
+          OPENBLAS_CORETYPE is kept; the same line names the GEMM backend (openblas by default),
+          its ISA and threads
+  gemm:   --gemm onednn / HP_GEMM=onednn: the first line of hp bench and hp run names oneDNN, its
+          ISA (the bf16 one on a CPU with AVX512_BF16) and the threads per rank; the bench's GEMM
+          rates and bf16 peak; --gemm auto says what it picked and why; a bad HP_GEMM or --gemm
+          exits 2 with one line
   launch: `hp run` launches with the MPI launcher it was built with, not the mpiexec / mpirun
           first on PATH; HP_MPIRUN names another, which gets the flavour's flags and the core
   memory: --memory at dp_shard 1, 2, 3 (3 does not divide the tiny model's rows: padding):
@@ -63,10 +68,14 @@ def env_without_core():
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("HP_BLAS_CORE_CHOSEN", None)
+    env.pop("HP_GEMM", None)
     return env
 
 
-BLAS_LINE = re.compile(r"^hp: blas (OpenBLAS [0-9.]+), core (\w+) \((.+)\), (\d+) threads?$")
+# hp run's and hp bench's first line: the BLAS (groups 1-4) | the GEMM backend (5 name, 6 version,
+# 7 its OpenBLAS core, 8 its ISA, 9 its threads)
+BLAS_LINE = re.compile(r"^hp: blas (OpenBLAS [0-9.]+), core (\w+) \((.+)\), (\d+) threads? "
+                       r"\| gemm: (openblas|onednn) ([0-9.]+), (?:core (\w+), )?isa (\w+), (\d+) threads?$")
 
 
 def flops_tiny(B, S):
@@ -133,6 +142,9 @@ def blas(hp, out):
     j = json.load(open(out))
     check(m is not None and m.group(2) == j["blas_core"] and m.group(1) == j["blas"] and
           int(m.group(4)) == j["threads"] == 1, "the first line agrees with --json (blas, blas_core, threads 1)")
+    check(m is not None and m.group(5) == "openblas" == j["gemm_backend"] and m.group(7) == j["blas_core"] and
+          int(m.group(9)) == 1 and "OpenBLAS " + m.group(6) == j["blas"],
+          "the GEMM is OpenBLAS by default, its core and 1 thread named on the first line")
     if wide:
         check(j["blas_core"].lower() not in OLD_CORES,
               f"cpu has {'avx512f' if 'avx512f' in flags else 'avx2'}: core {j['blas_core']} is not a generic one")
@@ -160,6 +172,66 @@ def blas(hp, out):
     m3 = BLAS_LINE.match(first)
     check(rc == 0 and m3 is not None and m3.group(2) == "Haswell" and "set by the user" in m3.group(3),
           f"a user's OPENBLAS_CORETYPE=Haswell is kept and said so: '{first}'")
+
+
+def gemm(hp, out):
+    flags = cpu_flags()
+    env = env_without_core()
+    text = []
+    rc = run([hp, "bench", "--model", "tiny", "--seq-len", "16", "--batch", "2", "--steps", "1",
+              "--threads", "1", "--gemm", "onednn", "--json", out], env=env, out=text)
+    check(rc == 0, "hp bench --gemm onednn exits 0")
+    first = text[0].splitlines()[0] if text[0] else ""
+    m = BLAS_LINE.match(first)
+    check(m is not None and m.group(5) == "onednn" and m.group(7) is None and int(m.group(9)) == 1,
+          f"hp bench's first line names oneDNN, its ISA and 1 thread: '{first}'")
+    isa = m.group(8) if m else ""
+    if "avx512_bf16" in flags:
+        check(isa in ("avx512_core_bf16", "avx512_core_amx"), f"cpu has avx512_bf16: oneDNN's ISA {isa} has bf16")
+    j = json.load(open(out)) if rc == 0 else {}
+    g = j.get("gemm_bench", {})
+    check(j.get("gemm_backend") == "onednn" and (g.get("M"), g.get("N"), g.get("K")) == (2048, 1024, 1024) and
+          all(g.get(k, 0) > 0 for k in ("openblas_sgemm_gflops", "onednn_f32_gflops", "onednn_bf16_gflops",
+                                         "onednn_bf16_with_packing_gflops")),
+          "--json: the backend, and the 2048x1024x1024 rates of OpenBLAS sgemm, oneDNN f32 and bf16")
+    bf16_cpu = bool(flags & {"avx512_bf16", "amx_bf16"})
+    check((j.get("bf16_peak_gflops", 0) > 0) == bf16_cpu,
+          f"a bf16 peak is measured exactly when the CPU has bf16 dot products ({bf16_cpu})")
+    if bf16_cpu and j:
+        check(abs(j["step_over_bf16_peak"] - j["step_gflops"] / j["bf16_peak_gflops"]) < 1e-9,
+              "step_over_bf16_peak is the ratio of the rates")
+
+    env_on = dict(env, HP_GEMM="onednn")
+    text = []
+    rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--dp-shard", "2"], env=env_on, out=text)
+    lines = text[0].splitlines()
+    m2 = BLAS_LINE.match(lines[0]) if lines else None
+    per_rank = int(env.get("OPENBLAS_NUM_THREADS") or "1")
+    check(rc == 0 and m2 is not None and m2.group(5) == "onednn" and int(m2.group(9)) == int(m2.group(4)) == per_rank,
+          f"HP_GEMM=onednn hp run on 2 ranks: the first line names oneDNN with {per_rank} thread(s) per rank, "
+          "the BLAS's count")
+    text = []
+    rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--dp-shard", "2", "--verify", "--quiet",
+              "--gemm", "onednn"], env=env, out=text)
+    check(rc == 0 and text[0].strip() == "verify: PASS", "--gemm onednn: FSDP 2 verifies against one process")
+    text = []
+    rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--gemm", "auto"], env=env, out=text)
+    lines = text[0].splitlines()
+    m3 = BLAS_LINE.match(lines[0]) if lines else None
+    why = [l for l in lines if l.startswith("hp: gemm auto: ")]
+    check(rc == 0 and m3 is not None and len(why) == 1 and why[0].startswith(f"hp: gemm auto: {m3.group(5)}, ")
+          and "onednn" in why[0] and "openblas" in why[0] and "GFLOP/s" in why[0],
+          f"--gemm auto: the pick on the first line, and why: {why}")
+
+    for cmd, e, want in ((["run", "--gemm", "mkl"], env, "--gemm expects openblas, onednn or auto, got 'mkl'"),
+                         (["bench", "--gemm", "OneDNN"], env, "--gemm expects openblas, onednn or auto, got 'OneDNN'"),
+                         (["run"], dict(env, HP_GEMM="mkl"), "HP_GEMM expects openblas, onednn or auto, got 'mkl'"),
+                         (["bench"], dict(env, HP_GEMM="fast"), "HP_GEMM expects openblas, onednn or auto, got 'fast'"),
+                         (["plan", "--gemm", "onednn"], env, "--gemm is a flag of hp run")):
+        p = subprocess.run([hp] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, timeout=30)
+        errs = p.stderr.splitlines()
+        check(p.returncode == 2 and len(errs) == 1 and want in errs[0],
+              f"hp {' '.join(cmd)}{' with HP_GEMM=' + e['HP_GEMM'] if 'HP_GEMM' in e else ''}: exit 2, one line: {errs}")
 
 
 def version_blas(hp, env):
@@ -290,7 +362,7 @@ def scaling(hp, out):
 
 def main():
     mode, hp, out = sys.argv[1:4]
-    {"step": step, "blas": blas, "launch": launch, "memory": memory, "recipes": recipes,
+    {"step": step, "blas": blas, "gemm": gemm, "launch": launch, "memory": memory, "recipes": recipes,
      "scaling": scaling}[mode](hp, out)
     print(f"check_bench: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1

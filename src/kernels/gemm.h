@@ -1,17 +1,71 @@
-// gemm.h - the one matrix product of the kernels (and so of the model): row-major fp32
+// gemm.h - the one matrix product of the kernels (and so of the model): row-major
 //   C (M, N) = alpha * op(A) (M, K) @ op(B) (K, N) + beta * C,   op(X) = X or X^T,
-// with leading dimensions lda, ldb, ldc as BLAS has them. Today it is OpenBLAS's cblas_sgemm
-// with the same arguments (so the same bits); a second backend plugs in behind it (gemm.c)
-// without touching linear.c, attention.c or the model.
-// defines: hp_gemm_op, hp_gemm
+// with leading dimensions lda, ldb, ldc as BLAS has them, in two precisions:
+//   hp_gemm       fp32 operands, fp32 result;
+//   hp_gemm_bf16  operands the caller has already rounded to bf16 (float buffers whose low 16
+//                 bits are zero, hyperpar/bf16.h), products accumulated in fp32 into fp32 C.
+// Two backends sit behind both, chosen once per process (the tool's --gemm / HP_GEMM):
+//   HP_GEMM_OPENBLAS  cblas_sgemm with the caller's arguments (gemm.c): hp_gemm's bits are the
+//                     ones of every release before the choice existed; hp_gemm_bf16 is the same
+//                     call on the bf16 values (a product of two bf16 is exact in fp32, so this is
+//                     the bf16 math with the fp32 kernels' summation order).
+//   HP_GEMM_ONEDNN    a oneDNN 2.6 matmul primitive (gemm_onednn.c): f32 x f32 -> f32, or the
+//                     operands packed to 2-byte bf16 and bf16 x bf16 -> f32 on AVX512_BF16 / AMX.
+// The kernels call hp_gemm / hp_gemm_bf16 and never see which backend runs; both follow the
+// BLAS thread count of the process (OPENBLAS_NUM_THREADS, 1 per rank under hp run): oneDNN's
+// OpenMP threads are set to it before every call. Either backend may be called from several
+// threads at once (hp_par_for's workers under blas_serial).
+// defines: hp_gemm_op, hp_gemm_backend, hp_gemm, hp_gemm_bf16, hp_gemm_set_backend,
+//          hp_gemm_get_backend, hp_gemm_backend_parse, hp_gemm_backend_name, hp_gemm_info_line,
+//          hp_gemm_threads, hp_gemm_auto_measure, hp_gemm_shutdown
 //
 //   hp_gemm(HP_GEMM_N, HP_GEMM_T, N, out, in, 1.0f, x, in, w, in, 0.0f, y, out);   // y = x w^T
+//   hp_gemm_set_backend(HP_GEMM_ONEDNN);
+//   char line[160]; puts(hp_gemm_info_line(line, sizeof line));
+//   // "gemm: onednn 2.6.3, isa avx512_core_bf16, 1 thread"
 #ifndef HP_KERNELS_GEMM_H
 #define HP_KERNELS_GEMM_H
+#include <stddef.h>
 
 typedef enum { HP_GEMM_N = 0, HP_GEMM_T = 1 } hp_gemm_op;   // op(X) = X, op(X) = X^T
 
+typedef enum { HP_GEMM_OPENBLAS = 0, HP_GEMM_ONEDNN = 1 } hp_gemm_backend;
+
 void hp_gemm(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha, const float *A,
              int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+// The same product with bf16 operands (A and B bf16-valued; C fp32, accumulated in fp32).
+void hp_gemm_bf16(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha, const float *A,
+                  int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+// The backend of every later call in this process (default HP_GEMM_OPENBLAS). Set it before
+// the first product, from one thread.
+void hp_gemm_set_backend(hp_gemm_backend b);
+hp_gemm_backend hp_gemm_get_backend(void);
+
+// "openblas" or "onednn" -> 0 and *out; "auto" -> 1 (*out untouched: hp_gemm_auto_measure
+// decides); anything else -> -1.
+int hp_gemm_backend_parse(const char *name, hp_gemm_backend *out);
+const char *hp_gemm_backend_name(hp_gemm_backend b);   // "openblas", "onednn"
+
+// The threads a product runs on now: the BLAS thread count (>= 1).
+int hp_gemm_threads(void);
+
+// One line naming the backend now set, its library, ISA and threads:
+//   "gemm: onednn 2.6.3, isa avx512_core_bf16, 1 thread"
+//   "gemm: openblas 0.3.21, core Haswell, isa avx2, 1 thread"
+// Returns buf.
+char *hp_gemm_info_line(char *buf, size_t n);
+
+// `auto`: times the fp32 product of both backends on a representative shape (the model's
+// x w^T at T 1024, D 1024: a warm-up each, then the best of 3 calls taking turns, at the current
+// thread count) and returns
+// the faster; `why` gets "fp32 1024x1024x1024: onednn 180.3 GFLOP/s, openblas 95.0 GFLOP/s".
+// Does not change the backend.
+hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n);
+
+// Frees what the oneDNN backend made (its engine, streams, primitives, scratch); registered
+// with atexit when the backend first runs. A later product starts it again.
+void hp_gemm_shutdown(void);
 
 #endif

@@ -23,7 +23,7 @@ typedef enum {
     F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS, F_ULYSSES,
     F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC, F_RESHARD,
     F_BETA1, F_BETA2, F_EPS, F_WEIGHT_DECAY, F_WARMUP, F_DECAY_RATIO, F_DECAY_TYPE, F_MIN_LR, F_TOTAL_STEPS,
-    F_MP_PARAM, F_MP_REDUCE,
+    F_MP_PARAM, F_MP_REDUCE, F_GEMM,
 } flag_id;
 
 // Which commands take a flag: a flag of another command is refused with one line and exit 2
@@ -57,6 +57,7 @@ static const flag_def flags[] = {
     { "--params", F_PLAN_PARAMS, 1, FOR_PLAN },
     { "--search", F_PLAN_SEARCH, 0, FOR_PLAN }, { "--ranks", F_PLAN_RANKS, 0, FOR_PLAN }, { "--world", F_PLAN_WORLD, 1, FOR_PLAN },
     { "--mem-per-rank", F_MEM_PER_RANK, 1, FOR_PLAN }, { "--hw", F_HW, 1, FOR_PLAN },
+    { "--gemm", F_GEMM, 1, FOR_RUN | FOR_BENCH },
     // TorchTitan's job-file keys, as its command line spells them (training-job.md §2)
     { "--optimizer.beta1", F_BETA1, 1, FOR_ALL }, { "--optimizer.beta2", F_BETA2, 1, FOR_ALL },
     { "--optimizer.eps", F_EPS, 1, FOR_ALL }, { "--optimizer.weight_decay", F_WEIGHT_DECAY, 1, FOR_ALL },
@@ -391,6 +392,13 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
             fprintf(stderr, "hp: %s expects linear, sqrt or cosine, got '%s'\n", flag, v);
             return HP_EXIT_CONFIG;
         }
+        return 0;
+    case F_GEMM:   // the names of src/kernels/gemm.h's hp_gemm_backend_parse (cli.c links no kernels)
+        if (strcmp(v, "openblas") && strcmp(v, "onednn") && strcmp(v, "auto")) {
+            fprintf(stderr, "hp: --gemm expects openblas, onednn or auto, got '%s'\n", v);
+            return HP_EXIT_CONFIG;
+        }
+        cli->gemm = v;
         return 0;
     case F_HELP:         return 0;
     }

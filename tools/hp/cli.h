@@ -42,6 +42,8 @@ typedef struct tool_cli {
     const char *mem_per_rank;    // --mem-per-rank SIZE, e.g. 80GiB (parsed by plan)
     const char *hw;              // --hw h100|h200|mi300x|cpu (checked by plan)
     int   ac_given;              // --ac was given (run.ac_every holds it; --search tries only it)
+    const char *gemm;            // --gemm openblas|onednn|auto (run, bench; NULL: HP_GEMM, else
+                                 // openblas; gemm_choice.c)
     // positional arguments left after the flags (subcommand-specific)
     int   n_rest;
     char *rest[16];

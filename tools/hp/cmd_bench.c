@@ -31,23 +31,31 @@
 #include "bench_json.h"
 #include "cli.h"
 #include "fma_peak.h"
+#include "gemm_bench.h"
+#include "gemm_choice.h"
 #include "hyperpar/blas.h"
 #include "hyperpar/recipes.h"
 #include "hyperpar/train.h"
+#include "kernels/gemm.h"
 
 static const char *const bench_usage =
     "usage: hp bench [--model bench] [--seq-len 512] [--batch 4] [--steps 3] [--threads N]\n"
-    "                [--warmup 1] [--json FILE]\n"
+    "                [--warmup 1] [--gemm openblas|onednn|auto] [--json FILE]\n"
     "       hp bench --memory [--model small] [--shards 1,2,4,8] [--json FILE]\n"
     "       hp bench --recipes [--json FILE]\n"
     "\n"
-    "Single rank (no mpirun needed): the first line names the BLAS, its core and threads; then\n"
+    "Single rank (no mpirun needed): the first line names the BLAS, its core and threads, and the\n"
+    "GEMM backend, its ISA and threads; then\n"
     "the fp32 peak of the vectors the BLAS core uses and of the machine's widest (FMA-throughput\n"
     "loops at the same thread count; step/peak is taken against the first), the sgemm\n"
     "GFLOP/s on the model's matmul shapes (the best of a few), and forward + backward + optimiser\n"
     "steps (--optimizer, default adamw): ms/step and its CPU time, tokens/s, achieved GFLOP/s\n"
-    "(6 x matmul params x tokens + causal attention) and the ratios step/peak, sgemm/peak, step/sgemm.\n"
-    "  --threads N      OpenBLAS threads (default: OpenBLAS's own count)\n"
+    "(6 x matmul params x tokens + causal attention) and the ratios step/peak, sgemm/peak, step/sgemm;\n"
+    "and one 2048x1024x1024 product through OpenBLAS sgemm, oneDNN f32 and oneDNN bf16 beside the bf16\n"
+    "peak (a VDPBF16PS loop; oneDNN's AMX matmul where it has AMX), step of the bf16 peak beside it.\n"
+    "  --threads N      OpenBLAS threads, and oneDNN's OpenMP threads (default: OpenBLAS's own count)\n"
+    "  --gemm B         the GEMM backend of the step and the sgemm rows: openblas (default), onednn,\n"
+    "                   auto (the faster on an fp32 1024^3 product); without it the environment's HP_GEMM\n"
     "  --warmup N       unmeasured steps first (default 1)\n"
     "  --memory         launch FSDP runs at each --shards degree under mpirun and print, per rank,\n"
     "                   persistent bytes (params + grads + AdamW m, v shards) against the full\n"
@@ -130,7 +138,8 @@ static step_flops count_flops(const hp_model_config *m, int B, int S) {
 }
 
 // ---------------------------------------------------------------------------------------
-// sgemm rate: the model's own matmul shapes, best of `reps`
+// sgemm rate: the model's own matmul shapes through hp_gemm (the backend the step runs), best
+// of `reps`
 
 typedef struct { const char *what; int ta, M, N, K; double gflops; } gemm_shape;
 
@@ -145,11 +154,9 @@ static double time_sgemm(gemm_shape *g, int reps) {
     for (int r = 0; r < reps + 1; r++) {   // the first call warms caches and threads up
         double t0 = now_s();
         if (g->ta) // C (M,N) += A^T B with A (K,M), B (K,N): the weight-gradient product
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g->M, g->N, g->K, 1.0f,
-                        a, g->M, b, g->N, 1.0f, c, g->N);
+            hp_gemm(HP_GEMM_T, HP_GEMM_N, g->M, g->N, g->K, 1.0f, a, g->M, b, g->N, 1.0f, c, g->N);
         else       // C (M,N) = A B^T with A (M,K), B (N,K): y = x w^T
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g->M, g->N, g->K, 1.0f,
-                        a, g->K, b, g->K, 0.0f, c, g->N);
+            hp_gemm(HP_GEMM_N, HP_GEMM_T, g->M, g->N, g->K, 1.0f, a, g->K, b, g->K, 0.0f, c, g->N);
         double dt = now_s() - t0;
         double gf = 2.0 * g->M * g->N * g->K / dt * 1e-9;
         if (r > 0 && gf > best) best = gf;
@@ -167,7 +174,10 @@ typedef struct {
     double peak;            // the FMA-throughput peak of the BLAS core's vectors, same threads
     double machine_peak;    // the same with the widest vectors this CPU has (fma_peak.c)
     size_t persistent, working;
+    tool_gemm_rates gemm;   // one 2048x1024x1024 product per backend and precision, the bf16 peak
 } step_result;
+
+static char gemm_why[256];   // the reason of --gemm auto's pick, printed under the first line
 
 // The kernels' peak (the vectors the BLAS core uses) and the machine's (its widest), each kept
 // at its best over calls: the machine may be shared. The widest loop is timed only when it is
@@ -195,16 +205,19 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
     const int ns = (int)(sizeof shapes / sizeof shapes[0]);
     hp_blas_info blas;
     hp_blas_info_get(&blas);
-    char line[256];
-    printf("hp: blas %s\n", hp_blas_info_line(line, sizeof line));   // the first line, always
+    char line[512];
+    printf("%s\n", tool_first_line(line, sizeof line));   // the first line, always: BLAS | GEMM
+    if (*gemm_why) printf("hp: %s\n", gemm_why);
     fflush(stdout);
     // the step is measured against the peak of the vectors its kernels use (a preset Haswell
     // core runs AVX2 on an AVX-512 CPU), the CPU's widest beside it
-    const char *kernel_isa = hp_blas_core_isa(blas.core);
+    // (under oneDNN: the CPU's widest, which oneDNN's JIT kernels use)
+    const char *kernel_isa = hp_gemm_get_backend() == HP_GEMM_ONEDNN ? NULL : hp_blas_core_isa(blas.core);
     char isa[16], machine_isa[16];
     res->peak = res->machine_peak = 0.0;
     measure_peaks(threads, kernel_isa, res, isa, machine_isa);
     for (int i = 0; i < ns; i++) time_sgemm(&shapes[i], 3);
+    tool_gemm_measure(threads, &res->gemm);
 
     char err[256];
     hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, m, &cli->dims, &cli->run, err, sizeof err);
@@ -245,8 +258,10 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
            "%d OpenBLAS thread(s), core %s\n",
            m->name, m->vocab_size, D, m->n_layers, m->n_heads, m->n_kv_heads, m->ffn_hidden,
            m->num_experts ? ", MoE" : "", B, S, T, threads, blas.core);
-    printf("  fp32 peak of the kernels (core %s, %s loop, %d thread%s): %.1f GFLOP/s\n", blas.core,
-           isa, threads, threads == 1 ? "" : "s", res->peak);
+    printf("  fp32 peak of the kernels (%s %s, %s loop, %d thread%s): %.1f GFLOP/s\n",
+           hp_gemm_get_backend() == HP_GEMM_ONEDNN ? "oneDNN" : "core",
+           hp_gemm_get_backend() == HP_GEMM_ONEDNN ? "JIT" : blas.core, isa, threads, threads == 1 ? "" : "s",
+           res->peak);
     printf("  fp32 peak of the machine (its widest vectors, %s loop): %.1f GFLOP/s\n", machine_isa,
            res->machine_peak);
     for (int i = 0; i < ns; i++)
@@ -264,6 +279,18 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
     printf("  of the kernels' peak: step %.2f, sgemm %.2f; step / sgemm %.2f; step of the machine's "
            "peak %.2f\n", step_peak, sgemm_peak, res->ratio,
            res->machine_peak > 0 ? res->gflops / res->machine_peak : 0.0);
+    const tool_gemm_rates *g = &res->gemm;
+    const double step_bf16_peak = g->bf16_peak > 0 ? res->gflops / g->bf16_peak : 0.0;
+    printf("  gemm %dx%dx%d (y = x w^T, %d thread%s): openblas sgemm %.1f, onednn f32 %.1f (%s), "
+           "onednn bf16 %.1f (%s; %.1f with the packing of hp_gemm_bf16) GFLOP/s\n", g->M, g->N, g->K, g->threads,
+           g->threads == 1 ? "" : "s", g->openblas_sgemm, g->onednn_f32, g->onednn_f32_impl, g->onednn_bf16_packed,
+           g->onednn_bf16_impl, g->onednn_bf16);
+    if (g->bf16_peak > 0)
+        printf("  bf16 peak (%s, %d thread%s): %.1f GFLOP/s; step of the bf16 peak %.3f, of the fp32 "
+               "kernels' peak %.3f; onednn bf16 of the bf16 peak %.2f\n", g->bf16_peak_isa, threads,
+               threads == 1 ? "" : "s", g->bf16_peak, step_bf16_peak, step_peak, g->onednn_bf16_packed / g->bf16_peak);
+    else
+        printf("  bf16 peak: this CPU has no bf16 dot product (AVX512_BF16, AMX)\n");
     printf("  memory per rank: persistent %.1f MiB (params, grads, AdamW m, v), working %.1f MiB\n",
            res->persistent / 1048576.0, res->working / 1048576.0);
 
@@ -273,6 +300,9 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
         cJSON_AddStringToObject(j, "blas", blas.blas);
         cJSON_AddStringToObject(j, "blas_core", blas.core);
         cJSON_AddStringToObject(j, "blas_core_origin", blas.origin);
+        char gemm_info[160];
+        cJSON_AddStringToObject(j, "gemm_backend", hp_gemm_backend_name(hp_gemm_get_backend()));
+        cJSON_AddStringToObject(j, "gemm_info", hp_gemm_info_line(gemm_info, sizeof gemm_info));
         cJSON_AddStringToObject(j, "peak_isa", isa);
         cJSON_AddNumberToObject(j, "peak_gflops", res->peak);
         cJSON_AddStringToObject(j, "machine_peak_isa", machine_isa);
@@ -280,6 +310,20 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
         cJSON_AddNumberToObject(j, "step_gflops", res->gflops);
         cJSON_AddNumberToObject(j, "step_over_peak", step_peak);
         cJSON_AddNumberToObject(j, "sgemm_over_peak", sgemm_peak);
+        cJSON_AddStringToObject(j, "bf16_peak_isa", g->bf16_peak_isa);
+        cJSON_AddNumberToObject(j, "bf16_peak_gflops", g->bf16_peak);
+        cJSON_AddNumberToObject(j, "step_over_bf16_peak", step_bf16_peak);
+        cJSON *gb = cJSON_AddObjectToObject(j, "gemm_bench");
+        cJSON_AddNumberToObject(gb, "M", g->M);
+        cJSON_AddNumberToObject(gb, "N", g->N);
+        cJSON_AddNumberToObject(gb, "K", g->K);
+        cJSON_AddNumberToObject(gb, "threads", g->threads);
+        cJSON_AddNumberToObject(gb, "openblas_sgemm_gflops", g->openblas_sgemm);
+        cJSON_AddNumberToObject(gb, "onednn_f32_gflops", g->onednn_f32);
+        cJSON_AddNumberToObject(gb, "onednn_bf16_gflops", g->onednn_bf16_packed);
+        cJSON_AddNumberToObject(gb, "onednn_bf16_with_packing_gflops", g->onednn_bf16);
+        cJSON_AddStringToObject(gb, "onednn_f32_impl", g->onednn_f32_impl);
+        cJSON_AddStringToObject(gb, "onednn_bf16_impl", g->onednn_bf16_impl);
         cJSON_AddStringToObject(j, "model", m->name);
         cJSON_AddNumberToObject(j, "batch", B);
         cJSON_AddNumberToObject(j, "seq_len", S);
@@ -583,6 +627,8 @@ int tool_cmd_bench(int argc, char **argv) {
         fprintf(stderr, "hp bench: --steps must be >= 1, got %d\n", cli.run.steps);
         return HP_EXIT_CONFIG;
     }
+    const char *gemm;   // --gemm, HP_GEMM or openblas (gemm_choice.h)
+    if ((e = tool_gemm_name(&cli, &gemm))) return e;
 
     if (recipes_mode) {
         if (tool_launch_under_mpi()) {
@@ -616,6 +662,7 @@ int tool_cmd_bench(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int world;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
+    tool_gemm_apply(gemm, MPI_COMM_WORLD, gemm_why, sizeof gemm_why);
     int rc;
     if (world != d.world) {
         fprintf(stderr, "hp bench: expected %d rank(s), started with %d (the single-rank bench "

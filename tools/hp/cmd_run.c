@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "gemm_choice.h"
 #include "run_checkpoint.h"
 #include "hyperpar/blas.h"
 #include "hyperpar/optim.h"
@@ -15,6 +16,7 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
+#include "kernels/gemm.h"
 
 static const char *const run_usage =
     "usage: hp run [flags]\n"
@@ -27,6 +29,9 @@ static const char *const run_usage =
     "  --dump DIR       write the initial model, batch and gradients of step 1 (safetensors)\n"
     "  --load FILE      start from a safetensors model\n"
     "  --json FILE      write the result (loss, verification table) as JSON\n"
+    "  --gemm B         the GEMM backend: openblas (default), onednn, or auto (rank 0 times both\n"
+    "                   on an fp32 1024^3 product and every rank takes the faster); without the\n"
+    "                   flag the environment's HP_GEMM, if set. The first line names it.\n"
     "\n";
 
 // Under pp, each pp rank's measured idle fraction and microbatches in flight (last step).
@@ -47,8 +52,12 @@ static void conditions_measure(void) {
 
 static void conditions_print(FILE *out) {
     const blas_conditions *c = &conditions;
-    char text[160];
+    char text[320], gemm[160];
     hp_blas_conditions_text(text, sizeof text, c->info.blas, c->info.core, c->threads_min, c->threads_max);
+    if (hp_gemm_get_backend() != HP_GEMM_OPENBLAS) {   // the products' bits are oneDNN's
+        const size_t len = strlen(text);
+        snprintf(text + len, sizeof text - len, " and %s", hp_gemm_info_line(gemm, sizeof gemm));
+    }
     if (c->threads_min == c->threads_max)
         fprintf(out, "verify: bitwise promises hold for this binary with %s (docs/verification.md)\n", text);
     else
@@ -226,6 +235,8 @@ int tool_cmd_run(int argc, char **argv) {
     }
     if (cli.list_failpoints) { hp_failpoint_print_list(stdout); return HP_EXIT_OK; }
     if ((e = tool_run_ckpt_flags(&cli))) return e;
+    const char *gemm;   // --gemm, HP_GEMM or openblas: a bad HP_GEMM is refused before any rank
+    if ((e = tool_gemm_name(&cli, &gemm))) return e;
     char fp_err[256];   // HP_FAILPOINT=name[,name]: an unknown name is refused before any rank
     if (hp_failpoint_init(fp_err, sizeof fp_err) != 0) {
         fprintf(stderr, "hp: %s\n", fp_err);
@@ -288,7 +299,13 @@ int tool_cmd_run(int argc, char **argv) {
         MPI_Finalize();
         return HP_EXIT_CONFIG;
     }
-    if (rank == 0 && !cli.quiet) { char b[256]; printf("hp: blas %s\n", hp_blas_info_line(b, sizeof b)); }
+    char why[256];
+    tool_gemm_apply(gemm, MPI_COMM_WORLD, why, sizeof why);   // auto: every rank takes rank 0's pick
+    if (rank == 0 && !cli.quiet) {
+        char b[512];
+        printf("%s\n", tool_first_line(b, sizeof b));
+        if (*why) printf("hp: %s\n", why);
+    }
     conditions_measure();
     if (rank == 0) {   // a clamped schedule is said, as TorchTitan warns
         char note[256];

@@ -1,5 +1,6 @@
-// fma_peak.c - the fp32 FMA-throughput microbenchmark behind `hp bench`'s peak figure.
-// defines: tool_fma_peak
+// fma_peak.c - the fp32 FMA-throughput microbenchmark behind `hp bench`'s peak figure, and its
+// bf16 twin (AVX512_BF16's VDPBF16PS: per lane two bf16 products added to an fp32 accumulator).
+// defines: tool_fma_peak, tool_fma_isa, tool_bf16_peak
 //
 // Why 16 accumulators: an FMA has a latency of about 4 cycles and a core issues up to 2 per
 // cycle, so at least 8 independent chains keep both ports busy; 16 leave room for cores with
@@ -99,6 +100,34 @@ __attribute__((target("avx2,fma"))) static double loop_avx2(long iters) {
         sink = out[0] + out[lanes - 1];                                                         \
         return (double)iters * 12 * lanes;   /* 12 accumulators x lanes x 1 FLOP */            \
     }
+// bf16: acc += a0 b0 + a1 b1 per fp32 lane, 16 lanes, so 64 FLOPs an instruction. a = b = 2^-15:
+// each update adds 2^-29, far from overflow, and acc stays normal (no denormal flush).
+__attribute__((target("avx512bf16,avx512f"))) static double loop_avx512_bf16(long iters) {
+    const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3800);   // bf16 2^-15
+    __m512 a0 = _mm512_set1_ps(0.10f), a1 = _mm512_set1_ps(0.11f), a2 = _mm512_set1_ps(0.12f),
+           a3 = _mm512_set1_ps(0.13f), a4 = _mm512_set1_ps(0.14f), a5 = _mm512_set1_ps(0.15f),
+           a6 = _mm512_set1_ps(0.16f), a7 = _mm512_set1_ps(0.17f), a8 = _mm512_set1_ps(0.18f),
+           a9 = _mm512_set1_ps(0.19f), a10 = _mm512_set1_ps(0.20f), a11 = _mm512_set1_ps(0.21f),
+           a12 = _mm512_set1_ps(0.22f), a13 = _mm512_set1_ps(0.23f), a14 = _mm512_set1_ps(0.24f),
+           a15 = _mm512_set1_ps(0.25f);
+    for (long i = 0; i < iters; i++) {
+        a0 = _mm512_dpbf16_ps(a0, a, a);   a1 = _mm512_dpbf16_ps(a1, a, a);
+        a2 = _mm512_dpbf16_ps(a2, a, a);   a3 = _mm512_dpbf16_ps(a3, a, a);
+        a4 = _mm512_dpbf16_ps(a4, a, a);   a5 = _mm512_dpbf16_ps(a5, a, a);
+        a6 = _mm512_dpbf16_ps(a6, a, a);   a7 = _mm512_dpbf16_ps(a7, a, a);
+        a8 = _mm512_dpbf16_ps(a8, a, a);   a9 = _mm512_dpbf16_ps(a9, a, a);
+        a10 = _mm512_dpbf16_ps(a10, a, a); a11 = _mm512_dpbf16_ps(a11, a, a);
+        a12 = _mm512_dpbf16_ps(a12, a, a); a13 = _mm512_dpbf16_ps(a13, a, a);
+        a14 = _mm512_dpbf16_ps(a14, a, a); a15 = _mm512_dpbf16_ps(a15, a, a);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
+                                       _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
+    sink = _mm512_reduce_add_ps(s);
+    return (double)iters * 16 * 16 * 2 * 2;   // 16 accumulators x 16 lanes x 2 products x 2 FLOPs
+}
+
 MUL_ADD_LOOP(loop_avx, "avx", __m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_add_ps, _mm256_storeu_ps, 8)
 MUL_ADD_LOOP(loop_sse, "sse2", __m128, _mm_set1_ps, _mm_mul_ps, _mm_add_ps, _mm_storeu_ps, 4)
 #endif
@@ -188,10 +217,29 @@ const char *tool_fma_isa(const char *want) {
     return name;
 }
 
+static double peak_of(loop_fn fn, int threads);
+
 double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len) {
     const char *name;
     loop_fn fn = pick_loop(want, &name);
     if (isa && isa_len) snprintf(isa, isa_len, "%s", name);
+    return peak_of(fn, threads);
+}
+
+double tool_bf16_peak(int threads, char *isa, size_t isa_len) {
+    if (isa && isa_len) isa[0] = '\0';
+#ifdef HP_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f")) {
+        if (isa && isa_len) snprintf(isa, isa_len, "avx512_bf16");
+        return peak_of(loop_avx512_bf16, threads);
+    }
+#endif
+    (void)threads;
+    return 0.0;
+}
+
+static double peak_of(loop_fn fn, int threads) {
     if (threads < 1) threads = 1;
     // calibrate: ~0.03 s per timing, whatever the vector width and clock (the first call also
     // lets the core settle at its wide-vector clock)

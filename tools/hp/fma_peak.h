@@ -1,7 +1,7 @@
 // fma_peak.h - this machine's fp32 peak: how many FLOP/s its FMA units retire when nothing
 // else limits them (no memory traffic, no dependency stalls). The physical limit that
 // `hp bench` puts beside sgemm and the training step.
-// defines: tool_fma_peak, tool_fma_isa
+// defines: tool_fma_peak, tool_fma_isa, tool_bf16_peak
 //
 //   char isa[16];
 //   double widest = tool_fma_peak(2, NULL, isa, sizeof isa);     // e.g. 344.1, "avx512"
@@ -23,5 +23,9 @@
 double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len);
 // The instruction set tool_fma_peak(.., want, ..) would use (no timing).
 const char *tool_fma_isa(const char *want);
+// The bf16 twin: GFLOP/s of `threads` threads running VDPBF16PS (AVX512_BF16: two bf16 products
+// added to each fp32 lane, 4 FLOPs a lane) when cpuid has AVX512_BF16, isa "avx512_bf16";
+// 0 and isa "" on a CPU without it (AMX is measured by oneDNN's matmul instead: gemm_bench.c).
+double tool_bf16_peak(int threads, char *isa, size_t isa_len);
 
 #endif

@@ -16,7 +16,7 @@
 // OPENBLAS_NUM_THREADS=1 keeps N ranks x N BLAS threads from oversubscribing the cores;
 // a value the user already set is passed through unchanged. OPENBLAS_CORETYPE: the kernels
 // this CPU deserves when OpenBLAS would fall back to generic ones (hyperpar/blas.h), or the
-// user's own value.
+// user's own value. HP_GEMM, when set, reaches every rank too (the GEMM backend, gemm_choice.h).
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -95,13 +95,16 @@ int tool_launch_self(int nproc, int argc, char **argv) {
 
     char np[32];
     snprintf(np, sizeof np, "%d", nproc);
-    static char blas_kv[64], core_kv[96], chosen_kv[192];
+    const char *gemm = getenv("HP_GEMM");
+    if (gemm && !*gemm) gemm = NULL;
+    static char blas_kv[64], core_kv[96], chosen_kv[192], gemm_kv[64];
     snprintf(blas_kv, sizeof blas_kv, "OPENBLAS_NUM_THREADS=%s", blas);
     if (core) snprintf(core_kv, sizeof core_kv, "OPENBLAS_CORETYPE=%s", core);
     if (chosen) snprintf(chosen_kv, sizeof chosen_kv, "HP_BLAS_CORE_CHOSEN=%s", chosen);
+    if (gemm) snprintf(gemm_kv, sizeof gemm_kv, "HP_GEMM=%s", gemm);
 
     // launcher flags + exe + argv[1..argc) + NULL
-    int cap = argc + 24, k = 0;
+    int cap = argc + 28, k = 0;
     char **args = calloc((size_t)cap, sizeof *args);
     if (!args) { fprintf(stderr, "hp: out of memory\n"); return HP_EXIT_FAIL; }
     args[k++] = (char *)launcher;
@@ -114,6 +117,7 @@ int tool_launch_self(int nproc, int argc, char **argv) {
         args[k++] = "-x"; args[k++] = "HP_LAUNCHED=1";
         if (core) { args[k++] = "-x"; args[k++] = core_kv; }
         if (chosen) { args[k++] = "-x"; args[k++] = chosen_kv; }
+        if (gemm) { args[k++] = "-x"; args[k++] = gemm_kv; }
     } else {
         args[k++] = "-n"; args[k++] = np;
         args[k++] = "-bind-to"; args[k++] = "none";
@@ -121,6 +125,7 @@ int tool_launch_self(int nproc, int argc, char **argv) {
         args[k++] = "-genv"; args[k++] = "HP_LAUNCHED"; args[k++] = "1";
         if (core) { args[k++] = "-genv"; args[k++] = "OPENBLAS_CORETYPE"; args[k++] = (char *)core; }
         if (chosen) { args[k++] = "-genv"; args[k++] = "HP_BLAS_CORE_CHOSEN"; args[k++] = (char *)chosen; }
+        if (gemm) { args[k++] = "-genv"; args[k++] = "HP_GEMM"; args[k++] = (char *)gemm; }
     }
     args[k++] = exe;
     for (int i = 1; i < argc; i++) args[k++] = argv[i];

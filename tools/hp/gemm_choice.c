@@ -1,0 +1,44 @@
+// gemm_choice.c - the GEMM backend of hp run and hp bench: --gemm, HP_GEMM, or openblas, and
+// the first line that names it with the BLAS (gemm_choice.h).
+// defines: tool_gemm_name, tool_gemm_apply, tool_first_line
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gemm_choice.h"
+#include "hyperpar/blas.h"
+#include "kernels/gemm.h"
+
+int tool_gemm_name(const tool_cli *cli, const char **name) {
+    if (cli->gemm) { *name = cli->gemm; return 0; }   // cli.c checked the value
+    const char *env = getenv("HP_GEMM");
+    if (!env || !*env) { *name = "openblas"; return 0; }
+    hp_gemm_backend b;
+    const int k = hp_gemm_backend_parse(env, &b);
+    if (k < 0) {
+        fprintf(stderr, "hp: HP_GEMM expects openblas, onednn or auto, got '%s'\n", env);
+        return HP_EXIT_CONFIG;
+    }
+    *name = k == 1 ? "auto" : hp_gemm_backend_name(b);
+    return 0;
+}
+
+void tool_gemm_apply(const char *name, MPI_Comm comm, char *why, size_t n) {
+    why[0] = '\0';
+    hp_gemm_backend b = HP_GEMM_OPENBLAS;
+    if (hp_gemm_backend_parse(name, &b) == 1) {
+        int rank = 0, pick = 0;
+        MPI_Comm_rank(comm, &rank);
+        char text[160] = "";
+        if (rank == 0) pick = (int)hp_gemm_auto_measure(text, sizeof text);
+        MPI_Bcast(&pick, 1, MPI_INT, 0, comm);
+        b = pick == HP_GEMM_ONEDNN ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS;
+        if (rank == 0) snprintf(why, n, "gemm auto: %s, the faster (%s)", hp_gemm_backend_name(b), text);
+    }
+    hp_gemm_set_backend(b);
+}
+
+char *tool_first_line(char *buf, size_t n) {
+    char blas[256], gemm[160];
+    snprintf(buf, n, "hp: blas %s | %s", hp_blas_info_line(blas, sizeof blas), hp_gemm_info_line(gemm, sizeof gemm));
+    return buf;
+}

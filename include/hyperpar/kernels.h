@@ -27,6 +27,15 @@ void hp_linear_backward_first(float *dx,    // (N, in)   = dy @ w
                               const float *dy, const float *x, const float *w,
                               int N, int in, int out);
 
+// The same three under the bf16 policy: x, w and dy hold bf16 values (low 16 bits zero; the
+// caller rounded them), the products run with bf16 operands and fp32 accumulation (oneDNN's
+// bf16 matmul, or sgemm of the same values), outputs stay fp32 for the caller to round once.
+void hp_linear_forward_bf16(float *y, const float *x, const float *w, int N, int in, int out);
+void hp_linear_backward_bf16(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                             int N, int in, int out);
+void hp_linear_backward_first_bf16(float *dx, float *dw, const float *dy, const float *x,
+                                   const float *w, int N, int in, int out);
+
 // ---- embedding over a vocab slice [v0, v0+Vl) (rowwise TP); other ids give zero rows --
 void hp_embedding_forward(float *out,        // (N, D) overwritten
                           const int *tokens, // (N)

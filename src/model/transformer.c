@@ -103,6 +103,18 @@ static void partial_out(const hp_transformer *tf, float *x, size_t n) {
     if (tf->bf16 && hp_failpoint(HP_FP_BF16_TP_PARTIAL_ROUNDED)) hp_bf16_round(x, n);
 }
 
+// The linears of the model, with bf16 operands under the bf16 policy.
+static void linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
+                       int in, int out) {
+    if (tf->bf16) hp_linear_forward_bf16(y, x, w, N, in, out);
+    else hp_linear_forward(y, x, w, N, in, out);
+}
+static void linear_bwd_add(const hp_transformer *tf, float *dx, float *dw, const float *dy,
+                           const float *x, const float *w, int N, int in, int out) {
+    if (tf->bf16) hp_linear_backward_bf16(dx, dw, dy, x, w, N, in, out);
+    else hp_linear_backward(dx, dw, dy, x, w, N, in, out);
+}
+
 // The activations of block l for the running microbatch's slot (pipeline stages keep several
 // microbatches in flight; without pp there is one slot).
 static hp_block_acts *acts(hp_transformer *tf, int l) {
@@ -412,16 +424,16 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
                        tf->sh.Nres, D);
     op_out(tf, A->n1, nres);
     region_enter(tf, A->g1, A->n1, D);
-    hp_linear_forward(A->q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
-    hp_linear_forward(A->k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
-    hp_linear_forward(A->v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
+    linear_fwd(tf, A->q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
+    linear_fwd(tf, A->k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
+    linear_fwd(tf, A->v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
     op_out(tf, A->q, nq); op_out(tf, A->k, nkv); op_out(tf, A->v, nkv);
     hp_rope_forward(A->q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
     hp_rope_forward(A->k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
     op_out(tf, A->q, nq); op_out(tf, A->k, nkv);
     tf->hk.attn.forward(tf->hk.attn.ctx, A->attn, A->att, A->lse, A->q, A->k, A->v);
     op_out(tf, A->att, nq);   // (under cp the partial outputs and lse stay fp32: one rounding)
-    hp_linear_forward(tf->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
+    linear_fwd(tf, tf->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
     partial_out(tf, tf->reg_a, (size_t)Nr * D);
     check_partial(tf, tf->reg_a, (size_t)Nr * D, "attention output (wo)", l);
     region_exit(tf, tf->res_a, tf->reg_a, D);
@@ -439,12 +451,12 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
         hp_moe_block_forward(A->moe, tf->reg_a, A->g2, &w);
         keep_routing(tf, l, A->moe, recompute);
     } else {
-        hp_linear_forward(A->a1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
-        hp_linear_forward(A->a3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
+        linear_fwd(tf, A->a1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
+        linear_fwd(tf, A->a3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
         op_out(tf, A->a1, nf); op_out(tf, A->a3, nf);
         hp_swiglu_forward(A->act, A->a1, A->a3, nf);
         op_out(tf, A->act, nf);
-        hp_linear_forward(tf->reg_a, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
+        linear_fwd(tf, tf->reg_a, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
     }
     partial_out(tf, tf->reg_a, (size_t)Nr * D);
     check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
@@ -485,7 +497,7 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
                        tf->sh.Nres, D);
     op_out(tf, H->nf, (size_t)tf->sh.Nres * D);
     region_enter(tf, H->gf, H->nf, D);
-    hp_linear_forward(H->logits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
+    linear_fwd(tf, H->logits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
     op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
     unit_after_forward(tf, L + 1);
@@ -511,8 +523,9 @@ static void linear_bwd(hp_transformer *tf, int dx_first, float *dx, float *dw, f
         memcpy(keep_dy, dy, (size_t)N * out * sizeof(float));
         dw = NULL;
     }
-    if (dx_first) hp_linear_backward_first(dx, dw, dy, x, w, N, in, out);
-    else          hp_linear_backward(dx, dw, dy, x, w, N, in, out);
+    if (!dx_first)    linear_bwd_add(tf, dx, dw, dy, x, w, N, in, out);
+    else if (tf->bf16) hp_linear_backward_first_bf16(dx, dw, dy, x, w, N, in, out);
+    else              hp_linear_backward_first(dx, dw, dy, x, w, N, in, out);
 }
 
 // The structure check of a recompute (structure.h): the rerun's output (in res_a) must be the
@@ -661,19 +674,19 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
     const int qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     hp_head_acts *H = &tf->heads[tf->slot];
     if (last) {
-        hp_linear_backward(NULL, TOP_GRAD(pid_out), H->dy_out, H->gf, TOP_PARAM(pid_out), Nr, D, tf->sh.Vl);
+        linear_bwd_add(tf, NULL, TOP_GRAD(pid_out), H->dy_out, H->gf, TOP_PARAM(pid_out), Nr, D, tf->sh.Vl);
         unit_reduce(tf, L + 1);
     }
     for (int l = l1 - 1; l >= l0; l--) {
         hp_block_acts *A = acts(tf, l);
         if (!A->moe) {   // a MoE block ran its whole backward in the I
-            hp_linear_backward(NULL, GRAD(l, BP_W2), A->dy_w2, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
-            hp_linear_backward(NULL, GRAD(l, BP_W1), A->dy_w1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
-            hp_linear_backward(NULL, GRAD(l, BP_W3), A->dy_w3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
-            hp_linear_backward(NULL, GRAD(l, BP_WO), A->dy_wo, A->att, PARAM(l, BP_WO), Nr, qd, D);
-            hp_linear_backward(NULL, GRAD(l, BP_WQ), A->dy_q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
-            hp_linear_backward(NULL, GRAD(l, BP_WK), A->dy_k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
-            hp_linear_backward(NULL, GRAD(l, BP_WV), A->dy_v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
+            linear_bwd_add(tf, NULL, GRAD(l, BP_W2), A->dy_w2, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
+            linear_bwd_add(tf, NULL, GRAD(l, BP_W1), A->dy_w1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
+            linear_bwd_add(tf, NULL, GRAD(l, BP_W3), A->dy_w3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
+            linear_bwd_add(tf, NULL, GRAD(l, BP_WO), A->dy_wo, A->att, PARAM(l, BP_WO), Nr, qd, D);
+            linear_bwd_add(tf, NULL, GRAD(l, BP_WQ), A->dy_q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
+            linear_bwd_add(tf, NULL, GRAD(l, BP_WK), A->dy_k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
+            linear_bwd_add(tf, NULL, GRAD(l, BP_WV), A->dy_v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
         }
         unit_reduce(tf, 1 + l);
     }

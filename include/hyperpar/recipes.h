@@ -19,6 +19,7 @@
 // Markdown tables (the CTests readme_recipes_table / examples_recipes_table print the command).
 #ifndef HYPERPAR_RECIPES_H
 #define HYPERPAR_RECIPES_H
+#include <string.h>
 #include <stdio.h>
 
 typedef enum { HP_LEVEL_L0 = 0, HP_LEVEL_L1 = 1, HP_LEVEL_L2 = 2, HP_LEVEL_COUNT } hp_level;
@@ -46,6 +47,12 @@ typedef struct hp_recipe {
                              // run trains 6 steps under A, and 3 under A saved and resumed
                              // under B to step 6, whose losses must match (NULL: a verify recipe)
 } hp_recipe;
+
+// The recipe's precision policy: "bf16" when its flags ask for --mixed-precision-param
+// bfloat16, else "fp32".
+static inline const char *hp_recipe_precision(const hp_recipe *r) {
+    return r->extra && strstr(r->extra, "--mixed-precision-param bfloat16") ? "bf16" : "fp32";
+}
 
 // The world a recipe runs with: P*R*S*U*C*T (EP and ETP re-use those ranks).
 static inline int hp_recipe_world(const hp_recipe *r) {

@@ -136,13 +136,13 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
       "closeness",
       "bf16: op outputs rounded by truncation instead of round-to-nearest-even" },
     [HP_FP_BF16_TP_PARTIAL_ROUNDED] = { HP_FP_BF16_TP_PARTIAL_ROUNDED, "bf16_tp_partial_rounded", "M3-tp2-bf16", M3TP2 BF16,
-      "closeness",
+      "structure: tp partial sums",
       "bf16: a row-parallel output rounded to bf16 on each tp rank before the fp32 sum (TorchTitan #1750)" },
     [HP_FP_BF16_GRAD_REDUCE] = { HP_FP_BF16_GRAD_REDUCE, "bf16_grad_reduce", "M4-s2-bf16", M4S2 BF16,
       "structure: gradient reduction",
       "bf16: the gradient reduce-scatter's result is bf16 where the policy reduces in fp32" },
     [HP_FP_BF16_MICROBATCH_SUM] = { HP_FP_BF16_MICROBATCH_SUM, "bf16_microbatch_sum", "GA-bf16", GA BF16,
-      "closeness",
+      "structure: gradient accumulation",
       "bf16: the gradients of the microbatches are summed in bf16, not fp32" },
 };
 

@@ -28,6 +28,8 @@
 #define CLIP  "--max-norm 0.1"
 #define NOLB  "--cp-no-balance"
 #define TEXT  "--data /usr/share/common-licenses/GPL-3"
+#define BF16  "--mixed-precision-param bfloat16"
+#define PP4   "--layers 4 --pp-schedule"
 
 //  id               row    model       R  S  C  T  sp  EP ET rotate       dispatcher   level same_as          example
 const hp_recipe hp_recipes[] = {
@@ -125,6 +127,35 @@ const hp_recipe hp_recipes[] = {
     { "M6-ac-full",   "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag",       EX3, "M6 ring, every block recomputed in its backward (SP gathers and the ring again)", "--ac full", 0, 0, NULL },
     { "M6-ac-every2", "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, "M6-ag",       EX3, "M6 all-gather K/V, every 2nd block recomputed (TorchTitan's ac_freq 2)", "--ac every:2", 0, 0, NULL },
     { "C2-ac-full",   "C2",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "ring",      NULL,        L2, "C2-ep4-ag",   EX6, "C2 ep 4, every block recomputed: the EP dispatch again, the same routing", "--ac full", 0, 0, NULL },
+    // bf16 mixed precision (precision.md): FSDP2's policy on every layout, checked for closeness
+    // against one bf16 process over the bf16 noise, and for structure bit for bit
+    { "M1b-bf16",     "M1",  "tiny",     2, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "bf16 DDP: each replica rounds its local grads, summed in fp32", BF16, 0, 0, NULL },
+    { "M2-tp4-bf16",  "M2",  "tiny",     1, 1, 1, 4,  0, 1, 1, NULL,        NULL,        L1, NULL,          EX1, "bf16 TP 4: row-parallel partials summed in fp32, rounded once", BF16, 0, 0, NULL },
+    { "M3-tp4-bf16",  "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "bf16 TP + SP 4: the reduce-scatter sums fp32 partials", BF16, 0, 0, NULL },
+    { "M4-s4-bf16",   "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "bf16 FSDP2 4: shards cast before a 2-byte all-gather", BF16, 0, 0, NULL },
+    { "M5-s2-ag-bf16","M5",  "tiny",     1, 2, 2, 1, -1, 1, 1, "allgather", NULL,        L1, NULL,          EX4, "bf16 CP + FSDP2, all-gather K/V (fp32 partial outputs inside)", BF16, 0, 0, NULL },
+    { "M5-s2-ring-bf16","M5","tiny",     1, 2, 2, 1, -1, 1, 1, "ring",      NULL,        L1, "M5-s2-ag-bf16", EX4, "bf16 CP + FSDP2, ring rotation", BF16, 0, 0, NULL },
+    { "B2-bf16",      "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "bf16 TP + SP + FSDP2", BF16, 0, 0, NULL },
+    { "M6-ag-bf16",   "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "bf16 on the Titan grid (1,2,2,2)", BF16, 0, 0, NULL },
+    { "M7-tp2-bf16",  "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "bf16 HSDP x TP + SP", BF16, 0, 0, NULL },
+    { "S1-bf16",      "S1",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX5, "bf16 EP 4 (router in fp32, experts' outputs rounded once)", BF16, 0, 0, NULL },
+    { "S1b-bf16",     "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "bf16 EP borrowing TP", BF16, 0, 0, NULL },
+    { "S2-bf16",      "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "bf16 ETP: expert partials summed in fp32 over tp", BF16, 0, 0, NULL },
+    { "C2-ep4-ag-bf16","C2", "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX6, "bf16 on the C-level MoE grid", BF16, 0, 0, NULL },
+    { "C3-ag-bf16",   "C3",  "tiny-moe", 2, 1, 2, 2,  1, 2, 1, "allgather", NULL,        L2, NULL,          EX6, "bf16 HSDP + CP + TP + EP", BF16, 0, 0, NULL },
+    { "P1-1f1b-bf16", "P1",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX7, "bf16 PP 1F1B: microbatch grads rounded, summed in fp32", PP4 " 1f1b --pp-microbatches 4 " BF16, 2, 0, NULL },
+    { "P3-bf16",      "P3",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, "P1-1f1b-bf16", EX7, "bf16 interleaved 1F1B", PP4 " interleaved-1f1b --pp-virtual 2 --pp-microbatches 4 " BF16, 2, 0, NULL },
+    { "P4-bf16",      "P4",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, "P1-1f1b-bf16", EX7, "bf16 zero bubble V (I and W apart)", PP4 " zbv --pp-microbatches 4 " BF16, 2, 0, NULL },
+    { "P5-bf16",      "P5",  "tiny",     1, 2, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "bf16 PP + FSDP2: kept units checked against the master each use", PP4 " 1f1b --pp-microbatches 4 " BF16, 2, 0, NULL },
+    { "C4-bf16",      "C4",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX7, "bf16 on the 5-D Titan grid", PP4 " interleaved-1f1b --pp-virtual 2 --pp-microbatches 4 " BF16, 2, 0, NULL },
+    { "C5-bf16",      "C5",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX7, "bf16 on the 5-D MoE grid", PP4 " 1f1b --pp-microbatches 2 " BF16, 2, 0, NULL },
+    { "U3-bf16",      "U3",  "tiny",     1, 1, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "bf16 Ulysses 8: repeated kv heads' grads summed", BF16, 0, 8, NULL },
+    { "U6-bf16",      "U6",  "tiny",     1, 1, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX8, "bf16 Ulysses x ring x TP", BF16, 0, 2, NULL },
+    { "U7-bf16",      "U7",  "tiny-moe", 1, 2, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX8, "bf16 Ulysses + EP", BF16, 0, 2, NULL },
+    { "GA-bf16",      "GA",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "bf16 accumulation: each microbatch's grads rounded, summed in fp32", "--microbatches 4 " BF16, 0, 0, NULL },
+    { "M6-ac-full-bf16","M6","tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag-bf16",  EX3, "bf16 with every block recomputed: the recompute equals its forward bit for bit", "--ac full " BF16, 0, 0, NULL },
+    { "K2-bf16",      "K",   "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX0, "bf16 FSDP4 -> TP2 x FSDP2: the fp32 master saved and resharded", ADAMW " " BF16, 0, 0,
+      "--model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 " ADAMW " " BF16 },
 };
 const int hp_n_recipes = (int)(sizeof hp_recipes / sizeof hp_recipes[0]);
 

@@ -27,8 +27,8 @@ void hp_recipes_list(FILE *out) {
 // The README's recipe table (between its "recipes:begin" and "recipes:end" markers; the test
 // readme_recipes_table fails when the two differ).
 void hp_recipes_markdown(FILE *out) {
-    fprintf(out, "| ID | model | P | R | S | U | C | T | SP | EP | ET | world | level | what |\n");
-    fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(out, "| ID | model | precision | P | R | S | U | C | T | SP | EP | ET | world | level | what |\n");
+    fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     char flags[512];
     for (int i = 0; i < hp_n_recipes; i++) {
         const hp_recipe *r = &hp_recipes[i];
@@ -40,8 +40,8 @@ void hp_recipes_markdown(FILE *out) {
         const int sp_on = r->sp == 1 || (r->sp == -1 && r->T > 1);
         char ep[16] = "–", et[16] = "–";
         if (r->EP > 1) { snprintf(ep, sizeof ep, "%d", r->EP); snprintf(et, sizeof et, "%d", r->ET); }
-        fprintf(out, "| %s | %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %d | %s | %s%s%s%s |\n",
-                r->id, model, r->P > 1 ? r->P : 1, r->R, r->S, r->U > 1 ? r->U : 1, r->C, r->T,
+        fprintf(out, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %d | %s | %s%s%s%s |\n",
+                r->id, model, hp_recipe_precision(r), r->P > 1 ? r->P : 1, r->R, r->S, r->U > 1 ? r->U : 1, r->C, r->T,
                 r->T > 1 ? (sp_on ? "on" : "off") : "–", ep, et, hp_recipe_world(r),
                 hp_level_name(r->level), r->what, r->extra ? " (`" : "", r->extra ? r->extra : "",
                 r->extra ? "`)" : "");

@@ -101,9 +101,9 @@ void tool_plan_summary(FILE *out, const tool_matrix_report *m, const char *bold)
 
 void tool_report_table(FILE *out, const tool_matrix_report *m) {
     if (m->n_rec || !m->n_faults)   // hp matrix --faults-only: no recipe table
-        fprintf(out, "%-13s %-3s %-30s %5s %9s %-40s %-24s %-11s %6s %4s  %s\n", "recipe", "lvl", "dims",
-                "world", "loss rel", "worst grad rel (tensor)", "bytes counted / formula", "plan peak",
-                "time", "det", "verdict");
+        fprintf(out, "%-13s %-3s %-4s %-30s %5s %9s %-40s %-10s %-24s %-11s %6s %4s  %s\n", "recipe", "lvl",
+                "prec", "dims", "world", "loss rel", "worst grad rel (tensor)", "closeness",
+                "bytes counted / formula", "plan peak", "time", "det", "verdict");
     for (int i = 0; i < m->n_rec; i++) {
         const tool_recipe_result *x = &m->rec[i];
         char dims[64], lre[16], gre[16], grad[64], bytes[48];
@@ -118,9 +118,12 @@ void tool_report_table(FILE *out, const tool_matrix_report *m) {
             snprintf(bytes, sizeof bytes, "-");
         char plan[24];
         tool_plan_text(x, plan, sizeof plan);
-        fprintf(out, "%-13s %-3s %-30s %5d %9s %-40s %-24s %-11s %5.1fs %4s  %s\n", x->r->id,
-                hp_level_name(x->r->level), dims, x->world, lre, grad, bytes, plan, x->seconds,
-                tool_det_text(x->deterministic), tool_verdict_name(x->verdict));
+        char close[24] = "-";   // bf16: the worst closeness ratio / its bound c
+        if (x->have_json && x->closeness >= 0)
+            snprintf(close, sizeof close, "%.2f/%.1f", x->closeness_worst, x->closeness);
+        fprintf(out, "%-13s %-3s %-4s %-30s %5d %9s %-40s %-10s %-24s %-11s %5.1fs %4s  %s\n", x->r->id,
+                hp_level_name(x->r->level), hp_recipe_precision(x->r), dims, x->world, lre, grad, close,
+                bytes, plan, x->seconds, tool_det_text(x->deterministic), tool_verdict_name(x->verdict));
     }
     for (int i = 0; i < m->n_rec; i++) {
         const tool_recipe_result *x = &m->rec[i];

@@ -47,6 +47,11 @@ typedef struct tool_recipe_result {
     int    plan_checked;               // the planner's prediction was compared (hp_plan_check_run)
     int    plan_pass;                  // persistent bytes and every (group, op) equal, peak within 10%
     double plan_peak_ratio;            // predicted / measured peak bytes (world rank 0)
+    // bf16 recipes: the closeness check's worst ratio, its c and what had it (-1: not bf16);
+    // every recipe: the structure check's comparisons and mismatches
+    double closeness_worst, closeness;
+    char   closeness_worst_of[80];
+    double structure_checks, structure_mismatches;
     // pipeline: the verified run's last step, per pp rank (at most TOOL_REPORT_PP_RANKS ranks and
     // TOOL_REPORT_PP_ACTIONS actions each): op (0 F, 1 B, 2 I, 3 W), start and end in ms
     int    pp_ranks, pp_n[TOOL_REPORT_PP_RANKS];

@@ -66,6 +66,14 @@ int tool_report_json(const char *path, const tool_matrix_report *m) {
             cJSON_AddNumberToObject(o, "worst_grad_rel", x->worst_grad_rel);
             cJSON_AddStringToObject(o, "worst_param", x->worst_param);
             cJSON_AddNumberToObject(o, "worst_param_rel", x->worst_param_rel);
+            cJSON_AddStringToObject(o, "precision", hp_recipe_precision(x->r));
+            if (x->closeness >= 0) {
+                cJSON_AddNumberToObject(o, "closeness_worst", x->closeness_worst);
+                cJSON_AddNumberToObject(o, "closeness", x->closeness);
+                cJSON_AddStringToObject(o, "closeness_worst_of", x->closeness_worst_of);
+            }
+            cJSON_AddNumberToObject(o, "structure_checks", x->structure_checks);
+            cJSON_AddNumberToObject(o, "structure_mismatches", x->structure_mismatches);
             cJSON_AddNumberToObject(o, "tol_grad", x->tol_grad);
             cJSON_AddNumberToObject(o, "tol_param", x->tol_param);
             cJSON_AddBoolToObject(o, "init_equal", x->init_equal);

@@ -104,9 +104,9 @@ int tool_report_markdown(const char *path, const tool_matrix_report *m) {
                "S dp_shard, U ulysses, C cp, T tp, EP ep, ET etp; world = P*R*S*U*C*T.\n\n",
             tol_text(hp_verify_tol.grad, tg, sizeof tg), tol_text(hp_verify_tol.loss, tl, sizeof tl),
             tol_text(hp_verify_tol.traj, tt, sizeof tt));
-    fprintf(f, "| recipe | level | dims | world | loss rel err | worst grad rel (tensor) | worst param rel (tensor) | "
-               "traj worst | bytes counted / formula | plan peak | time | det | verdict |\n");
-    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| recipe | level | precision | dims | world | loss rel err | worst grad rel (tensor) | worst param rel (tensor) | "
+               "traj worst | bf16 closeness (worst / c) | structure | bytes counted / formula | plan peak | time | det | verdict |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < m->n_rec; i++) {
         const tool_recipe_result *x = &m->rec[i];
         char dims[64], a[16], b[16], c[16], d[16];
@@ -115,9 +115,16 @@ int tool_report_markdown(const char *path, const tool_matrix_report *m) {
         tool_fmt_err(b, sizeof b, x->have_json ? x->worst_grad_rel : -1);
         tool_fmt_err(c, sizeof c, x->have_json ? x->worst_param_rel : -1);
         tool_fmt_err(d, sizeof d, x->have_json ? x->traj_worst : -1);
-        fprintf(f, "| %s | %s | %s | %d | %s | ", x->r->id, hp_level_name(x->r->level), dims, x->world, a);
+        fprintf(f, "| %s | %s | %s | %s | %d | %s | ", x->r->id, hp_level_name(x->r->level),
+                hp_recipe_precision(x->r), dims, x->world, a);
         if (x->have_json) fprintf(f, "%s `%s` | %s `%s` | %s | ", b, x->worst_grad, c, x->worst_param, d);
         else fprintf(f, "- | - | - | ");
+        if (x->have_json && x->closeness >= 0)
+            fprintf(f, "%.3f / %.1f `%s` | ", x->closeness_worst, x->closeness, x->closeness_worst_of);
+        else fprintf(f, "- | ");
+        if (x->have_json)
+            fprintf(f, "%.0f of %.0f ok | ", x->structure_checks - x->structure_mismatches, x->structure_checks);
+        else fprintf(f, "- | ");
         if (x->have_json) fprintf(f, "%.0f / %.0f %s", x->bytes_counted, x->bytes_predicted, x->traffic_ok ? "ok" : "**DIFF**");
         else fprintf(f, "-");
         char plan[24];

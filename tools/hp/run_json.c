@@ -28,6 +28,12 @@ void tool_recipe_result_take(tool_recipe_result *x, const hp_verify_record *v) {
     x->traffic_ok = v->traffic_ok;
     x->init_equal = v->init_equal;
     x->replica_diff = v->replica_diff;
+    const int bf16 = !strcmp(v->precision, "bfloat16");
+    x->closeness_worst = bf16 ? v->closeness_worst : -1;
+    x->closeness = bf16 ? v->closeness : -1;
+    snprintf(x->closeness_worst_of, sizeof x->closeness_worst_of, "%s", bf16 ? v->closeness_worst_of : "");
+    x->structure_checks = v->structure_checks;
+    x->structure_mismatches = v->structure_mismatches;
     double flips = 0.0;   // summed in double: an int sum of large counts would overflow
     for (int i = 0; i < v->n_moe_layers; i++) flips += v->route_flips[i];
     x->route_flips = flips >= (double)INT_MAX ? INT_MAX : flips <= (double)INT_MIN ? INT_MIN : (int)flips;

@@ -21,8 +21,8 @@ FOLDER = {"src/dims": "base", "src/util": "base", "src/comm": "comm", "src/data"
           "src/checkpoint": "checkpoint", "src/verify": "verify", "tools/hp": "tool"}
 PUBLIC = {  # include/hyperpar/<name>: the layer that implements it
     "optim.h": "optim", "dims.h": "base", "mesh.h": "base", "shapes.h": "base", "pipeline.h": "base", "config.h": "base",
-    "rng.h": "base", "safetensors.h": "base", "failpoint.h": "base", "memtrack.h": "base",
-    "comm.h": "comm", "data.h": "data", "kernels.h": "kernels", "blas.h": "kernels",
+    "rng.h": "base", "safetensors.h": "base", "failpoint.h": "base", "memtrack.h": "base", "structure.h": "base",
+    "comm.h": "comm", "data.h": "data", "kernels.h": "kernels", "blas.h": "kernels", "bf16.h": "kernels",
     "params.h": "model", "moe.h": "model",
     "cp.h": "parallel", "cp_stats.h": "parallel", "ulysses.h": "parallel",
     "plan.h": "plan", "traffic.h": "plan", "traffic_ac.h": "plan",

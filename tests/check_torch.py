@@ -3,8 +3,14 @@
 (float64), loads the initial model and batch that `hp run --dump DIR` wrote, computes the loss
 and every gradient with autograd, and compares them with the dumped loss and gradients.
 
-Written from ../shared/spec/model.md alone (no hyperpar code). Exit 0 on agreement, 1 on a
-miss, 77 (skip) when torch is not installed.
+A run under --mixed-precision-param bfloat16 (result.json "precision") is compared with the same
+model in PyTorch bf16 instead: parameters cast to bf16, every op on bf16 tensors (PyTorch's CPU
+ops compute in fp32 and round once), RMSNorm, RoPE, attention, the router and the loss in fp32
+inside, autograd's own bf16 backward; the float64 model measures the bf16 noise, and each
+tensor's distance to PyTorch's bf16 must stay within the closeness bound of precision.md §4.2.
+
+Written from ../shared/spec/model.md and precision.md alone (no hyperpar code). Exit 0 on
+agreement, 1 on a miss, 77 (skip) when torch is not installed.
 """
 import json
 import math
@@ -114,13 +120,122 @@ def loss_fn(p, tokens, labels, cfg):
     return ce / (lab != -100).sum()
 
 
+# ---- the bf16 policy (precision.md §2.2), the casts PyTorch's own bf16 ops make ----------------
+BF = torch.bfloat16
+
+
+def rmsnorm_bf16(x, w, eps):
+    x32 = x.float()
+    return (x32 * torch.rsqrt((x32 * x32).mean(-1, keepdim=True) + eps) * w.float()).to(BF)
+
+
+def attention_bf16(x, p, l, cfg):
+    B, S, D = x.shape
+    H, Hkv = cfg["n_heads"], cfg["n_kv_heads"]
+    hd = D // H
+    q = (x @ p[f"layers.{l}.attention.wq.weight"].T).reshape(B, S, H, hd)
+    k = (x @ p[f"layers.{l}.attention.wk.weight"].T).reshape(B, S, Hkv, hd)
+    v = (x @ p[f"layers.{l}.attention.wv.weight"].T).reshape(B, S, Hkv, hd)
+    q = rope(q.double(), cfg["rope_theta"]).float().to(BF)
+    k = rope(k.double(), cfg["rope_theta"]).float().to(BF)
+    rep = H // Hkv
+    k = k.repeat_interleave(rep, dim=2).float()
+    v = v.repeat_interleave(rep, dim=2).float()
+    s = torch.einsum("bihd,bjhd->bhij", q.float(), k) / math.sqrt(hd)
+    mask = torch.ones(S, S, dtype=torch.bool).tril()
+    s = s.masked_fill(~mask, float("-inf"))
+    o = torch.einsum("bhij,bjhd->bihd", torch.softmax(s, dim=-1), v).reshape(B, S, H * hd).to(BF)
+    return o @ p[f"layers.{l}.attention.wo.weight"].T
+
+
+def ffn_bf16_parts(x, w1, w2, w3):
+    act = (torch.nn.functional.silu((x @ w1.T).float()) * (x @ w3.T).float()).to(BF)
+    return act.float() @ w2.float().T   # the output in fp32: rounded by the caller, once
+
+
+def moe_bf16(x, p, l, cfg):
+    B, S, D = x.shape
+    xt = x.reshape(B * S, D)
+    pre = f"layers.{l}.moe."
+    logits = xt.float() @ p[pre + "router.gate.weight"].float().T   # the router in fp32
+    scores = torch.sigmoid(logits) if cfg["score_func"] == "sigmoid" else torch.softmax(logits, -1)
+    idx = torch.sort(-scores.detach(), dim=-1, stable=True).indices[:, :cfg["top_k"]]
+    g = scores.gather(1, idx)
+    if cfg["route_norm"]:
+        g = g / g.sum(-1, keepdim=True)
+    g = g * cfg["route_scale"]
+    out = torch.zeros(xt.shape, dtype=torch.float32)
+    for e in range(cfg["num_experts"]):
+        rows, slot = (idx == e).nonzero(as_tuple=True)
+        if rows.numel():
+            y = ffn_bf16_parts(xt[rows], p[pre + "experts.w1"][e], p[pre + "experts.w2"][e], p[pre + "experts.w3"][e])
+            out = out.index_add(0, rows, g[rows, slot][:, None] * y)
+    if cfg["n_shared_experts"] > 0:
+        out = out + ffn_bf16_parts(xt, p[pre + "shared_experts.w1.weight"], p[pre + "shared_experts.w2.weight"],
+                                   p[pre + "shared_experts.w3.weight"])
+    return out.to(BF).reshape(B, S, D)
+
+
+def loss_fn_bf16(p, tokens, labels, cfg):
+    h = p["tok_embeddings.weight"][tokens.long()]
+    for l in range(cfg["n_layers"]):
+        h = h + attention_bf16(rmsnorm_bf16(h, p[f"layers.{l}.attention_norm.weight"], cfg["norm_eps"]), p, l, cfg)
+        x = rmsnorm_bf16(h, p[f"layers.{l}.ffn_norm.weight"], cfg["norm_eps"])
+        if cfg["num_experts"] > 0 and l >= cfg["n_dense_layers"]:
+            h = h + moe_bf16(x, p, l, cfg)
+        else:
+            h = h + ffn_bf16_parts(x, p[f"layers.{l}.feed_forward.w1.weight"], p[f"layers.{l}.feed_forward.w2.weight"],
+                                   p[f"layers.{l}.feed_forward.w3.weight"]).to(BF)
+    logits = rmsnorm_bf16(h, p["norm.weight"], cfg["norm_eps"]) @ p["output.weight"].T
+    lab = labels.long().reshape(-1)
+    ce = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), lab,
+                                           ignore_index=-100, reduction="sum")
+    return ce / (lab != -100).sum()
+
+
+CLOSENESS = 1.6   # precision.md §4.2: ||hyperpar - torch bf16|| / ||torch bf16 - float64||
+
+
+def main_bf16(d, result, cfg, master, batch, grads):
+    p64 = {k: v.double().requires_grad_(True) for k, v in master.items()}
+    pbf = {k: v.to(BF).requires_grad_(True) for k, v in master.items()}
+    l64 = loss_fn(p64, batch["tokens"], batch["labels"], cfg)
+    l64.backward()
+    lbf = loss_fn_bf16(pbf, batch["tokens"], batch["labels"], cfg)
+    lbf.backward()
+    fails = 0
+    noise = abs(lbf.item() - l64.item())
+    dist = abs(result["loss"] - lbf.item())
+    ratio = dist / noise if noise > 0 else (0.0 if dist == 0 else math.inf)
+    print(f"loss: hyperpar bf16 {result['loss']:.9f}  torch bf16 {lbf.item():.9f}  float64 {l64.item():.9f}"
+          f"  ratio {ratio:.3f}")
+    fails += not ratio <= CLOSENESS
+    worst = (0.0, "")
+    for name in master:
+        ref, f64 = pbf[name].grad.double(), p64[name].grad
+        got = grads[name].double()
+        noise = (ref - f64).norm().item()
+        dist = (got - ref).norm().item()
+        ratio = dist / noise if noise > 0 else (0.0 if dist == 0 else math.inf)
+        worst = max(worst, (ratio, name))
+        if not ratio <= CLOSENESS:
+            print(f"  {name}: |hp - torch bf16| {dist:.3e}, bf16 noise {noise:.3e}, ratio {ratio:.3f} FAIL")
+            fails += 1
+    print(f"gradients: worst closeness ratio {worst[0]:.3f} ({worst[1]}), bound {CLOSENESS}")
+    print(f"check_torch: {len(master) + 1 - fails} passed, {fails} failed")
+    sys.exit(1 if fails else 0)
+
+
 def main():
     d = sys.argv[1]
     result = json.load(open(f"{d}/result.json"))
     cfg = result["model"]
-    params = {k: v.double().requires_grad_(True) for k, v in read_safetensors(f"{d}/model.safetensors").items()}
+    master = read_safetensors(f"{d}/model.safetensors")
     batch = read_safetensors(f"{d}/batch.safetensors")
     grads = read_safetensors(f"{d}/grads.safetensors")
+    if result.get("precision") == "bfloat16":
+        main_bf16(d, result, cfg, master, batch, grads)
+    params = {k: v.double().requires_grad_(True) for k, v in master.items()}
     loss = loss_fn(params, batch["tokens"], batch["labels"], cfg)
     loss.backward()
     fails = 0

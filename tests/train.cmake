@@ -43,7 +43,10 @@ if(NOT HP_SYSTEM_PYTHON)
   set(HP_SYSTEM_PYTHON /usr/bin/python3)   # missing: the tests run and fail, never skip
 endif()
 if(TRUE)
-  foreach(case "tiny:" "tiny-moe:" "tiny-moe-alt:" "tiny-moe:--dp-shard;2;--tp;2;--ep;4" "tiny:--cp;2;--tp;2;--dp-shard;2")
+  # (the bf16 cases compare with PyTorch's bf16 model over the float64 one's noise, precision.md §4.2)
+  foreach(case "tiny:" "tiny-moe:" "tiny-moe-alt:" "tiny-moe:--dp-shard;2;--tp;2;--ep;4" "tiny:--cp;2;--tp;2;--dp-shard;2"
+          "tiny:--mixed-precision-param;bfloat16" "tiny-moe:--mixed-precision-param;bfloat16"
+          "tiny:--cp;2;--tp;2;--dp-shard;2;--mixed-precision-param;bfloat16")
     string(REPLACE ":" ";" parts "${case}")
     list(GET parts 0 model)
     list(REMOVE_AT parts 0)

@@ -183,7 +183,10 @@ def bench(args):
         tokens, labels = ids[:, :S].contiguous(), ids[:, 1:].contiguous()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        l = model(tokens, labels)
+        # --bf16: PyTorch's bf16 autocast (fp32 parameters and AdamW, bf16 matmuls), what a
+        # user of hp's --mixed-precision-param bfloat16 compares with
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            l = model(tokens, labels)
         l.backward()
         opt.step()
         dt = (time.perf_counter() - t0) * 1e3
@@ -197,7 +200,7 @@ def bench(args):
     median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
     matmul, attn = step_flops(V, D, L, H, Hkv, Fh, B, S)
     res = {
-        "impl": "pytorch-eager", "torch": torch.__version__, "model": args.model, "batch": B,
+        "impl": "pytorch-eager-bf16-autocast" if args.bf16 else "pytorch-eager", "torch": torch.__version__, "model": args.model, "batch": B,
         "seq_len": S, "threads": torch.get_num_threads(),
         "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""), "steps": args.steps,
         "ms_best": times[0], "ms_median": median, "tokens_per_s": B * S / (times[0] * 1e-3),
@@ -262,6 +265,7 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-2)
     ap.add_argument("--json")
     ap.add_argument("--check", metavar="DIR")
+    ap.add_argument("--bf16", action="store_true", help="the step under torch.autocast(cpu, bfloat16)")
     args = ap.parse_args()
     if args.check:
         return check(args)

@@ -11,6 +11,8 @@
 #   bench/run.sh                      # threads 1 and 2, model bench, B 4 x S 512
 #   THREADS="1" STEPS=5 bench/run.sh  # settings: THREADS, MODEL, SEQ, BATCH, STEPS, WARMUP, ROUNDS,
 #                                     # BUILD_DIR (default build), OUT (default /tmp/hp-bench)
+#   PRECISION=bf16 bench/run.sh       # hp --mixed-precision-param bfloat16 --gemm onednn against
+#                                     # PyTorch's bf16 autocast (target 1.5x at 1 and 2 threads)
 # The machine may be shared: each round runs hyperpar then PyTorch back to back, ROUNDS times
 # (default 2), and the best step of each side counts.
 set -euo pipefail
@@ -24,6 +26,12 @@ WARMUP=${WARMUP:-2}   # PyTorch's first two steps are slow (allocator, AdamW sta
 ROUNDS=${ROUNDS:-2}
 BUILD_DIR=${BUILD_DIR:-build}
 OUT=${OUT:-${TMPDIR:-/tmp}/hp-bench}
+PRECISION=${PRECISION:-fp32}
+case "$PRECISION" in
+  fp32) hp_precision=(); torch_precision=() ;;
+  bf16) hp_precision=(--mixed-precision-param bfloat16 --gemm onednn); torch_precision=(--bf16) ;;
+  *) echo "run.sh: PRECISION is fp32 or bf16, got '$PRECISION'" >&2; exit 2 ;;
+esac
 PY=/usr/bin/python3   # Debian's python3, the one python3-torch installs into
 
 if ! "$PY" -c 'import torch' 2>/dev/null; then
@@ -50,14 +58,15 @@ for t in $THREADS; do
   for r in $(seq 1 "$ROUNDS"); do
     echo "== threads $t, round $r: hyperpar"
     OPENBLAS_NUM_THREADS=$t "$BUILD_DIR/hp" bench --model "$MODEL" --seq-len "$SEQ" --batch "$BATCH" \
-      --steps "$STEPS" --warmup "$WARMUP" --threads "$t" --json "$OUT/hp_t${t}_r${r}.json"
+      --steps "$STEPS" --warmup "$WARMUP" --threads "$t" ${hp_precision[@]+"${hp_precision[@]}"} \
+      --json "$OUT/hp_t${t}_r${r}.json"
     core=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["blas_core"])' "$OUT/hp_t${t}_r${r}.json")
     echo "== threads $t, round $r: PyTorch eager (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-$core})"
     # torch.set_num_threads does not reach OpenBLAS (torch's BLAS here): both get the count
     OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-$core} \
     OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t "$PY" bench/bench_torch.py --model "$MODEL" \
       --seq-len "$SEQ" --batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --threads "$t" \
-      --json "$OUT/torch_t${t}_r${r}.json" >/dev/null
+      ${torch_precision[@]+"${torch_precision[@]}"} --json "$OUT/torch_t${t}_r${r}.json" >/dev/null
   done
 done
 

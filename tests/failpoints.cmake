@@ -26,3 +26,13 @@ add_test(NAME failpoints_table
                  $<TARGET_FILE:hp> ${HP_FP_REPORT} ${CMAKE_CURRENT_LIST_DIR}/check_faults_doc.sh
                  ${CMAKE_SOURCE_DIR}/docs/verification.md)
 set_tests_properties(failpoints_table PROPERTIES LABELS L2 TIMEOUT 600 PROCESSORS 2)
+
+# kept_unit_stale under clipping to 0.05: the stale unit no longer shows in the loss trajectory,
+# and the structure check of the parameter all-gather (fp32: the gathered copy must be the
+# current master) is what catches it
+add_test(NAME failpoint_kept_unit_stale_clipped
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_failpoint.sh $<TARGET_FILE:hp> kept_unit_stale
+                 "structure: parameter all-gather" ${CMAKE_CURRENT_BINARY_DIR}/failpoints_clipped --
+                 --model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 1 --pp 2 --layers 4
+                 --pp-schedule 1f1b --pp-microbatches 4 --max-norm 0.05)
+set_tests_properties(failpoint_kept_unit_stale_clipped PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 2)

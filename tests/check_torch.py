@@ -79,28 +79,36 @@ def ffn(x, w1, w2, w3):
     return (torch.nn.functional.silu(x @ w1.T) * (x @ w3.T)) @ w2.T
 
 
-def moe(x, p, l, cfg):
-    B, S, D = x.shape
-    xt = x.reshape(B * S, D)
-    pre = f"layers.{l}.moe."
-    logits = xt @ p[pre + "router.gate.weight"].T
+def route(logits, cfg):
+    """The router's experts (N, K) and gates (N, K) from its logits."""
     scores = torch.sigmoid(logits) if cfg["score_func"] == "sigmoid" else torch.softmax(logits, -1)
     # top-k, a tie going to the lower expert id: stable sort of -score keeps id order on ties
     idx = torch.sort(-scores.detach(), dim=-1, stable=True).indices[:, :cfg["top_k"]]
     g = scores.gather(1, idx)
     if cfg["route_norm"]:
         g = g / g.sum(-1, keepdim=True)
-    g = g * cfg["route_scale"]
-    out = torch.zeros_like(xt)
+    return idx, g * cfg["route_scale"]
+
+
+def moe(x, p, l, cfg, bf16=False):
+    """The MoE block; bf16: the router in fp32, the experts' w1/w3 and gate products rounded, their
+    w2 outputs, the weighted sum and the shared expert in fp32, the block's output rounded once."""
+    B, S, D = x.shape
+    xt = x.reshape(B * S, D)
+    pre = f"layers.{l}.moe."
+    gate = p[pre + "router.gate.weight"]
+    idx, g = route(xt.float() @ gate.float().T if bf16 else xt @ gate.T, cfg)
+    expert = ffn_bf16_parts if bf16 else ffn
+    out = torch.zeros(xt.shape, dtype=torch.float32) if bf16 else torch.zeros_like(xt)
     for e in range(cfg["num_experts"]):
         rows, slot = (idx == e).nonzero(as_tuple=True)
         if rows.numel():
-            y = ffn(xt[rows], p[pre + "experts.w1"][e], p[pre + "experts.w2"][e], p[pre + "experts.w3"][e])
+            y = expert(xt[rows], p[pre + "experts.w1"][e], p[pre + "experts.w2"][e], p[pre + "experts.w3"][e])
             out = out.index_add(0, rows, g[rows, slot][:, None] * y)
     if cfg["n_shared_experts"] > 0:
-        out = out + ffn(xt, p[pre + "shared_experts.w1.weight"], p[pre + "shared_experts.w2.weight"],
-                        p[pre + "shared_experts.w3.weight"])
-    return out.reshape(B, S, D)
+        out = out + expert(xt, p[pre + "shared_experts.w1.weight"], p[pre + "shared_experts.w2.weight"],
+                           p[pre + "shared_experts.w3.weight"])
+    return (out.to(BF) if bf16 else out).reshape(B, S, D)
 
 
 def loss_fn(p, tokens, labels, cfg):
@@ -153,36 +161,13 @@ def ffn_bf16_parts(x, w1, w2, w3):
     return act.float() @ w2.float().T   # the output in fp32: rounded by the caller, once
 
 
-def moe_bf16(x, p, l, cfg):
-    B, S, D = x.shape
-    xt = x.reshape(B * S, D)
-    pre = f"layers.{l}.moe."
-    logits = xt.float() @ p[pre + "router.gate.weight"].float().T   # the router in fp32
-    scores = torch.sigmoid(logits) if cfg["score_func"] == "sigmoid" else torch.softmax(logits, -1)
-    idx = torch.sort(-scores.detach(), dim=-1, stable=True).indices[:, :cfg["top_k"]]
-    g = scores.gather(1, idx)
-    if cfg["route_norm"]:
-        g = g / g.sum(-1, keepdim=True)
-    g = g * cfg["route_scale"]
-    out = torch.zeros(xt.shape, dtype=torch.float32)
-    for e in range(cfg["num_experts"]):
-        rows, slot = (idx == e).nonzero(as_tuple=True)
-        if rows.numel():
-            y = ffn_bf16_parts(xt[rows], p[pre + "experts.w1"][e], p[pre + "experts.w2"][e], p[pre + "experts.w3"][e])
-            out = out.index_add(0, rows, g[rows, slot][:, None] * y)
-    if cfg["n_shared_experts"] > 0:
-        out = out + ffn_bf16_parts(xt, p[pre + "shared_experts.w1.weight"], p[pre + "shared_experts.w2.weight"],
-                                   p[pre + "shared_experts.w3.weight"])
-    return out.to(BF).reshape(B, S, D)
-
-
 def loss_fn_bf16(p, tokens, labels, cfg):
     h = p["tok_embeddings.weight"][tokens.long()]
     for l in range(cfg["n_layers"]):
         h = h + attention_bf16(rmsnorm_bf16(h, p[f"layers.{l}.attention_norm.weight"], cfg["norm_eps"]), p, l, cfg)
         x = rmsnorm_bf16(h, p[f"layers.{l}.ffn_norm.weight"], cfg["norm_eps"])
         if cfg["num_experts"] > 0 and l >= cfg["n_dense_layers"]:
-            h = h + moe_bf16(x, p, l, cfg)
+            h = h + moe(x, p, l, cfg, bf16=True)
         else:
             h = h + ffn_bf16_parts(x, p[f"layers.{l}.feed_forward.w1.weight"], p[f"layers.{l}.feed_forward.w2.weight"],
                                    p[f"layers.{l}.feed_forward.w3.weight"]).to(BF)

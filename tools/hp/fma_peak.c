@@ -29,31 +29,36 @@ static double now_s(void) {
 }
 
 #ifdef HP_X86
-__attribute__((target("avx512f"))) static double loop_avx512(long iters) {
-    const __m512 m = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
-    __m512 a0 = _mm512_set1_ps(0.10f), a1 = _mm512_set1_ps(0.11f), a2 = _mm512_set1_ps(0.12f),
-           a3 = _mm512_set1_ps(0.13f), a4 = _mm512_set1_ps(0.14f), a5 = _mm512_set1_ps(0.15f),
-           a6 = _mm512_set1_ps(0.16f), a7 = _mm512_set1_ps(0.17f), a8 = _mm512_set1_ps(0.18f),
-           a9 = _mm512_set1_ps(0.19f), a10 = _mm512_set1_ps(0.20f), a11 = _mm512_set1_ps(0.21f),
-           a12 = _mm512_set1_ps(0.22f), a13 = _mm512_set1_ps(0.23f), a14 = _mm512_set1_ps(0.24f),
-           a15 = _mm512_set1_ps(0.25f);
-    for (long i = 0; i < iters; i++) {
-        a0 = _mm512_fmadd_ps(a0, m, c);   a1 = _mm512_fmadd_ps(a1, m, c);
-        a2 = _mm512_fmadd_ps(a2, m, c);   a3 = _mm512_fmadd_ps(a3, m, c);
-        a4 = _mm512_fmadd_ps(a4, m, c);   a5 = _mm512_fmadd_ps(a5, m, c);
-        a6 = _mm512_fmadd_ps(a6, m, c);   a7 = _mm512_fmadd_ps(a7, m, c);
-        a8 = _mm512_fmadd_ps(a8, m, c);   a9 = _mm512_fmadd_ps(a9, m, c);
-        a10 = _mm512_fmadd_ps(a10, m, c); a11 = _mm512_fmadd_ps(a11, m, c);
-        a12 = _mm512_fmadd_ps(a12, m, c); a13 = _mm512_fmadd_ps(a13, m, c);
-        a14 = _mm512_fmadd_ps(a14, m, c); a15 = _mm512_fmadd_ps(a15, m, c);
+// The two AVX-512 loops: 16 zmm accumulators, each updated by UPDATE(acc) with the constants
+// SETUP declares; FLOPS an update per lane.
+#define AVX512_LOOP(name, isa_attr, SETUP, UPDATE, FLOPS)                                           \
+    __attribute__((target(isa_attr))) static double name(long iters) {                          \
+        SETUP;                                                                                  \
+        __m512 a0 = _mm512_set1_ps(0.10f), a1 = _mm512_set1_ps(0.11f), a2 = _mm512_set1_ps(0.12f), \
+               a3 = _mm512_set1_ps(0.13f), a4 = _mm512_set1_ps(0.14f), a5 = _mm512_set1_ps(0.15f), \
+               a6 = _mm512_set1_ps(0.16f), a7 = _mm512_set1_ps(0.17f), a8 = _mm512_set1_ps(0.18f), \
+               a9 = _mm512_set1_ps(0.19f), a10 = _mm512_set1_ps(0.20f), a11 = _mm512_set1_ps(0.21f), \
+               a12 = _mm512_set1_ps(0.22f), a13 = _mm512_set1_ps(0.23f), a14 = _mm512_set1_ps(0.24f), \
+               a15 = _mm512_set1_ps(0.25f);                                                     \
+        for (long i = 0; i < iters; i++) {                                                      \
+            a0 = UPDATE(a0);   a1 = UPDATE(a1);   a2 = UPDATE(a2);   a3 = UPDATE(a3);           \
+            a4 = UPDATE(a4);   a5 = UPDATE(a5);   a6 = UPDATE(a6);   a7 = UPDATE(a7);           \
+            a8 = UPDATE(a8);   a9 = UPDATE(a9);   a10 = UPDATE(a10); a11 = UPDATE(a11);         \
+            a12 = UPDATE(a12); a13 = UPDATE(a13); a14 = UPDATE(a14); a15 = UPDATE(a15);         \
+        }                                                                                       \
+        __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),   \
+                                 _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));  \
+        s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)), \
+                                           _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15)))); \
+        sink = _mm512_reduce_add_ps(s);                                                         \
+        return (double)iters * 16 * 16 * (FLOPS);   /* 16 accumulators x 16 lanes */           \
     }
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
-                                       _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
-    sink = _mm512_reduce_add_ps(s);
-    return (double)iters * 16 * 16 * 2;   // 16 accumulators x 16 lanes x 2 FLOPs
-}
+
+// fp32: acc = acc * m + c, 2 FLOPs a lane
+#define FMA_UPDATE(x) _mm512_fmadd_ps((x), m, c)
+AVX512_LOOP(loop_avx512, "avx512f",
+            const __m512 m = _mm512_set1_ps(0.9999999f); const __m512 c = _mm512_set1_ps(1e-7f),
+            FMA_UPDATE, 2)
 
 __attribute__((target("avx2,fma"))) static double loop_avx2(long iters) {
     const __m256 m = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
@@ -102,31 +107,10 @@ __attribute__((target("avx2,fma"))) static double loop_avx2(long iters) {
     }
 // bf16: acc += a0 b0 + a1 b1 per fp32 lane, 16 lanes, so 64 FLOPs an instruction. a = b = 2^-15:
 // each update adds 2^-29, far from overflow, and acc stays normal (no denormal flush).
-__attribute__((target("avx512bf16,avx512f"))) static double loop_avx512_bf16(long iters) {
-    const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3800);   // bf16 2^-15
-    __m512 a0 = _mm512_set1_ps(0.10f), a1 = _mm512_set1_ps(0.11f), a2 = _mm512_set1_ps(0.12f),
-           a3 = _mm512_set1_ps(0.13f), a4 = _mm512_set1_ps(0.14f), a5 = _mm512_set1_ps(0.15f),
-           a6 = _mm512_set1_ps(0.16f), a7 = _mm512_set1_ps(0.17f), a8 = _mm512_set1_ps(0.18f),
-           a9 = _mm512_set1_ps(0.19f), a10 = _mm512_set1_ps(0.20f), a11 = _mm512_set1_ps(0.21f),
-           a12 = _mm512_set1_ps(0.22f), a13 = _mm512_set1_ps(0.23f), a14 = _mm512_set1_ps(0.24f),
-           a15 = _mm512_set1_ps(0.25f);
-    for (long i = 0; i < iters; i++) {
-        a0 = _mm512_dpbf16_ps(a0, a, a);   a1 = _mm512_dpbf16_ps(a1, a, a);
-        a2 = _mm512_dpbf16_ps(a2, a, a);   a3 = _mm512_dpbf16_ps(a3, a, a);
-        a4 = _mm512_dpbf16_ps(a4, a, a);   a5 = _mm512_dpbf16_ps(a5, a, a);
-        a6 = _mm512_dpbf16_ps(a6, a, a);   a7 = _mm512_dpbf16_ps(a7, a, a);
-        a8 = _mm512_dpbf16_ps(a8, a, a);   a9 = _mm512_dpbf16_ps(a9, a, a);
-        a10 = _mm512_dpbf16_ps(a10, a, a); a11 = _mm512_dpbf16_ps(a11, a, a);
-        a12 = _mm512_dpbf16_ps(a12, a, a); a13 = _mm512_dpbf16_ps(a13, a, a);
-        a14 = _mm512_dpbf16_ps(a14, a, a); a15 = _mm512_dpbf16_ps(a15, a, a);
-    }
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
-                                       _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
-    sink = _mm512_reduce_add_ps(s);
-    return (double)iters * 16 * 16 * 2 * 2;   // 16 accumulators x 16 lanes x 2 products x 2 FLOPs
-}
+#define DPBF16_UPDATE(x) _mm512_dpbf16_ps((x), a, a)
+AVX512_LOOP(loop_avx512_bf16, "avx512bf16,avx512f",
+            const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3800) /* bf16 2^-15 */,
+            DPBF16_UPDATE, 2 * 2)
 
 MUL_ADD_LOOP(loop_avx, "avx", __m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_add_ps, _mm256_storeu_ps, 8)
 MUL_ADD_LOOP(loop_sse, "sse2", __m128, _mm_set1_ps, _mm_mul_ps, _mm_add_ps, _mm_storeu_ps, 4)

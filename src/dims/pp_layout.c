@@ -87,47 +87,44 @@ static int zbv_build(const hp_pp_layout *lay, int M, int want, hp_pp_action *out
     const size_t cells = (size_t)S * M;
     int *fdone = calloc(cells, sizeof(int)), *idone = calloc(cells, sizeof(int));
     int *wdone = calloc(cells, sizeof(int));
-    unsigned char *taken = calloc(3 * cells, 1);
+    // per stage and op (0 F, 1 I, 2 W) the lowest microbatch not taken yet: each op of a stage
+    // is taken in ascending microbatch order, so it is the only candidate (a scan from 0 would
+    // make a schedule cost cells^2); per rank the microbatch-stages waiting for their I
+    int *next = calloc(3 * (size_t)S, sizeof(int)), *waiting = calloc((size_t)P, sizeof(int));
     int n_out = 0, total = 0, t = 0;
-    if (!fdone || !idone || !wdone || !taken) { n_out = -1; goto done; }
+    if (!fdone || !idone || !wdone || !next || !waiting) { n_out = -1; goto done; }
     // done[] holds the slot + 1 in which the action finished (0: not yet)
     while (total < 3 * (int)cells && t < 100 * (int)cells + 100) {
         t++;
         for (int p = 0; p < P; p++) {
-            int best_op = -1, best_s = -1, best_j = -1;
-            int inflight = 0;
-            for (int s = 0; s < S; s++)
-                if (lay->stage_rank[s] == p)
-                    for (int j = 0; j < M; j++)
-                        inflight += fdone[s * M + j] && !idone[s * M + j];
+            int best_op = -1, best_s = -1, best_j = -1, best_k = -1;
             for (int pass = 0; pass < 3 && best_op < 0; pass++) {
                 const int op = pass == 0 ? HP_PP_I : pass == 1 ? HP_PP_F : HP_PP_W;
-                if (op == HP_PP_F && inflight >= 2 * P) continue;
+                const int k = op == HP_PP_F ? 0 : op == HP_PP_I ? 1 : 2;
+                if (op == HP_PP_F && waiting[p] >= 2 * P) continue;
                 for (int s = S - 1; s >= 0 && best_op < 0; s--) {
                     if (lay->stage_rank[s] != p) continue;
-                    for (int j = 0; j < M; j++) {
-                        const size_t c = (size_t)s * M + j;
-                        if (taken[3 * c + (op == HP_PP_F ? 0 : op == HP_PP_I ? 1 : 2)]) continue;
-                        int ready;
-                        if (op == HP_PP_F) {
-                            ready = s == 0 || (fdone[c - M] && fdone[c - M] < t);
-                        } else if (op == HP_PP_I) {
-                            ready = fdone[c] && fdone[c] < t &&
-                                    (s == S - 1 || (idone[c + M] && idone[c + M] < t)) &&
-                                    (j == 0 || idone[c - 1]);
-                        } else {
-                            ready = idone[c] && idone[c] < t && (j == 0 || wdone[c - 1]);
-                        }
-                        if (ready) { best_op = op; best_s = s; best_j = j; }
-                        break;   // only the lowest microbatch not yet taken is a candidate
+                    const int j = next[3 * s + k];
+                    if (j >= M) continue;
+                    const size_t c = (size_t)s * M + j;
+                    int ready;
+                    if (op == HP_PP_F) {
+                        ready = s == 0 || (fdone[c - M] && fdone[c - M] < t);
+                    } else if (op == HP_PP_I) {
+                        ready = fdone[c] && fdone[c] < t &&
+                                (s == S - 1 || (idone[c + M] && idone[c + M] < t)) &&
+                                (j == 0 || idone[c - 1]);
+                    } else {
+                        ready = idone[c] && idone[c] < t && (j == 0 || wdone[c - 1]);
                     }
+                    if (ready) { best_op = op; best_s = s; best_j = j; best_k = k; }
                 }
             }
             if (best_op < 0) continue;
             const size_t c = (size_t)best_s * M + best_j;
-            taken[3 * c + (best_op == HP_PP_F ? 0 : best_op == HP_PP_I ? 1 : 2)] = 1;
-            if (best_op == HP_PP_F) fdone[c] = t;
-            else if (best_op == HP_PP_I) idone[c] = t;
+            next[3 * best_s + best_k]++;
+            if (best_op == HP_PP_F) { fdone[c] = t; waiting[p]++; }
+            else if (best_op == HP_PP_I) { idone[c] = t; waiting[p]--; }
             else wdone[c] = t;
             total++;
             if (p == want) n_out = put(out, n_out, (hp_pp_op)best_op, best_s, best_j);
@@ -135,7 +132,7 @@ static int zbv_build(const hp_pp_layout *lay, int M, int want, hp_pp_action *out
     }
     if (total < 3 * (int)cells) n_out = -1;
 done:
-    free(fdone); free(idone); free(wdone); free(taken);
+    free(fdone); free(idone); free(wdone); free(next); free(waiting);
     return n_out;
 }
 

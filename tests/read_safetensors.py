@@ -18,7 +18,8 @@ import sys
 
 SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
          "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
-FORMATS = {"F32": "<f", "I32": "<i", "F64": "<d", "I64": "<q", "U8": "<B", "I8": "<b"}
+# BF16 values are their raw 16-bit patterns (Python has no bfloat16): callers widen them
+FORMATS = {"F32": "<f", "I32": "<i", "F64": "<d", "I64": "<q", "U8": "<B", "I8": "<b", "BF16": "<H"}
 
 
 def fail(msg):

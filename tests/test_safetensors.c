@@ -153,7 +153,8 @@ int main(void) {
         f = hp_st_open(path, err, sizeof err);
         CHECK(f != NULL, "foreign file: %s", err);
         const hp_st_tensor *h = f ? hp_st_get(f, "h") : NULL, *x = f ? hp_st_get(f, "x") : NULL;
-        CHECK(h && h->dtype == HP_DT_OTHER && h->numel == 3, "BF16 tensor is HP_DT_OTHER with 3 elements");
+        CHECK(h && h->dtype == HP_DT_BF16 && h->numel == 3 && (uintptr_t)h->data % 2 == 0,
+              "BF16 tensor is HP_DT_BF16 with 3 elements, 2-byte aligned");
         CHECK(x && (uintptr_t)x->data % 4 == 0 && memcmp(x->data, xv, 8) == 0, "misaligned F32 data must be an aligned copy");
         hp_st_close(f);
         write_raw(path, 2, "{}", 0);
@@ -257,6 +258,20 @@ int main(void) {
     }
     CHECK(all_coherent, "a damaged file gave an incoherent result");
     free(mut);
+
+    // ---- BF16 written as 2-byte patterns, read back as the same patterns under dtype "BF16"
+    {
+        const uint16_t pat[3] = { 0x3f80, 0xc000, 0x7f80 };   // 1, -2, +inf
+        w = hp_st_writer_init();
+        hp_st_writer_add(w, "b", HP_DT_BF16, 1, (int64_t[]){3}, pat);
+        CHECK(hp_st_writer_save(w, path, err, sizeof err) == 0, "BF16 save: %s", err);
+        hp_st_writer_free(w);
+        f = hp_st_open(path, err, sizeof err);
+        const hp_st_tensor *b = f ? hp_st_get(f, "b") : NULL;
+        CHECK(b && b->dtype == HP_DT_BF16 && b->numel == 3 && memcmp(b->data, pat, sizeof pat) == 0,
+              "BF16 round trip: %s", f ? "data or dtype differ" : err);
+        hp_st_close(f);
+    }
 
     // ---- writer misuse: NULL from save with the first problem named
     const char *bad_names[4] = {"dup", "other", "nulldata", "dims"};

@@ -11,7 +11,7 @@
 //   hp_ckpt_resolve("ck", dir, sizeof dir, err, sizeof err);   // "ck/step-K" from ck/latest
 //   if (hp_ckpt_load(tr, dir, &st, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); exit(2); }
 //   // consolidated full model under TorchTitan names (what `hp run --load` reads):
-//   hp_ckpt_export("ck/step-6", "model.safetensors", 0, err, sizeof err);
+//   hp_ckpt_export("ck/step-6", "model.safetensors", 0, HP_DTYPE_FLOAT32, err, sizeof err);
 //
 // On disk, D/step-K/ holds
 //   rank-00003.safetensors  one file per rank that owns a piece: the piece of parameter,
@@ -75,10 +75,12 @@ int hp_ckpt_load(hp_trainer *tr, const char *step_dir, hp_ckpt_stats *st, char *
 int hp_ckpt_check_env(char *err, size_t errlen);
 
 // No MPI. Writes the consolidated full tensors to out (TorchTitan names, table order; with
-// with_optimizer also "optimizer.state.<name>.exp_avg" and ".exp_avg_sq"), after checking
-// every file's CRC32. Returns 0, or HP_EXIT_CONFIG (a bad checkpoint) / HP_EXIT_FAIL (cannot
-// write out) with one line in err.
-int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, char *err,
-                   size_t errlen);
+// with_optimizer also "optimizer.state.<name>.exp_avg" and ".exp_avg_sq", always F32), after
+// checking every file's CRC32. The parameters are F32, or under export_dtype HP_DTYPE_BFLOAT16
+// BF16: the RNE cast of the fp32 master, the bf16 weights a --mixed-precision-param bfloat16
+// forward uses. Returns 0, or HP_EXIT_CONFIG (a bad checkpoint) / HP_EXIT_FAIL (cannot write
+// out) with one line in err.
+int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, hp_mp_dtype export_dtype,
+                   char *err, size_t errlen);
 
 #endif

@@ -15,7 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { HP_DT_F32 = 0, HP_DT_I32 = 1, HP_DT_OTHER = 2 } hp_dtype;
+// BF16 data are the raw uint16 patterns (include/hyperpar/bf16.h packs and widens them)
+typedef enum { HP_DT_F32 = 0, HP_DT_I32 = 1, HP_DT_OTHER = 2, HP_DT_BF16 = 3 } hp_dtype;
 
 typedef struct hp_st_tensor {
     const char *name;

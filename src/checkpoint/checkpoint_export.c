@@ -1,16 +1,18 @@
 // checkpoint_export.c - hp_ckpt_export: the pieces of a checkpoint put back together as full
 // tensors under TorchTitan names, one safetensors file `hp run --load` reads (AdamW's moments
-// too with with_optimizer, as "optimizer.state.<name>.exp_avg" / ".exp_avg_sq").
+// too with with_optimizer, as "optimizer.state.<name>.exp_avg" / ".exp_avg_sq"). The parameters
+// are F32, or BF16 (the RNE cast of the fp32 master) under export_dtype bfloat16.
 // One process reads every file whole, so every file's CRC32 is checked here as well.
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/dims.h"
 #include "hyperpar/safetensors.h"
 #include "checkpoint/checkpoint_internal.h"
 #include "util/file_io.h"
 
-int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, char *err,
-                   size_t errlen) {
+int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, hp_mp_dtype export_dtype,
+                   char *err, size_t errlen) {
     hp_ck_index ix;
     int e = hp_ck_index_load(step_dir, &ix, err, errlen);
     if (e) return e;
@@ -77,16 +79,29 @@ int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, ch
         static const char *const suffix[3] = { "", ".exp_avg", ".exp_avg_sq" };
         for (int k = 0; k < kinds; k++)
             for (int i = 0; i < ix.n_tensors; i++) {
+                const hp_ck_tensor *t = &ix.tensors[i];
+                const float *data = full[k * ix.n_tensors + i];
                 char name[128];
-                if (k == 0) snprintf(name, sizeof name, "%s", ix.tensors[i].name);
-                else snprintf(name, sizeof name, "optimizer.state.%s%s", ix.tensors[i].name, suffix[k]);
-                hp_st_writer_add(w, name, HP_DT_F32, ix.tensors[i].ndim, ix.tensors[i].shape,
-                                 full[k * ix.n_tensors + i]);
+                if (k == 0) snprintf(name, sizeof name, "%s", t->name);
+                else snprintf(name, sizeof name, "optimizer.state.%s%s", t->name, suffix[k]);
+                // the export dtype is the model's (TorchTitan's checkpoint.export_dtype): the
+                // moments stay fp32, as a resumed optimizer needs them
+                if (k == 0 && export_dtype == HP_DTYPE_BFLOAT16) {
+                    int64_t n = 1;
+                    for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+                    hp_bf16 *packed = malloc((size_t)n * sizeof *packed + 2);
+                    hp_bf16_pack(packed, data, (size_t)n);   // the RNE cast of the fp32 master
+                    hp_st_writer_add(w, name, HP_DT_BF16, t->ndim, t->shape, packed);
+                    free(packed);
+                } else {
+                    hp_st_writer_add(w, name, HP_DT_F32, t->ndim, t->shape, data);
+                }
             }
         char step[32];
         snprintf(step, sizeof step, "%d", ix.step);
         hp_st_writer_metadata(w, "step", step);
         hp_st_writer_metadata(w, "model", ix.model.name);
+        hp_st_writer_metadata(w, "export_dtype", hp_mp_dtype_name(export_dtype));
         if (hp_st_writer_save(w, out, err, errlen) != 0) e = HP_EXIT_FAIL;
         hp_st_writer_free(w);
     }

@@ -27,12 +27,12 @@
 #define ST_MAX_INT  9007199254740992.0 // 2^53: JSON numbers are doubles in cJSON
 
 // ----------------------------------------------------------------------------
-// dtypes of the format; only F32 and I32 map to an hp_dtype of their own
+// dtypes of the format; F32, I32 and BF16 map to an hp_dtype of their own
 
 static const struct { const char *name; int size; hp_dtype dt; } st_dtypes[] = {
     {"F32", 4, HP_DT_F32},    {"I32", 4, HP_DT_I32},
     {"F64", 8, HP_DT_OTHER},  {"I64", 8, HP_DT_OTHER}, {"U64", 8, HP_DT_OTHER},
-    {"F16", 2, HP_DT_OTHER},  {"BF16", 2, HP_DT_OTHER}, {"I16", 2, HP_DT_OTHER},
+    {"F16", 2, HP_DT_OTHER},  {"BF16", 2, HP_DT_BF16}, {"I16", 2, HP_DT_OTHER},
     {"U16", 2, HP_DT_OTHER},  {"U32", 4, HP_DT_OTHER},  {"I8", 1, HP_DT_OTHER},
     {"U8", 1, HP_DT_OTHER},   {"BOOL", 1, HP_DT_OTHER}, {"F8_E4M3", 1, HP_DT_OTHER},
     {"F8_E5M2", 1, HP_DT_OTHER},
@@ -323,11 +323,13 @@ static hp_st *st_parse(hp_st *f, size_t len, const char *path, char *err, size_t
     }
 
     // a header length that is not a multiple of 4 (other writers) can leave data misaligned;
-    // callers read F32/I32 data as float*/int*, so such tensors get an aligned copy
+    // callers read F32/I32 data as float*/int* and BF16 as uint16_t*, so such tensors get an
+    // aligned copy
     for (int i = 0; i < f->n; i++) {
         hp_st_tensor *t = &f->tensors[i];
-        if (t->dtype == HP_DT_OTHER || t->numel == 0 || (uintptr_t)t->data % 4 == 0) continue;
-        size_t nbytes = (size_t)t->numel * 4;
+        const size_t width = t->dtype == HP_DT_BF16 ? 2 : 4;
+        if (t->dtype == HP_DT_OTHER || t->numel == 0 || (uintptr_t)t->data % width == 0) continue;
+        size_t nbytes = (size_t)t->numel * width;
         f->copies[i] = malloc(nbytes);
         if (!f->copies[i]) { st_fail(err, errlen, path, "out of memory"); goto fail; }
         memcpy(f->copies[i], t->data, nbytes);
@@ -446,7 +448,10 @@ void hp_st_writer_add(hp_st_writer *w, const char *name, hp_dtype dtype, int ndi
     if (!name) { w_fail(w, "tensor with a NULL name"); return; }
     const char *nm = printable(name, nb, sizeof nb);
     if (strcmp(name, "__metadata__") == 0) { w_fail(w, "tensor '%s': the name is reserved", nm); return; }
-    if (dtype != HP_DT_F32 && dtype != HP_DT_I32) { w_fail(w, "tensor '%s': only F32 and I32 can be written", nm); return; }
+    if (dtype != HP_DT_F32 && dtype != HP_DT_I32 && dtype != HP_DT_BF16) {
+        w_fail(w, "tensor '%s': only F32, I32 and BF16 can be written", nm);
+        return;
+    }
     if (ndim < 0 || ndim > ST_MAX_DIMS || (ndim > 0 && !shape)) {
         w_fail(w, "tensor '%s': ndim %d is not in [0, %d] (or shape is NULL)", nm, ndim, ST_MAX_DIMS);
         return;
@@ -470,7 +475,7 @@ void hp_st_writer_add(hp_st_writer *w, const char *name, hp_dtype dtype, int ndi
     }
     st_entry *e = &w->entries[w->n];
     memset(e, 0, sizeof *e);
-    e->nbytes = (size_t)numel * 4;
+    e->nbytes = (size_t)numel * (dtype == HP_DT_BF16 ? 2 : 4);
     e->name = dup_str(name);
     e->data = malloc(e->nbytes ? e->nbytes : 1);
     if (!e->name || !e->data) { free(e->name); free(e->data); w_fail(w, "out of memory"); return; }
@@ -503,6 +508,12 @@ void hp_st_writer_metadata(hp_st_writer *w, const char *key, const char *value) 
     w->meta_vals[w->n_meta++] = v;
 }
 
+static const char *dtype_name(hp_dtype dt) {
+    for (int i = 0; i < ST_N_DTYPES; i++)
+        if (st_dtypes[i].dt == dt) return st_dtypes[i].name;
+    return "?";
+}
+
 // integers go in as raw JSON text: cJSON numbers are doubles and print large ones as 1e+15
 static int add_int(cJSON *arr, int64_t v) {
     char buf[32];
@@ -528,7 +539,7 @@ static char *build_header(const hp_st_writer *w) {
         cJSON *shape = t ? cJSON_CreateArray() : NULL;
         cJSON *offs = t ? cJSON_CreateArray() : NULL;
         ok = t && shape && offs &&
-             cJSON_AddStringToObject(t, "dtype", e->dtype == HP_DT_F32 ? "F32" : "I32") != NULL;
+             cJSON_AddStringToObject(t, "dtype", dtype_name(e->dtype)) != NULL;
         for (int d = 0; ok && d < e->ndim; d++) ok = add_int(shape, e->shape[d]) == 0;
         ok = ok && add_int(offs, off) == 0 && add_int(offs, off + (int64_t)e->nbytes) == 0;
         if (ok) {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <cjson/cJSON.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/dump.h"
 #include "hyperpar/safetensors.h"
 #include "util/file_io.h"
@@ -128,8 +129,8 @@ int hp_load_full(const char *path, const hp_param_table *t, float *full, char *e
         if (!x) {
             snprintf(err, errlen, "%s: tensor '%s' is missing", path, p->name);
             rc = -1;
-        } else if (x->dtype != HP_DT_F32) {
-            snprintf(err, errlen, "%s: tensor '%s' is not F32", path, p->name);
+        } else if (x->dtype != HP_DT_F32 && x->dtype != HP_DT_BF16) {
+            snprintf(err, errlen, "%s: tensor '%s' is neither F32 nor BF16", path, p->name);
             rc = -1;
         } else {
             int same = x->ndim == p->ndim;
@@ -145,6 +146,8 @@ int hp_load_full(const char *path, const hp_param_table *t, float *full, char *e
                 snprintf(err, errlen, "%s: tensor '%s' has shape [%s], the model needs [%s]", path,
                          p->name, got, want);
                 rc = -1;
+            } else if (x->dtype == HP_DT_BF16) {   // `hp export --export-dtype bfloat16`: widening is exact
+                hp_bf16_unpack(full + p->full_offset, x->data, (size_t)p->full_numel);
             } else {
                 memcpy(full + p->full_offset, x->data, (size_t)p->full_numel * sizeof(float));
             }

@@ -51,10 +51,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (numel != t->numel) abort();
         if (hp_st_get(f, t->name) != t) abort();
         if (t->dtype != HP_DT_OTHER && t->numel > 0) {
-            if ((uintptr_t)t->data % 4) abort();
+            const int width = t->dtype == HP_DT_BF16 ? 2 : 4;
+            if ((uintptr_t)t->data % width) abort();
             const unsigned char *b = t->data;
             unsigned acc = 0;
-            for (int64_t k = 0; k < t->numel * 4; k++) acc += b[k];   // ASan: every byte in bounds
+            for (int64_t k = 0; k < t->numel * width; k++) acc += b[k];   // ASan: every byte in bounds
             sink += acc;
         }
     }

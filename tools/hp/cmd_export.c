@@ -4,22 +4,27 @@
 //
 //   hp export ck/step-6 --out model.safetensors              # parameters
 //   hp export ck --out model.safetensors --optimizer         # ck's latest, + AdamW moments
+//   hp export ck --out model-bf16.safetensors --export-dtype bfloat16   # 2 bytes a parameter
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
 #include "hyperpar/checkpoint.h"
 
 static const char *const export_usage =
-    "usage: hp export D/step-K --out FILE [--optimizer]\n"
+    "usage: hp export D/step-K --out FILE [--optimizer] [--export-dtype float32|bfloat16]\n"
     "\n"
-    "Writes the checkpoint D/step-K (or D's latest) as full tensors, TorchTitan names, F32, to\n"
-    "FILE: what `hp run --load FILE` reads. Every file's CRC32 is checked first.\n"
+    "Writes the checkpoint D/step-K (or D's latest) as full tensors, TorchTitan names, to FILE:\n"
+    "what `hp run --load FILE` reads. Every file's CRC32 is checked first.\n"
     "  --out FILE    the safetensors file to write (required)\n"
-    "  --optimizer   add AdamW's moments: optimizer.state.<name>.exp_avg and .exp_avg_sq\n"
+    "  --optimizer   add AdamW's moments: optimizer.state.<name>.exp_avg and .exp_avg_sq (F32)\n"
+    "  --export-dtype DTYPE\n"
+    "                float32 | bfloat16: the parameters' dtype (TorchTitan's\n"
+    "                checkpoint.export_dtype); bfloat16 is the RNE cast of the fp32 master\n"
+    "                (default float32)\n"
     "\n";
 
 int tool_cmd_export(int argc, char **argv) {
-    const char *out = NULL, *src = NULL;
+    const char *out = NULL, *src = NULL, *dtype_arg = NULL;
     int with_opt = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -31,6 +36,12 @@ int tool_cmd_export(int argc, char **argv) {
             continue;
         }
         if (!strncmp(a, "--out=", 6)) { out = a + 6; continue; }
+        if (!strcmp(a, "--export-dtype")) {
+            if (i + 1 >= argc) { fprintf(stderr, "hp: --export-dtype expects a value\n"); return HP_EXIT_CONFIG; }
+            dtype_arg = argv[++i];
+            continue;
+        }
+        if (!strncmp(a, "--export-dtype=", 15)) { dtype_arg = a + 15; continue; }
         if (a[0] == '-') { fprintf(stderr, "hp: unknown flag '%s' (see hp export --help)\n", a); return HP_EXIT_CONFIG; }
         if (src) { fprintf(stderr, "hp export: unexpected argument '%s' (one checkpoint)\n", a); return HP_EXIT_CONFIG; }
         src = a;
@@ -40,8 +51,13 @@ int tool_cmd_export(int argc, char **argv) {
         return HP_EXIT_CONFIG;
     }
     char dir[4096], err[4600];
+    hp_mp_dtype dtype = HP_DTYPE_FLOAT32;
+    if (dtype_arg && hp_mp_dtype_parse("--export-dtype", dtype_arg, &dtype, err, sizeof err) != 0) {
+        fprintf(stderr, "hp: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
     int e = hp_ckpt_resolve(src, dir, sizeof dir, err, sizeof err);
-    if (e == 0) e = hp_ckpt_export(dir, out, with_opt, err, sizeof err);
+    if (e == 0) e = hp_ckpt_export(dir, out, with_opt, dtype, err, sizeof err);
     if (e != 0) {
         fprintf(stderr, "hp export: %s\n", err);
         return e;

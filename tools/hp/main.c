@@ -5,9 +5,11 @@
 // tool_cli_parse(cli, argc, argv, 2, ...), so tool_launch_self can re-run the same command line.
 // MPI is the subcommand's business: plan never initialises it; run/matrix/bench do (or launch).
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "hyperpar/blas.h"
+#include "kernels/gemm.h"
 
 #define HP_VERSION "0.1"
 
@@ -52,6 +54,13 @@ int main(int argc, char **argv) {
         printf("blas: %s\n", hp_blas_info_line(line, sizeof line));
         printf("blas core: %s\n", b.core);   // for scripts: the kernels a process gets here
         printf("blas best core for this cpu: %s\n", *b.cpu_best ? b.cpu_best : "none");
+        // both GEMM backends (--gemm), and which one a run takes without the flag
+        const char *env = getenv("HP_GEMM");
+        printf("gemm default: %s\n", env && *env ? env : "openblas");
+        for (int k = 0; k < 2; k++) {
+            hp_gemm_set_backend(k ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS);
+            printf("%s\n", hp_gemm_info_line(line, sizeof line));
+        }
         return HP_EXIT_OK;
     }
     if (!strcmp(cmd, "plan"))   return tool_cmd_plan(argc, argv);

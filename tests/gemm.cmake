@@ -15,6 +15,12 @@ target_link_libraries(test_bf16_exhaustive PRIVATE hyperpar)
 add_test(NAME bf16_exhaustive COMMAND test_bf16_exhaustive)
 set_tests_properties(bf16_exhaustive PROPERTIES LABELS L0 TIMEOUT 300 PROCESSORS 2)
 
+# float8.h's casts (e4m3fn, e5m2) over all 2^32 fp32 patterns; L1: too slow for the ASan pass
+add_executable(test_float8_exhaustive tests/test_float8_exhaustive.c)
+target_link_libraries(test_float8_exhaustive PRIVATE hyperpar)
+add_test(NAME float8_exhaustive COMMAND test_float8_exhaustive)
+set_tests_properties(float8_exhaustive PROPERTIES LABELS L1 TIMEOUT 300 PROCESSORS 2)
+
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   add_test(NAME gemm_first_line COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py

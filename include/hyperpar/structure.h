@@ -20,6 +20,7 @@ typedef enum hp_structure_check {
     HP_CHECK_REDUCE,       // a reduced gradient shard = the fixed-order fp32 sum of the staged inputs
     HP_CHECK_ACCUMULATE,   // a unit's gradient sum over microbatches = their fp32 sum, in order
     HP_CHECK_PARTIAL,      // a row-parallel output entering its tp sum is the GEMM's fp32 result
+    HP_CHECK_EXCHANGE,     // what a pipeline stage receives = what its neighbour's schedule hands on
     HP_CHECK_COUNT
 } hp_structure_check;
 

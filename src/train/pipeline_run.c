@@ -16,6 +16,7 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/pipeline.h"
+#include "hyperpar/structure.h"
 #include "train/trainer_internal.h"
 
 struct hp_pp_state {
@@ -30,6 +31,12 @@ struct hp_pp_state {
     MPI_Request *fwd_req, *bwd_req;   // [V * n_slots] the pending sends from those buffers
     double busy_ms, step_ms;          // the last step: compute time, and wall time
     float *timeline;                  // [n_act][5] the last step: op, stage, mb, start, end (ms)
+    // the structure check of the stage exchange (below): its own communicator, and the copies
+    // in flight this step
+    MPI_Comm check_comm;
+    int n_check, cap_check;
+    float **check_buf;
+    MPI_Request *check_req;
 };
 
 static double now_ms(void) {
@@ -46,6 +53,60 @@ static int tag_fwd(const hp_pp_layout *lay, int to_stage, int mb, int M) {
 static int tag_bwd(const hp_pp_layout *lay, int to_stage, int mb, int M) {
     (void)lay;
     return 2 + 2 * (to_stage * M + mb);
+}
+
+// The structure check of the stage exchange (structure.h, HP_CHECK_EXCHANGE), in the verifier's
+// run only: next to each send, the sender sends a copy of what the schedule says it hands on
+// (its last block's output stream forward, its input gradient back) over a communicator of its
+// own (raw MPI, not counted, same tag); the receiver compares it with what arrived, bit for bit.
+// It catches an exchange of the wrong buffer, which the loss sees only weakly in bf16.
+static void check_begin(hp_trainer *tr) {
+    hp_pp_state *st = tr->pp;
+    if (!hp_structure_enabled() || st->check_comm != MPI_COMM_NULL) return;
+    // collective over the pp group, whose ranks all start this step with the checks on
+    MPI_Comm_dup(hp_comm_mpi(tr->comm, HP_G_PP), &st->check_comm);
+}
+
+static void check_send(hp_pp_state *st, const float *want, size_t n, int peer, int tag) {
+    if (!hp_structure_enabled()) return;
+    if (st->n_check == st->cap_check) {
+        const int cap = st->cap_check ? 2 * st->cap_check : 16;
+        float **b = realloc(st->check_buf, (size_t)cap * sizeof *b);
+        MPI_Request *r = b ? realloc(st->check_req, (size_t)cap * sizeof *r) : NULL;
+        if (b) st->check_buf = b;
+        if (!r) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+        st->check_req = r;
+        st->cap_check = cap;
+    }
+    float *copy = malloc((n ? n : 1) * sizeof(float));
+    if (!copy) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+    memcpy(copy, want, n * sizeof(float));
+    st->check_buf[st->n_check] = copy;
+    MPI_Isend(copy, (int)n, MPI_FLOAT, peer, tag, st->check_comm, &st->check_req[st->n_check++]);
+}
+
+static void check_recv(hp_pp_state *st, const float *got, size_t n, int peer, int tag, const char *what,
+                       int stage, int mb) {
+    if (!hp_structure_enabled()) return;
+    float *want = malloc((n ? n : 1) * sizeof(float));
+    if (!want) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+    // sent right after the exchange's own message, which has arrived: no wait on the schedule
+    MPI_Recv(want, (int)n, MPI_FLOAT, peer, tag, st->check_comm, MPI_STATUS_IGNORE);
+    size_t i = 0;
+    while (i < n && !memcmp(&got[i], &want[i], sizeof(float))) i++;
+    if (i < n)
+        hp_structure_fail(HP_CHECK_EXCHANGE, "stage %d, microbatch %d: the %s received, element %zu, is %.9g; "
+                          "the sending stage's is %.9g", stage, mb, what, i, (double)got[i], (double)want[i]);
+    else
+        hp_structure_pass(HP_CHECK_EXCHANGE);
+    free(want);
+}
+
+static void check_end(hp_pp_state *st) {
+    if (!st->n_check) return;
+    MPI_Waitall(st->n_check, st->check_req, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < st->n_check; i++) free(st->check_buf[i]);
+    st->n_check = 0;
 }
 
 // The stage-gradient buffers, one per (stage of this rank, slot).
@@ -72,6 +133,7 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
     const hp_pp_layout *lay = &st->lay;
     const int M = tr->sh.M;
     st->p = tr->co.p;
+    st->check_comm = MPI_COMM_NULL;
     st->act = hp_mem_alloc(HP_MEM_OTHER, (size_t)(3 * lay->V * M + 4) * sizeof *st->act);
     st->slot_of = hp_mem_alloc(HP_MEM_OTHER, (size_t)M * sizeof(int));
     st->local_index = hp_mem_alloc(HP_MEM_OTHER, (size_t)lay->n_stages * sizeof(int));
@@ -130,6 +192,8 @@ void hp_pp_free(hp_trainer *tr) {
         for (size_t i = 0; i < (size_t)st->lay.V * tr->n_slots; i++) hp_mem_free(st->dh_buf[i]);
     hp_mem_free(st->dh_buf); hp_mem_free(st->fwd_req); hp_mem_free(st->bwd_req);
     hp_mem_free(st->act); hp_mem_free(st->slot_of); hp_mem_free(st->local_index); hp_mem_free(st->timeline);
+    if (st->check_comm != MPI_COMM_NULL) MPI_Comm_free(&st->check_comm);
+    free(st->check_buf); free(st->check_req);
     hp_mem_free(st);
     tr->pp = NULL;
 }
@@ -142,6 +206,7 @@ double hp_pp_run_step(hp_trainer *tr) {
     double ce_sum = 0.0;
     const double t0 = now_ms();
     st->busy_ms = 0.0;
+    check_begin(tr);
     for (int a = 0; a < st->n_act; a++) {
         const hp_pp_action *x = &st->act[a];
         const int s = x->stage, j = x->mb, v = st->local_index[s];
@@ -158,6 +223,8 @@ double hp_pp_run_step(hp_trainer *tr) {
                 hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l0), n,
                              lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), &req);
                 hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (activation)");
+                check_recv(st, hp_transformer_stream(&tr->tf, l0), n, lay->stage_rank[s - 1], tag_fwd(lay, s, j, M),
+                           "activation", s, j);
             }
             // the stream this stage writes may still be on its way from the slot's last use
             hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
@@ -170,9 +237,11 @@ double hp_pp_run_step(hp_trainer *tr) {
             //  pp_send_dropped: the last microbatch is never sent and the next stage waits)
             const int l_sent = hp_failpoint(HP_FP_PP_STAGE_EXCHANGE) ? l1 - 1 : l1;
             const int dropped = hp_failpoint(HP_FP_PP_SEND_DROPPED) && j == M - 1;
-            if (!last && lay->stage_rank[s + 1] != st->p && !dropped)
+            if (!last && lay->stage_rank[s + 1] != st->p && !dropped) {
                 hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l_sent), n,
                              lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
+                check_send(st, hp_transformer_stream(&tr->tf, l1), n, lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M));
+            }
         } else if (x->op == HP_PP_W) {
             const double c0 = now_ms();
             tl[3] = (float)(c0 - t0);   // the compute starts (a wait before it is idle)
@@ -185,6 +254,7 @@ double hp_pp_run_step(hp_trainer *tr) {
                     hp_p2p_irecv(tr->comm, HP_G_PP, tr->tf.res_b, n, lay->stage_rank[s + 1],
                                  tag_bwd(lay, s, j, M), &req);
                     hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (gradient)");
+                    check_recv(st, tr->tf.res_b, n, lay->stage_rank[s + 1], tag_bwd(lay, s, j, M), "gradient", s, j);
                 } else {
                     const size_t bn = (size_t)st->local_index[s + 1] * tr->n_slots + tr->tf.slot;
                     memcpy(tr->tf.res_b, st->dh_buf[bn], n * sizeof(float));
@@ -198,9 +268,11 @@ double hp_pp_run_step(hp_trainer *tr) {
             if (!first) {
                 hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->bwd_req[b], "pipeline send (gradient)");
                 memcpy(st->dh_buf[b], tr->tf.res_b, n * sizeof(float));
-                if (lay->stage_rank[s - 1] != st->p)
+                if (lay->stage_rank[s - 1] != st->p) {
                     hp_p2p_isend(tr->comm, HP_G_PP, st->dh_buf[b], n, lay->stage_rank[s - 1],
                                  tag_bwd(lay, s - 1, j, M), &st->bwd_req[b]);
+                    check_send(st, tr->tf.res_b, n, lay->stage_rank[s - 1], tag_bwd(lay, s - 1, j, M));
+                }
             }
         }
         tl[4] = (float)(now_ms() - t0);
@@ -208,6 +280,7 @@ double hp_pp_run_step(hp_trainer *tr) {
     const size_t bufs = (size_t)lay->V * tr->n_slots;
     hp_p2p_wait(tr->comm, HP_G_PP, (int)bufs, st->fwd_req, "pipeline send (activation)");
     hp_p2p_wait(tr->comm, HP_G_PP, (int)bufs, st->bwd_req, "pipeline send (gradient)");
+    check_end(st);
     hp_fsdp_release_all(&tr->fsdp);
     tr->tf.mb = 0;
     tr->tf.slot = 0;

@@ -42,6 +42,7 @@ const char *hp_structure_name(hp_structure_check k) {
         [HP_CHECK_REDUCE] = "gradient reduction",
         [HP_CHECK_ACCUMULATE] = "gradient accumulation",
         [HP_CHECK_PARTIAL] = "tp partial sums",
+        [HP_CHECK_EXCHANGE] = "pipeline stage exchange",
     };
     return (unsigned)k < HP_CHECK_COUNT ? names[k] : "?";
 }

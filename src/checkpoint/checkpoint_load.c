@@ -132,7 +132,7 @@ static int check_index(const char *step_dir, const hp_ck_index *ix, const hp_mod
         return HP_EXIT_CONFIG;
     }
     if (ix->data_text) {
-        hp_data *data = hp_data_open(rc->data_path, m->vocab_size, why, sizeof why);
+        hp_data *data = hp_data_open(rc->data_path, rc->data_format, m->vocab_size, why, sizeof why);
         if (!data) { snprintf(err, errlen, "--data: %s", why); return HP_EXIT_CONFIG; }
         const int64_t windows = hp_data_windows(data, rc->seq_len);
         hp_data_close(data);

@@ -254,15 +254,11 @@ int tool_cmd_run(int argc, char **argv) {
         }
         // input files too: one line and exit 2 before any rank starts
         if (cli.run.data_path) {
-            hp_data *data = hp_data_open(cli.run.data_path, cli.model.vocab_size, err, sizeof err);
+            hp_data *data = hp_data_open(cli.run.data_path, cli.run.data_format, cli.model.vocab_size, err, sizeof err);
             if (!data) { fprintf(stderr, "hp: --data: %s\n", err); return HP_EXIT_CONFIG; }
-            const int64_t windows = hp_data_windows(data, cli.run.seq_len);
+            const int short_data = hp_data_check_batch(data, cli.run.seq_len, cli.run.batch, err, sizeof err);
             hp_data_close(data);
-            if (windows < 1) {
-                fprintf(stderr, "hp: --data: '%s' is shorter than seq_len+1 = %d bytes\n",
-                        cli.run.data_path, cli.run.seq_len + 1);
-                return HP_EXIT_CONFIG;
-            }
+            if (short_data) { fprintf(stderr, "hp: --data: %s\n", err); return HP_EXIT_CONFIG; }   // Nw < B
         }
         if ((e = tool_cli_check_outputs(&cli)) || (e = tool_cli_check_memory(&cli, &d, d.world)))
             return e;

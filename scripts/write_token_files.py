@@ -4,7 +4,8 @@ docs/data.md), and the bad files of tests/bad_inputs/cases.txt; python3 stdlib o
 
   scripts/write_token_files.py formats TEXT DIR   # DIR/same.{llmc1.bin, llmc7.bin, u16, u32},
                                                   # DIR/same_meg.{bin,idx}: TEXT's bytes as ids
-  scripts/write_token_files.py bad DIR            # DIR/bad_*: one broken file per refusal
+  scripts/write_token_files.py bad DIR            # DIR/bad_*, ...: one broken file per refusal,
+                                                  # DIR/good.bin, good.u16 (a resume on another dataset)
 
 Layouts: llm.c shard (LLMC dev/data/data_common.py): 256 LE int32 header (magic, version, count),
 then uint16 (v1) or uint32 (v7) tokens. Megatron (MEG megatron/core/datasets/indexed_dataset.py):
@@ -68,6 +69,8 @@ def bad(out):
     write(p("bad_vocab.bin"), shard_bytes(ids[:100] + [300] + ids[100:], 1))   # 300 >= tiny's 256
     write(p("headerless.u16"), struct.pack("<%dH" % len(ids), *ids))
     write(p("few.bin"), shard_bytes(ids[:100], 1))            # 3 windows of 33 tokens
+    write(p("good.bin"), good)                                 # a checkpoint's dataset, and
+    write(p("good.u16"), struct.pack("<%dH" % len(ids), *ids))  # the same ids, another format
     megatron(p("bad_idx"), ids, seq_len=1000)
     with open(p("bad_idx.idx"), "r+b") as f:                    # sequence 3's pointer past the .bin
         f.seek(34 + 4 * 4 + 3 * 8)

@@ -327,6 +327,17 @@ int main(void) {
     hp_data_close(txt);
     unlink(path);
 
+    // training.dataset_format's words, both ways
+    hp_data_format f = HP_DATA_AUTO;
+    int words_ok = 1;
+    for (int i = HP_DATA_AUTO; i <= HP_DATA_BYTES; i++)
+        words_ok &= hp_data_format_parse("k", hp_data_format_name((hp_data_format)i), &f, err, sizeof err) == 0 &&
+                    f == (hp_data_format)i;
+    CHECK(words_ok, "format names do not parse back");
+    CHECK(hp_data_format_parse("--training.dataset_format", "parquet", &f, err, sizeof err) != 0 &&
+          strstr(err, "--training.dataset_format expects auto, llmc, megatron, uint16, uint32 or bytes, got 'parquet'"),
+          "unknown format: '%s'", err);
+
     strcpy(dir, "/tmp/hp_test_data_dir_XXXXXX");
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 2; }
     test_formats();

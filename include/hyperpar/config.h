@@ -73,6 +73,15 @@ typedef enum { HP_DTYPE_FLOAT32 = 0, HP_DTYPE_BFLOAT16 = 1 } hp_mp_dtype;
 // --lr_scheduler.decay_type: TorchTitan's decay after warmup and the stable phase (optim.h)
 typedef enum { HP_DECAY_LINEAR = 0, HP_DECAY_SQRT = 1, HP_DECAY_COSINE = 2 } hp_decay_type;
 
+// training.dataset_format (training-job.md §4; docs/data.md): how hp_data_open (data.h) reads a
+// dataset. AUTO detects the header (llm.c shard, Megatron .idx) and refuses a headerless file;
+// AUTO_BYTES, what the old `--data FILE` means, detects the same but reads a headerless file as
+// bytes. LLMC .. BYTES force one format.
+typedef enum {
+    HP_DATA_AUTO = 0, HP_DATA_LLMC, HP_DATA_MEGATRON, HP_DATA_UINT16, HP_DATA_UINT32, HP_DATA_BYTES,
+    HP_DATA_AUTO_BYTES,
+} hp_data_format;
+
 typedef struct hp_run_config {
     int          seq_len;       // S
     int          batch;         // global batch, in sequences
@@ -81,7 +90,8 @@ typedef struct hp_run_config {
     hp_optimizer optimizer;
     float        lr;
     float        max_norm;      // <= 0: no clipping
-    const char  *data_path;     // NULL: synthetic data; else a text file read as bytes
+    const char  *data_path;     // NULL: synthetic data; else a file, Megatron prefix or glob (data.h)
+    hp_data_format data_format; // training.dataset_format (default auto)
     hp_cp_rotate cp_rotate;
     int          cp_load_balance; // 1: head-tail chunks (default), 0: contiguous split
     hp_dispatcher dispatcher;
@@ -136,6 +146,11 @@ const char *hp_run_reshard_name(hp_reshard_policy policy);   // --reshard-after-
 // "float32" | "bfloat16" -> *dtype (flag names the flag in err); 0, or -1 with one line in err
 int hp_mp_dtype_parse(const char *flag, const char *s, hp_mp_dtype *dtype, char *err, size_t errlen);
 const char *hp_mp_dtype_name(hp_mp_dtype dtype);   // "float32", "bfloat16"
+// "auto" | "llmc" | "megatron" | "uint16" | "uint32" | "bytes" -> *format; 0, or -1 with one
+// line in err naming the choices (flag names the key). AUTO_BYTES has no word: hp_data_format_name
+// gives "auto" for it.
+int hp_data_format_parse(const char *flag, const char *s, hp_data_format *format, char *err, size_t errlen);
+const char *hp_data_format_name(hp_data_format format);
 
 // How long FSDP keeps a unit gathered after its forward (torchtitan-semantics.md §4.4-5, the
 // policy TorchTitan's apply_fsdp applies):

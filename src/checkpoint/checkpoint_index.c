@@ -165,6 +165,23 @@ int hp_ck_index_load(const char *step_dir, hp_ck_index *ix, char *err, size_t er
         if (ix->data_text) {
             ix->data_windows = i64(&c, data, "windows", "data");
             ix->data_next_window = i64(&c, data, "next_window", "data");
+            // the dataset's description (absent before the formats: nothing to compare)
+            const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(data, "format");
+            const cJSON *files = cJSON_GetObjectItemCaseSensitive(data, "files");
+            if (cJSON_IsString(fmt) && cJSON_IsArray(files)) {
+                snprintf(ix->data_format, sizeof ix->data_format, "%s", fmt->valuestring);
+                const int n = cJSON_GetArraySize(files);
+                ix->data_files = calloc(n > 0 ? (size_t)n : 1, sizeof *ix->data_files);
+                if (!ix->data_files) { snprintf(err, errlen, "checkpoint %s: out of memory", path); c.failed = 1; }
+                const cJSON *f;
+                cJSON_ArrayForEach(f, files) {
+                    if (c.failed) break;
+                    hp_ck_data_file *df = &ix->data_files[ix->data_n_files++];
+                    snprintf(df->name, sizeof df->name, "%s", str(&c, f, "name", "data.files"));
+                    df->bytes = i64(&c, f, "bytes", "data.files");
+                    df->tokens = i64(&c, f, "tokens", "data.files");
+                }
+            }
         }
     }
     // tensors
@@ -266,6 +283,7 @@ void hp_ck_index_free(hp_ck_index *ix) {
     free(ix->tensors);
     free(ix->files);
     free(ix->pieces);
+    free(ix->data_files);
     memset(ix, 0, sizeof *ix);
 }
 

@@ -77,6 +77,11 @@ typedef struct hp_ck_file {
     uint32_t crc;
 } hp_ck_file;
 
+typedef struct hp_ck_data_file {   // one file of the dataset (training-job.md §3)
+    char     name[256];    // its base name (the folder may move between save and resume)
+    int64_t  bytes, tokens;
+} hp_ck_data_file;
+
 typedef struct hp_ck_index {
     int             step;
     hp_model_config model;
@@ -89,6 +94,9 @@ typedef struct hp_ck_index {
     int             data_text;      // 0 synthetic, 1 text
     int64_t         data_windows;   // text: windows of seq_len+1 bytes in the file
     int64_t         data_next_window;
+    char            data_format[16];  // "" in checkpoints older than the formats: not compared
+    int             data_n_files;
+    hp_ck_data_file *data_files;      // (data_n_files,)
     int             n_tensors, n_files, n_pieces;
     hp_ck_tensor   *tensors;
     hp_ck_file     *files;

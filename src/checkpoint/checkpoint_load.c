@@ -69,9 +69,40 @@ static void shape_str(char *b, size_t n, int ndim, const int64_t *s) {
 }
 
 // The checks that need the index only (and the data file): the same on every rank.
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+// 1 when this run's dataset is not the checkpoint's (format, or a file's base name, size or
+// token count; the folder may move), with "what: this run's vs the checkpoint's" in why.
+static int other_dataset(const hp_data *data, const hp_ck_index *ix, char *why, size_t n) {
+    const char *fmt = hp_data_format_name(hp_data_found_format(data));
+    if (strcmp(fmt, ix->data_format)) {
+        snprintf(why, n, "format %s in this run, %s in the checkpoint", fmt, ix->data_format);
+        return 1;
+    }
+    if (hp_data_n_files(data) != ix->data_n_files) {
+        snprintf(why, n, "%d files in this run, %d in the checkpoint", hp_data_n_files(data), ix->data_n_files);
+        return 1;
+    }
+    for (int i = 0; i < ix->data_n_files; i++) {
+        int64_t bytes = 0, tokens = 0;
+        const char *name = base_name(hp_data_file(data, i, &bytes, &tokens));
+        const hp_ck_data_file *f = &ix->data_files[i];
+        if (strcmp(name, base_name(f->name)) || bytes != f->bytes || tokens != f->tokens) {
+            snprintf(why, n, "file %d is %s (%lld bytes, %lld tokens) in this run, %s (%lld bytes, %lld tokens) in the "
+                     "checkpoint", i, name, (long long)bytes, (long long)tokens, base_name(f->name),
+                     (long long)f->bytes, (long long)f->tokens);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int check_index(const char *step_dir, const hp_ck_index *ix, const hp_model_config *m,
                        const hp_run_config *rc, char *err, size_t errlen) {
-    char why[300];
+    char why[800];
     if (hp_ck_model_compare(m, &ix->model, why, sizeof why) != 0) {
         snprintf(err, errlen, "checkpoint %s/index.json: %s", step_dir, why);
         return HP_EXIT_CONFIG;
@@ -132,10 +163,15 @@ static int check_index(const char *step_dir, const hp_ck_index *ix, const hp_mod
         return HP_EXIT_CONFIG;
     }
     if (ix->data_text) {
-        hp_data *data = hp_data_open(rc->data_path, m->vocab_size, why, sizeof why);
+        hp_data *data = hp_data_open(rc->data_path, rc->data_format, m->vocab_size, why, sizeof why);
         if (!data) { snprintf(err, errlen, "--data: %s", why); return HP_EXIT_CONFIG; }
         const int64_t windows = hp_data_windows(data, rc->seq_len);
+        const int other = ix->data_format[0] ? other_dataset(data, ix, why, sizeof why) : 0;
         hp_data_close(data);
+        if (other) {
+            snprintf(err, errlen, "checkpoint %s/index.json: another dataset: %s", step_dir, why);
+            return HP_EXIT_CONFIG;
+        }
         const int64_t next = hp_ck_next_window(ix->step, rc->batch, windows);
         if (windows != ix->data_windows || next != ix->data_next_window) {
             snprintf(err, errlen, "checkpoint %s/index.json: data position: this run would resume at window %lld of %lld, "

@@ -279,6 +279,18 @@ static cJSON *index_json(const hp_trainer *tr, cJSON *files) {
         cJSON_AddStringToObject(da, "path", tr->rc.data_path);
         cJSON_AddNumberToObject(da, "windows", (double)windows);
         cJSON_AddNumberToObject(da, "next_window", (double)hp_ck_next_window(tr->step, tr->rc.batch, windows));
+        // what the dataset is (training-job.md §3): a resume on another one is refused
+        cJSON_AddStringToObject(da, "format", hp_data_format_name(hp_data_found_format(tr->data)));
+        cJSON *df = cJSON_AddArrayToObject(da, "files");
+        for (int i = 0; i < hp_data_n_files(tr->data); i++) {
+            int64_t bytes = 0, tokens = 0;
+            const char *name = hp_data_file(tr->data, i, &bytes, &tokens);
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddStringToObject(f, "name", name);
+            cJSON_AddNumberToObject(f, "bytes", (double)bytes);
+            cJSON_AddNumberToObject(f, "tokens", (double)tokens);
+            cJSON_AddItemToArray(df, f);
+        }
     }
     cJSON *ts = cJSON_AddArrayToObject(j, "tensors");
     for (int i = 0; i < tr->pt.n; i++) {

@@ -1,6 +1,6 @@
 // config.c - the named model shapes and a run's default settings (spec: shared/spec/model.md).
 // defines: hp_model_config_names, hp_model_config_by_name, hp_run_config_default,
-//          hp_run_config_parse_ac
+//          hp_run_config_parse_ac, hp_data_format_parse, hp_data_format_name
 //
 // "tiny" and "tiny-moe" are the test models of model.md's table, exactly; "small" is a wider
 // dense model for quick experiments; "bench" and "bench-moe" are sized for throughput runs.
@@ -91,6 +91,7 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->min_lr_factor = 0.0;
     rc->total_steps = -1;
     rc->data_path = NULL;
+    rc->data_format = HP_DATA_AUTO;
     rc->cp_rotate = HP_ROTATE_ALLGATHER;
     rc->cp_load_balance = 1;
     rc->dispatcher = HP_DISPATCH_ALLTOALL;
@@ -110,6 +111,20 @@ int hp_mp_dtype_parse(const char *flag, const char *s, hp_mp_dtype *dtype, char 
     for (int i = 0; i <= HP_DTYPE_BFLOAT16; i++)
         if (s && !strcmp(s, dtype_names[i])) { *dtype = (hp_mp_dtype)i; return 0; }
     snprintf(err, errlen, "%s expects float32 or bfloat16, got '%s'", flag, s ? s : "");
+    return -1;
+}
+
+static const char *const data_format_names[] = { "auto", "llmc", "megatron", "uint16", "uint32", "bytes" };
+
+const char *hp_data_format_name(hp_data_format format) {
+    if (format == HP_DATA_AUTO_BYTES) return "auto";
+    return (unsigned)format <= HP_DATA_BYTES ? data_format_names[format] : "?";
+}
+
+int hp_data_format_parse(const char *flag, const char *s, hp_data_format *format, char *err, size_t errlen) {
+    for (int i = 0; i <= HP_DATA_BYTES; i++)
+        if (s && !strcmp(s, data_format_names[i])) { *format = (hp_data_format)i; return 0; }
+    snprintf(err, errlen, "%s expects auto, llmc, megatron, uint16, uint32 or bytes, got '%s'", flag, s ? s : "");
     return -1;
 }
 

@@ -72,11 +72,9 @@ hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_d
     tr->n_slots = 1;
     MPI_Comm_rank(world, &tr->rank);
     if (hp_failpoint_init(err, errlen) != 0) { free(tr); return NULL; }   // HP_FAILPOINT, once
-    tr->data = hp_data_open(rc->data_path, m->vocab_size, err, errlen);
+    tr->data = hp_data_open(rc->data_path, rc->data_format, m->vocab_size, err, errlen);
     if (!tr->data) { free(tr); return NULL; }
-    if (hp_data_windows(tr->data, rc->seq_len) < 1) {
-        snprintf(err, errlen, "data file '%s' holds no window of seq_len+1 = %d bytes",
-                 rc->data_path ? rc->data_path : "", rc->seq_len + 1);
+    if (hp_data_check_batch(tr->data, rc->seq_len, rc->batch, err, errlen) != 0) {   // Nw < B
         hp_data_close(tr->data);
         free(tr);
         return NULL;

@@ -22,6 +22,10 @@ h = sys.argv[2].encode()
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0\0\0\0")
 PY
 : >"$FILES/not-a-folder"
+# bad token files (training-job.md §4): bad magic, version, size, an id >= vocab, a headerless
+# file, too few windows, an inconsistent Megatron idx (scripts/write_token_files.py bad)
+python3 "$(dirname "$cases")/../../scripts/write_token_files.py" bad "$FILES"
+"$hp" run --steps 1 --data "$FILES/good.bin" --checkpoint-dir "$FILES/ck-data" --quiet >/dev/null 2>&1
 # bad checkpoints (docs/checkpoints.md): one good AdamW step-1, then a truncated, a corrupted
 # (last data byte flipped), a renamed-tensor and a reshaped-tensor copy of it
 "$hp" run --optimizer adamw --steps 1 --checkpoint-dir "$FILES/ck" --quiet >/dev/null 2>&1

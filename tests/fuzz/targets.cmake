@@ -31,3 +31,5 @@ file(GLOB HP_FUZZ_DIMS_SOURCES RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DE
 hp_fuzz_target(cli               SOURCES tools/hp/cli.c src/model/config.c ${HP_FUZZ_DIMS_SOURCES}
                                          src/model/hf_config.c src/util/file_io.c
                                  DEFINITIONS ${HP_FUZZ_CLI_DEFS} REGRESS_LINK hyperpar)
+# the token-file readers (training-job.md §4): llm.c, Megatron .idx, raw, and hp_data_open on a file
+hp_fuzz_target(data_header       SOURCES src/data/data.c src/data/data_formats.c src/util/rng.c src/model/config.c)

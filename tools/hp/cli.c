@@ -24,6 +24,7 @@ typedef enum {
     F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC, F_RESHARD,
     F_BETA1, F_BETA2, F_EPS, F_WEIGHT_DECAY, F_WARMUP, F_DECAY_RATIO, F_DECAY_TYPE, F_MIN_LR, F_TOTAL_STEPS,
     F_MP_PARAM, F_MP_REDUCE, F_GEMM,
+    F_DATA_FORMAT,   // data formats (dataformats branch)
 } flag_id;
 
 // Which commands take a flag: a flag of another command is refused with one line and exit 2
@@ -66,6 +67,8 @@ static const flag_def flags[] = {
     { "--lr_scheduler.decay_type", F_DECAY_TYPE, 1, FOR_ALL },
     { "--lr_scheduler.min_lr_factor", F_MIN_LR, 1, FOR_ALL },
     { "--lr_scheduler.total_steps", F_TOTAL_STEPS, 1, FOR_ALL },
+    // data formats (dataformats branch): training-job.md §4, docs/data.md
+    { "--training.dataset_path", F_DATA, 1, FOR_ALL }, { "--training.dataset_format", F_DATA_FORMAT, 1, FOR_ALL },
     { "--help", F_HELP, 0, FOR_ALL }, { "-h", F_HELP, 0, FOR_ALL },
 };
 
@@ -123,7 +126,10 @@ void tool_cli_print_common_help(FILE *out) {
         "                     to lr*M; N = -1: --steps (default 0, 0, linear, 0, -1: a constant lr)\n"
         "  --microbatches M   gradient accumulation: M microbatches per step, grads reduced once\n"
         "                     (M divides batch/(dp_replicate*dp_shard); default 1)\n"
-        "  --data FILE        train on FILE's bytes (default: synthetic tokens)\n"
+        "  --data FILE        train on FILE: an llm.c shard, a Megatron PREFIX, a glob of shards,\n"
+        "                     or a headerless file's bytes (default: synthetic tokens; docs/data.md)\n"
+        "  --training.dataset_path FILE  the same, but a headerless file needs a format:\n"
+        "  --training.dataset_format F   auto | llmc | megatron | uint16 | uint32 | bytes (default auto)\n"
         "  --cp-rotate NAME   allgather | ring (default allgather)\n"
         "  --cp-no-balance    contiguous CP split instead of head-tail chunks\n"
         "  --dispatcher NAME  alltoall | allgather expert dispatch (default alltoall)\n"
@@ -301,7 +307,16 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_STEPS:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->run.steps);
     case F_LR:           return parse_finite(flag, v, 1, &cli->run.lr);
     case F_MAX_NORM:     return parse_finite(flag, v, 0, &cli->run.max_norm);
-    case F_DATA:         cli->run.data_path = v; return 0;
+    case F_DATA:   // data formats (dataformats branch): --data keeps reading a headerless file as bytes
+        cli->run.data_path = v;
+        if (!strcmp(flag, "--data") && cli->run.data_format == HP_DATA_AUTO) cli->run.data_format = HP_DATA_AUTO_BYTES;
+        return 0;
+    case F_DATA_FORMAT: {   // data formats (dataformats branch)
+        char err[160];
+        if (hp_data_format_parse(flag, v, &cli->run.data_format, err, sizeof err) == 0) return 0;
+        fprintf(stderr, "hp: %s\n", err);
+        return HP_EXIT_CONFIG;
+    }
     case F_OPTIMIZER:
         if ((e = parse_choice(flag, v, "sgd", "adamw", &choice))) return e;
         cli->run.optimizer = choice ? HP_OPT_ADAMW : HP_OPT_SGD;

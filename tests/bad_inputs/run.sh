@@ -22,6 +22,8 @@ h = sys.argv[2].encode()
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0\0\0\0")
 PY
 : >"$FILES/not-a-folder"
+# a validation set of 1000 bytes: 30 windows of seq_len+1 = 33 (docs/metrics.md)
+head -c 1000 /dev/zero | tr '\0' 'a' >"$FILES/val-1000.txt"
 # bad checkpoints (docs/checkpoints.md): one good AdamW step-1, then a truncated, a corrupted
 # (last data byte flipped), a renamed-tensor and a reshaped-tensor copy of it
 "$hp" run --optimizer adamw --steps 1 --checkpoint-dir "$FILES/ck" --quiet >/dev/null 2>&1

@@ -29,7 +29,7 @@ typedef struct tool_flops {
 } tool_flops;
 void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_param_table *t, int seq_len);
 // One rank's peak in FLOP/s: peak_tflops * 1e12 when given, else the fp32 FMA-throughput peak
-// of `threads` threads with the vectors the GEMM's kernels use (fma_peak.c, ~0.3 s); the ISA
+// of `threads` threads with the vectors the GEMM's kernels use (fma_peak.c, ~0.03 s); the ISA
 // (or "given") in isa.
 double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_len);
 // n rounded to an integer with thousands separators ("12,345"), as Python's f"{round(n):,}".

@@ -40,7 +40,7 @@ double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_l
     hp_blas_info blas;
     hp_blas_info_get(&blas);
     const char *want = hp_gemm_get_backend() == HP_GEMM_ONEDNN ? NULL : hp_blas_core_isa(blas.core);
-    return tool_fma_peak(threads, want, isa, isa_len) * 1e9;
+    return tool_fma_peak_quick(threads, want, isa, isa_len) * 1e9;
 }
 
 char *tool_fmt_thousands(char *buf, size_t cap, double n) {

@@ -27,7 +27,7 @@ static double y_of(double v, double y0, double h, double lo, double hi) {
     return y0 + h - h * (v - lo) / (hi - lo);
 }
 
-// The finite range of the points' y, padded by 5 % (a flat series: +-1e-3 around it).
+// The finite range of the points' y (a flat series: +-1e-3 around it), padded by 2 %.
 static int range_of(const tool_svg_point *a, int na, const tool_svg_point *b, int nb, double *lo, double *hi) {
     int any = 0;
     for (int k = 0; k < na + nb; k++) {
@@ -39,7 +39,7 @@ static int range_of(const tool_svg_point *a, int na, const tool_svg_point *b, in
     }
     if (!any) return 0;
     if (!(*hi > *lo)) { *hi += 1e-3; *lo -= 1e-3; }
-    const double pad = 0.05 * (*hi - *lo);
+    const double pad = 0.02 * (*hi - *lo);
     *hi += pad;
     *lo -= pad;
     return 1;
@@ -57,15 +57,26 @@ static void polyline(FILE *f, const axis *a, const tool_svg_point *p, int n, dou
     }
 }
 
-// Frame, horizontal grid and labels of a panel: `ticks` values from lo to hi.
-static void panel(FILE *f, double y0, double h, double lo, double hi, int ticks, const char *fmt, const char *name) {
+// Widens [lo, hi] to whole multiples of a round tick (1, 2 or 5 x 10^n) that leaves 4 to 8 ticks.
+static double nice_range(double *lo, double *hi) {
+    const double raw = (*hi - *lo) / 5.0, mag = pow(10.0, floor(log10(raw))), r = raw / mag;
+    const double tick = (r < 1.5 ? 1.0 : r < 3.5 ? 2.0 : r < 7.5 ? 5.0 : 10.0) * mag;
+    *lo = floor(*lo / tick) * tick;
+    *hi = ceil(*hi / tick) * tick;
+    return tick;
+}
+
+// Frame, horizontal grid and labels of a panel: a label at every tick from lo to hi.
+static void panel(FILE *f, double y0, double h, double lo, double hi, double tick, const char *fmt,
+                  const char *name) {
     char buf[48];
     fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n", AX, y0,
             AW, h);
-    for (int t = 0; t < ticks; t++) {
-        const double v = lo + (hi - lo) * t / (ticks - 1), y = y_of(v, y0, h, lo, hi);
+    const int ticks = (int)floor((hi - lo) / tick * (1 + 1e-9));   // none above hi
+    for (int t = 0; t <= ticks && ticks <= 20; t++) {
+        const double v = lo + tick * t, y = y_of(v, y0, h, lo, hi);
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", AX, y, AX + AW, y);
-        snprintf(buf, sizeof buf, fmt, v);
+        snprintf(buf, sizeof buf, fmt, fabs(v) < 1e-12 * tick ? 0.0 : v);
         tool_svg_text(f, AX - 5, y + 3, "font-size=\"10\" text-anchor=\"end\" fill=\"" C_AXIS "\"", buf);
     }
     fprintf(f, "<text x=\"16\" y=\"%.1f\" font-size=\"11\" fill=\"" C_AXIS "\" text-anchor=\"middle\" "
@@ -120,7 +131,8 @@ static void write_svg(FILE *f, const char *title, const axis *a, const tool_svg_
 
     double lo = 0, hi = 1;
     const int have_loss = range_of(loss, n_train, val, n_val, &lo, &hi);
-    panel(f, LOSS_Y, LOSS_H, lo, hi, 6, "%.4g", "loss");
+    const double tick = nice_range(&lo, &hi);
+    panel(f, LOSS_Y, LOSS_H, lo, hi, tick, "%.6g", "loss");
     if (have_loss) {
         polyline(f, a, loss, n_train, LOSS_Y, LOSS_H, lo, hi, C_TRAIN);
         for (int k = 0; k < n_val; k++) {
@@ -137,8 +149,10 @@ static void write_svg(FILE *f, const char *title, const axis *a, const tool_svg_
     for (int k = 0; k < n_train; k++)
         if (isfinite(lr[k].y) && lr[k].y > lr_hi) lr_hi = lr[k].y;
     if (!(lr_hi > 0)) lr_hi = 1;
-    panel(f, LR_Y, LR_H, 0, lr_hi * 1.05, 3, "%.2e", "lr");
-    polyline(f, a, lr, n_train, LR_Y, LR_H, 0, lr_hi * 1.05, C_LR);
+    double lr_lo = 0;
+    const double lr_tick = nice_range(&lr_lo, &lr_hi);
+    panel(f, LR_Y, LR_H, lr_lo, lr_hi, 2 * lr_tick, "%.3g", "lr");
+    polyline(f, a, lr, n_train, LR_Y, LR_H, lr_lo, lr_hi, C_LR);
     step_axis(f, a);
     fputs("</svg>\n", f);
 }

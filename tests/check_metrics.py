@@ -179,6 +179,17 @@ def mode_layouts(hp, work):
         run(hp, base + flags + ["--job.dump_folder", folder])
         got[name] = [r["loss"] for r in records(folder) if r["type"] == "val"]
         check(len(got[name]) == 2, f"{name}: rounds after steps 1 and 2: {got[name]}")
+    # MoE: the routed experts count K/E of themselves in F
+    moe = os.path.join(work, "moe")
+    run(hp, ["--model", "tiny-moe", "--seq-len", str(S), "--batch", str(B), "--steps", "1", "--quiet",
+             "--job.dump_folder", moe])
+    j = records(moe)[0]
+    E, K = j["num_experts"], j["top_k"]
+    routed = (j["n_layers"] - j["n_dense_layers"]) * E * 3 * j["dim"] * j["moe_hidden"]
+    F = 6 * (j["params"] - j["embedding_params"] - routed + routed * K / E) + \
+        12 * j["n_layers"] * j["n_heads"] * j["head_dim"] * j["seq_len"]
+    check(E > K > 0 and j["routed_expert_params"] == routed and abs(j["F"] - F) <= 1e-9 * F,
+          f"tiny-moe: {routed} routed expert parameters at K/E = {K}/{E}: F {j['F']} = {F}")
     ref = got["1 process"]
     for name, v in got.items():
         if name == "1 process" or len(v) != 2:

@@ -25,6 +25,7 @@ typedef struct tool_flops {
     double  F;                   // FLOPs per token, forward + backward
     int64_t params;              // N: every parameter
     int64_t embedding;           // N_emb: tok_embeddings.weight
+    int64_t routed;              // the routed experts' parameters (counted at K/E in active)
     double  active;              // N - N_emb with the routed experts at K/E
 } tool_flops;
 void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_param_table *t, int seq_len);

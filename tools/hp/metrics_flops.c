@@ -24,6 +24,7 @@ void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_para
         const hp_param *p = &t->p[i];
         out->params += p->full_numel;
         if (!strcmp(p->name, "tok_embeddings.weight")) { out->embedding += p->full_numel; continue; }
+        if (p->stack == HP_STACK_EXPERT) out->routed += p->full_numel;
         out->active += p->stack == HP_STACK_EXPERT ? (double)p->full_numel * routed : (double)p->full_numel;
     }
     const double L = m->n_layers, H = m->n_heads, hd = hp_model_head_dim(m);

@@ -27,6 +27,7 @@ int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j) {
     cJSON_AddNumberToObject(o, "world", j->world);
     cJSON_AddNumberToObject(o, "params", (double)j->flops.params);
     cJSON_AddNumberToObject(o, "embedding_params", (double)j->flops.embedding);
+    cJSON_AddNumberToObject(o, "routed_expert_params", (double)j->flops.routed);
     cJSON_AddNumberToObject(o, "F", j->flops.F);
     cJSON_AddNumberToObject(o, "peak", j->peak);
     cJSON_AddStringToObject(o, "isa", j->isa);
@@ -40,6 +41,8 @@ int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j) {
     cJSON_AddNumberToObject(o, "head_dim", hp_model_head_dim(m));
     cJSON_AddNumberToObject(o, "num_experts", m->num_experts);
     cJSON_AddNumberToObject(o, "top_k", m->top_k);
+    cJSON_AddNumberToObject(o, "moe_hidden", m->moe_hidden);
+    cJSON_AddNumberToObject(o, "n_dense_layers", m->n_dense_layers);
     cJSON_AddNumberToObject(o, "seq_len", cli->run.seq_len);
     cJSON_AddNumberToObject(o, "global_batch_size", cli->run.batch);
     cJSON_AddNumberToObject(o, "steps", cli->run.steps);

@@ -12,7 +12,9 @@ for P in $ps; do
     flags="--model $model --pp $P --pp-schedule $s --pp-microbatches $M --batch 8 --seq-len 256"
     ideal=$("$hp" plan $flags | sed -n 's/.*ideal bubble: \([0-9.]*\).*/\1/p')
     out=$("$hp" run $flags --steps 3 2>&1)
-    ms=$(printf '%s\n' "$out" | sed -n 's/^step    3 .*| *\([0-9.]*\) ms.*/\1/p')
+    # step 3's time from its line's tps (tokens per second per rank): B x S x 1000 / (tps x world)
+    tps=$(printf '%s\n' "$out" | sed -n 's/^step: *3  .*  tps: \([0-9,]*\)  .*/\1/p' | tr -d ,)
+    ms=$(awk -v t="$tps" -v w="$P" 'BEGIN { if (t > 0) printf "%.1f", 8 * 256 * 1000 / (t * w) }')
     idle=$(printf '%s\n' "$out" | sed -n 's/^pipeline (last step): //p')
     printf 'pp %d %-17s ideal bubble %s  step %s ms  %s\n' "$P" "$s" "$ideal" "$ms" "$idle"
   done

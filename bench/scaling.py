@@ -36,7 +36,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STEP_LINE = re.compile(r"^step\s+(\d+) \|.*\|\s+([0-9.]+) ms \|")
+# hp run's step line (TorchTitan's, docs/metrics.md): its tps is tokens per second per rank
+STEP_LINE = re.compile(r"^step:\s+(\d+)\s.*\stps: ([0-9,]+)\s")
 BLAS_LINE = re.compile(r"^hp: blas (.*?), core (\w+) ")   # the BLAS half of "hp: blas ... | gemm: ..."
 
 # name, kind, ranks, hp run flags of the N-rank job, data-parallel degree (sequences scale by it)
@@ -69,11 +70,17 @@ def hp_steps(args, flags, batch, p, info):
     """The step ms of a finished hp run (rank 0's per-step lines after the warm-up)."""
     out, _ = p.communicate(timeout=600)
     cmd = hp_cmd(args, flags, batch)
+    # the world is the product of the degrees given; a step's ms = B x S x 1000 / (tps x world)
+    world = 1
+    for k in ("--dp-replicate", "--dp-shard", "--tp"):
+        if k in flags:
+            world *= int(flags[flags.index(k) + 1])
     ms = []
     for line in out.splitlines():
         m = STEP_LINE.match(line)
         if m and int(m.group(1)) > args.warmup:
-            ms.append(float(m.group(2)))
+            tps = float(m.group(2).replace(",", ""))
+            ms.append(batch * args.seq_len * 1000.0 / (tps * world) if tps > 0 else float("inf"))
         b = BLAS_LINE.match(line)
         if b and "core" not in info:
             info["blas"], info["core"] = b.group(1), b.group(2)

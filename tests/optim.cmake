@@ -11,8 +11,8 @@ set_tests_properties(lr_schedule PROPERTIES LABELS L0 TIMEOUT 30)
 # TT's vector through hp run: lr 0.1, 10 steps, 2 warmup, linear decay from warmup
 add_test(NAME lr_schedule_logged
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 0 -
-                 "^step +1 [|] .* [|] lr 5[.]0000e-02 [|]" "^step +3 [|] .* [|] lr 1[.]0000e-01 [|]"
-                 "^step +4 [|] .* [|] lr 8[.]7500e-02 [|]" "^step +10 [|] .* [|] lr 1[.]2500e-02 [|]"
+                 "^step: +1  .*  lr: 5[.]0000e-02  " "^step: +3  .*  lr: 1[.]0000e-01  "
+                 "^step: +4  .*  lr: 8[.]7500e-02  " "^step: +10  .*  lr: 1[.]2500e-02  "
                  -- $<TARGET_FILE:hp> run --steps 10 --lr 0.1 --lr_scheduler.warmup_steps 2
                     --lr_scheduler.decay_ratio -1)
 set_tests_properties(lr_schedule_logged PROPERTIES LABELS L0 TIMEOUT 60)
@@ -33,6 +33,6 @@ set_tests_properties(lr_schedule_verify_fsdp2 PROPERTIES LABELS L0 TIMEOUT 60 PR
 # 4 decay steps: W 0, S 7, so step 8 is the first decayed (lr 0.1 * 3/4); a float 0.35 would give 3
 add_test(NAME lr_schedule_ratio_double
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 0 -
-                 "^step +7 [|] .* [|] lr 1[.]0000e-01 [|]" "^step +8 [|] .* [|] lr 7[.]5000e-02 [|]"
+                 "^step: +7  .*  lr: 1[.]0000e-01  " "^step: +8  .*  lr: 7[.]5000e-02  "
                  -- $<TARGET_FILE:hp> run --steps 10 --lr 0.1 --lr_scheduler.decay_ratio 0.35)
 set_tests_properties(lr_schedule_ratio_double PROPERTIES LABELS L0 TIMEOUT 60)

@@ -80,5 +80,20 @@ int main(void) {
     hp_mem_free(r3);
     hp_mem_get_stats(&s);
     CHECK(s.total_current == 0 && s.n_live == 0, "realloc'd block freed");
+
+    // the interval mark (hp run's "memory since the last log") restarts alone: the run's peak stays
+    void *big = hp_mem_alloc(HP_MEM_ACTIVATIONS, 5000);
+    hp_mem_free(big);
+    void *small = hp_mem_alloc(HP_MEM_ACTIVATIONS, 700);
+    hp_mem_reset_interval_peak();
+    void *tmp = hp_mem_alloc(HP_MEM_SCRATCH, 300);
+    hp_mem_free(tmp);
+    hp_mem_get_stats(&s);
+    CHECK(s.interval_peak == 1000 && s.total_peak == 5000, "interval peak %zu (want 1000), run peak %zu (want 5000)",
+          s.interval_peak, s.total_peak);
+    hp_mem_reset_peak();
+    hp_mem_get_stats(&s);
+    CHECK(s.interval_peak == 700 && s.total_peak == 700, "reset_peak restarts the interval mark too");
+    hp_mem_free(small);
     return test_summary("test_memtrack");
 }

@@ -2,7 +2,8 @@
 // category, with current and high-water bytes per category and in total, so that the
 // predicted memory (plan.h) can be compared with what a run really held.
 // defines: hp_mem_category, hp_mem_category_name, hp_mem_alloc, hp_mem_realloc, hp_mem_free,
-//          hp_mem_size, hp_mem_stats, hp_mem_get_stats, hp_mem_reset_peak
+//          hp_mem_size, hp_mem_stats, hp_mem_get_stats, hp_mem_reset_peak,
+//          hp_mem_reset_interval_peak
 //
 //   float *acts = hp_mem_alloc(HP_MEM_ACTIVATIONS, n * sizeof(float));   // zeroed, 64-aligned
 //   ...
@@ -55,10 +56,14 @@ typedef struct hp_mem_stats {
     size_t peak[HP_MEM_COUNT];      // the most each category held at once since the last reset
     size_t total_current;
     size_t total_peak;              // the most held at once in all (not the sum of the peaks)
+    size_t interval_peak;           // the same since hp_mem_reset_interval_peak (or reset_peak)
     size_t n_live;                  // blocks not yet freed
 } hp_mem_stats;
 void hp_mem_get_stats(hp_mem_stats *out);
 // Restarts the high-water marks at the bytes held now (e.g. after set-up, to see a step's).
 void hp_mem_reset_peak(void);
+// Restarts interval_peak alone, at the bytes held now: a logger's "high-water since the last
+// log" (hp run's step line) without moving the run's marks that hp_trainer_measured reports.
+void hp_mem_reset_interval_peak(void);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include "comm.h"
 #include "config.h"
+#include "data.h"
 #include "dims.h"
 #include "params.h"
 #include "plan.h"
@@ -53,6 +54,15 @@ static inline int hp_step_finite(double loss, double grad_norm) {
 // The global loss of the current parameters on the batch of `step`, forward only; changes
 // no state (finite-difference checks, evaluation).
 double hp_trainer_eval_loss(hp_trainer *tr, int step);
+// Validation (training-job.md §5, docs/metrics.md; trainer_eval.c): the global token-mean loss
+// of batch `batch` (0-based) of data: global sequence g < B from window batch*B + g, as training
+// step batch+1 would read it, forward only under the run's layout (pp: a forward-only schedule),
+// no gradient, the optimiser and the step count untouched. data must hold (batch+1)*B windows
+// (hp_data_windows). Collective; every rank gets the same double.
+double hp_trainer_eval_batch(hp_trainer *tr, hp_data *data, int64_t batch);
+// A round: the mean of batches 0 .. n_batches-1's losses, added in batch order (the same set,
+// in the same order, every round: two rounds at equal parameters agree bit for bit).
+double hp_trainer_validate(hp_trainer *tr, hp_data *data, int64_t n_batches);
 
 // Full tensors on world rank 0, in table order with full shapes (offsets: hp_param.full_offset);
 // full has hp_trainer_params(tr)->full_numel floats on rank 0, may be NULL elsewhere.

@@ -2,7 +2,7 @@
 // its size and category, so hp_mem_free needs nothing but the pointer and the data stays
 // 64-byte aligned (whole cache lines; any SIMD width hyperpar's kernels use).
 // defines: hp_mem_category_name, hp_mem_alloc, hp_mem_realloc, hp_mem_free, hp_mem_size,
-//          hp_mem_get_stats, hp_mem_reset_peak
+//          hp_mem_get_stats, hp_mem_reset_peak, hp_mem_reset_interval_peak
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +56,7 @@ static void count(int c, size_t bytes, int sign) {
     stats.total_current += bytes;
     if (stats.current[c] > stats.peak[c]) stats.peak[c] = stats.current[c];
     if (stats.total_current > stats.total_peak) stats.total_peak = stats.total_current;
+    if (stats.total_current > stats.interval_peak) stats.interval_peak = stats.total_current;
 }
 
 void *hp_mem_alloc(hp_mem_category c, size_t bytes) {
@@ -100,5 +101,7 @@ void hp_mem_get_stats(hp_mem_stats *out) { *out = stats; }
 
 void hp_mem_reset_peak(void) {
     for (int c = 0; c < HP_MEM_COUNT; c++) stats.peak[c] = stats.current[c];
-    stats.total_peak = stats.total_current;
+    stats.total_peak = stats.interval_peak = stats.total_current;
 }
+
+void hp_mem_reset_interval_peak(void) { stats.interval_peak = stats.total_current; }

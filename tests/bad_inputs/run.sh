@@ -26,6 +26,8 @@ PY
 # file, too few windows, an inconsistent Megatron idx (scripts/write_token_files.py bad)
 python3 "$(dirname "$cases")/../../scripts/write_token_files.py" bad "$FILES"
 "$hp" run --steps 1 --data "$FILES/good.bin" --checkpoint-dir "$FILES/ck-data" --quiet >/dev/null 2>&1
+# a validation set of 1000 bytes: 30 windows of seq_len+1 = 33 (docs/metrics.md)
+head -c 1000 /dev/zero | tr '\0' 'a' >"$FILES/val-1000.txt"
 # bad checkpoints (docs/checkpoints.md): one good AdamW step-1, then a truncated, a corrupted
 # (last data byte flipped), a renamed-tensor and a reshaped-tensor copy of it
 "$hp" run --optimizer adamw --steps 1 --checkpoint-dir "$FILES/ck" --quiet >/dev/null 2>&1

@@ -25,7 +25,7 @@ for case in "crc|rank-00001.safetensors: tensor output.weight \(exp_avg_sq, box 
   [ "$rc" -eq 2 ] || fail "$name: exit $rc, want 2 (see $dir/$name.err)"
   n=$(grep -Ec "^hp: --resume: checkpoint .*$pattern" "$dir/$name.err")
   [ "$n" -eq 1 ] || fail "$name: $n lines match '$pattern' (want 1): $(cat "$dir/$name.err")"
-  grep -q "^step " "$dir/$name.out" && fail "$name: a step ran"
+  grep -q "^step:" "$dir/$name.out" && fail "$name: a step ran"
   echo "ok    $name: exit 2, one line: $(grep '^hp:' "$dir/$name.err")"
 done
 echo "corrupt check: PASS"

@@ -25,6 +25,8 @@ typedef enum {
     F_BETA1, F_BETA2, F_EPS, F_WEIGHT_DECAY, F_WARMUP, F_DECAY_RATIO, F_DECAY_TYPE, F_MIN_LR, F_TOTAL_STEPS,
     F_MP_PARAM, F_MP_REDUCE, F_GEMM,
     F_DATA_FORMAT,   // data formats (dataformats branch)
+    // metrics + validation (metrics branch)
+    F_DUMP_FOLDER, F_LOG_FREQ, F_PEAK_TFLOPS, F_VAL_ENABLE, F_VAL_PATH, F_VAL_FORMAT, F_VAL_FREQ, F_VAL_STEPS,
 } flag_id;
 
 // Which commands take a flag: a flag of another command is refused with one line and exit 2
@@ -69,6 +71,12 @@ static const flag_def flags[] = {
     { "--lr_scheduler.total_steps", F_TOTAL_STEPS, 1, FOR_ALL },
     // data formats (dataformats branch): training-job.md §4, docs/data.md
     { "--training.dataset_path", F_DATA, 1, FOR_ALL }, { "--training.dataset_format", F_DATA_FORMAT, 1, FOR_ALL },
+    // metrics + validation (metrics branch)
+    { "--job.dump_folder", F_DUMP_FOLDER, 1, FOR_ALL },
+    { "--metrics.log_freq", F_LOG_FREQ, 1, FOR_ALL }, { "--metrics.peak_tflops", F_PEAK_TFLOPS, 1, FOR_ALL },
+    { "--validation.enable", F_VAL_ENABLE, 0, FOR_ALL }, { "--validation.dataset_path", F_VAL_PATH, 1, FOR_ALL },
+    { "--validation.dataset_format", F_VAL_FORMAT, 1, FOR_ALL },
+    { "--validation.freq", F_VAL_FREQ, 1, FOR_ALL }, { "--validation.steps", F_VAL_STEPS, 1, FOR_ALL },
     { "--help", F_HELP, 0, FOR_ALL }, { "-h", F_HELP, 0, FOR_ALL },
 };
 
@@ -163,6 +171,17 @@ void tool_cli_print_common_help(FILE *out) {
         "  --checkpoint-keep K   keep the newest K step folders (default 0: all)\n"
         "  --resume D            continue from D's latest checkpoint (or D/step-K), any layout;\n"
         "                        --steps stays the step to train up to\n"
+        // metrics + validation (metrics branch)
+        "metrics and validation (run; docs/metrics.md):\n"
+        "  --job.dump_folder D        write D/metrics.jsonl and D/loss.svg (default: none)\n"
+        "  --metrics.log_freq N       the step line every N steps, and at steps 1 and last (default 1)\n"
+        "  --metrics.peak_tflops X    one rank's peak for mfu; 0 = measure its fp32 FMA peak (default 0)\n"
+        "  --validation.enable        a validation round every --validation.freq steps and after the last\n"
+        "  --validation.dataset_path F  the held-out set (default: the training data)\n"
+        "  --validation.dataset_format F  its format, as --training.dataset_format (default: the\n"
+        "                     training data's; auto also reads a headerless file as bytes)\n"
+        "  --validation.freq N        steps between rounds (default 10)\n"
+        "  --validation.steps N       batches a round, always the first ones; -1 = every full batch (default)\n"
         "  -h, --help         this help\n",
         out);
 }
@@ -311,9 +330,12 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
         cli->run.data_path = v;
         if (!strcmp(flag, "--data") && cli->run.data_format == HP_DATA_AUTO) cli->run.data_format = HP_DATA_AUTO_BYTES;
         return 0;
-    case F_DATA_FORMAT: {   // data formats (dataformats branch)
+    case F_DATA_FORMAT:   // data formats (dataformats branch)
+    case F_VAL_FORMAT: {
         char err[160];
-        if (hp_data_format_parse(flag, v, &cli->run.data_format, err, sizeof err) == 0) return 0;
+        if (hp_data_format_parse(flag, v, id == F_VAL_FORMAT ? &cli->val_format : &cli->run.data_format, err,
+                                 sizeof err) == 0)
+            return 0;
         fprintf(stderr, "hp: %s\n", err);
         return HP_EXIT_CONFIG;
     }
@@ -415,6 +437,26 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
         }
         cli->gemm = v;
         return 0;
+    // metrics + validation (metrics branch)
+    case F_DUMP_FOLDER:  cli->dump_folder = *v ? v : NULL; return 0;
+    case F_LOG_FREQ:     return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->log_freq);
+    case F_PEAK_TFLOPS:
+        if ((e = parse_float(flag, v, &cli->peak_tflops))) return e;
+        if (!isfinite(cli->peak_tflops) || cli->peak_tflops < 0.0f) {
+            fprintf(stderr, "hp: %s must be a finite number >= 0 (0 = measure), got '%s'\n", flag, v);
+            return HP_EXIT_CONFIG;
+        }
+        return 0;
+    case F_VAL_ENABLE:   cli->val_enable = 1; return 0;
+    case F_VAL_PATH:     cli->val_path = *v ? v : NULL; return 0;
+    case F_VAL_FREQ:     return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->val_freq);
+    case F_VAL_STEPS:
+        if ((e = parse_int_in(flag, v, -1, TOOL_CLI_MAX_STEPS, &cli->val_steps))) return e;
+        if (cli->val_steps == 0) {
+            fprintf(stderr, "hp: %s must be -1 (every full batch once) or >= 1, got 0\n", flag);
+            return HP_EXIT_CONFIG;
+        }
+        return 0;
     case F_HELP:         return 0;
     }
     return 0;
@@ -515,6 +557,10 @@ int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *
     hp_model_config_by_name("tiny", &cli->model);
     hp_run_config_default(&cli->run);
     cli->verify_steps = 5;
+    cli->log_freq = 1;        // metrics + validation (metrics branch): training-job.md §2's defaults
+    cli->val_freq = 10;
+    cli->val_steps = -1;
+    cli->val_format = TOOL_VAL_FORMAT_UNSET;
     const char *cmd = (first >= 1 && first - 1 < argc && argv[first - 1][0] != '-') ? argv[first - 1] : "<cmd>";
     const int scope = !strcmp(cmd, "plan") ? FOR_PLAN : !strcmp(cmd, "run") ? FOR_RUN
                     : !strcmp(cmd, "bench") ? FOR_BENCH : FOR_ALL;

@@ -44,10 +44,22 @@ typedef struct tool_cli {
     int   ac_given;              // --ac was given (run.ac_every holds it; --search tries only it)
     const char *gemm;            // --gemm openblas|onednn|auto (run, bench; NULL: HP_GEMM, else
                                  // openblas; gemm_choice.c)
+    // metrics + validation (metrics branch): training-job.md §5-6, docs/metrics.md
+    const char *dump_folder;     // --job.dump_folder D: metrics.jsonl, loss.svg (NULL or "" = none)
+    int   log_freq;              // --metrics.log_freq N: the step line every N steps (default 1)
+    float peak_tflops;           // --metrics.peak_tflops X: one rank's peak for mfu (0 = measure)
+    int   val_enable;            // --validation.enable
+    const char *val_path;        // --validation.dataset_path F (NULL: the training data)
+    hp_data_format val_format;   // --validation.dataset_format (default TOOL_VAL_FORMAT_UNSET: the
+                                 // training data's format, auto reading a headerless file as bytes)
+    int   val_freq;              // --validation.freq N: a round after every N-th step (default 10)
+    int   val_steps;             // --validation.steps N batches (-1 = every full batch once; default)
     // positional arguments left after the flags (subcommand-specific)
     int   n_rest;
     char *rest[16];
 } tool_cli;
+
+#define TOOL_VAL_FORMAT_UNSET ((hp_data_format)-1)
 
 // Parses argv[first..argc) into *cli (defaults first). Unknown flags, missing or
 // malformed values -> one line on stderr naming the flag, returns HP_EXIT_CONFIG.

@@ -6,8 +6,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cli.h"
 #include "gemm_choice.h"
+#include "metrics.h"
 #include "run_checkpoint.h"
 #include "hyperpar/blas.h"
 #include "hyperpar/optim.h"
@@ -23,7 +25,10 @@ static const char *const run_usage =
     "\n"
     "Trains --steps steps of the model on world = dp_replicate*dp_shard*cp*tp ranks. Started\n"
     "outside an MPI launcher it starts itself under mpirun with that many ranks (or --nproc N\n"
-    "with --dp-shard -1). One log line per step: step, loss, grad norm, ms, tokens/s.\n"
+    "with --dp-shard -1). Rank 0 logs TorchTitan's line at step 1, every --metrics.log_freq steps\n"
+    "and the last: step, loss, grad_norm, lr, memory, tps (per rank), tflops, mfu (docs/metrics.md);\n"
+    "--job.dump_folder D writes them to D/metrics.jsonl and D/loss.svg too; --validation.enable adds\n"
+    "validation rounds.\n"
     "  --verify         compare loss, every gradient of step 1, every parameter after the step\n"
     "                   and --verify-steps losses with the single-process reference; exit 1 on a miss\n"
     "  --dump DIR       write the initial model, batch and gradients of step 1 (safetensors)\n"
@@ -154,10 +159,26 @@ static pp_measured measure_pp(hp_trainer *tr, int rank, int quiet) {
     return pm;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// A validation round after step k (docs/metrics.md): every rank runs it, rank 0 logs it.
+static void validate(const tool_val *val, hp_trainer *tr, tool_metrics *mt, int step) {
+    int64_t tokens = 0;
+    double seconds = 0.0;
+    const double loss = tool_val_round(val, tr, &tokens, &seconds);
+    tool_metrics_val(mt, step, loss, tokens, seconds);
+}
+
 static int train(const tool_cli *cli, const float *init, int rank) {
     char err[256];
+    tool_val val;   // every rank opens the set; all see the same verdict, rank 0 says it
+    if (tool_val_open(&val, cli, rank == 0) != 0) return HP_EXIT_CONFIG;
     hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &cli->model, &cli->dims, &cli->run, err, sizeof err);
-    if (!tr) { if (rank == 0) fprintf(stderr, "hp: %s\n", err); return HP_EXIT_CONFIG; }
+    if (!tr) { if (rank == 0) fprintf(stderr, "hp: %s\n", err); tool_val_close(&val); return HP_EXIT_CONFIG; }
     if (init) hp_trainer_set_params(tr, init);
     double *losses = calloc((size_t)cli->run.steps + 1, sizeof(double));
     const int64_t full_n = hp_trainer_params(tr)->full_numel;
@@ -166,10 +187,17 @@ static int train(const tool_cli *cli, const float *init, int rank) {
     if (cli->resume && (first = tool_run_ckpt_resume(tr, cli, rank)) < 0) {
         free(losses);
         hp_trainer_free(tr);
+        tool_val_close(&val);
         return HP_EXIT_CONFIG;
+    }
+    tool_metrics *mt = tool_metrics_open(cli, tr, &val, first + 1, conditions.info.threads, MPI_COMM_WORLD);
+    if (!mt) {
+        if (rank == 0) fprintf(stderr, "hp: out of memory (metrics)\n");
+        rc = HP_EXIT_FAIL;
     }
     for (int s = first; s < cli->run.steps && rc == HP_EXIT_OK; s++) {
         hp_step_stats st;
+        const double t0 = now_s();
         if (s == 0 && cli->dump_dir) {
             // the step in phases, to catch gradients before clipping
             float *p0 = rank == 0 ? malloc((size_t)full_n * sizeof(float)) : NULL;
@@ -190,12 +218,18 @@ static int train(const tool_cli *cli, const float *init, int rank) {
             rc = hp_trainer_step(tr, &st);
         }
         losses[s] = st.loss;
-        if (rank == 0 && !cli->quiet)
-            printf("step %4d | loss %.6f | grad norm %.4f | lr %.4e | %8.2f ms | %10.0f tok/s\n", st.step,
-                   st.loss, st.grad_norm, (double)hp_lr_at(&cli->run, st.step), st.ms, st.tokens_per_s);
-        if (!hp_step_finite(st.loss, st.grad_norm)) report_nonfinite(&st, rank);
+        // the step's own wall time (hp_trainer_step's, barrier to barrier; the phased step 1 of
+        // --dump: its gathers and writes too)
+        const double seconds = (s == 0 && cli->dump_dir) ? now_s() - t0 : st.ms * 1e-3;
+        const int finite = hp_step_finite(st.loss, st.grad_norm);
+        tool_metrics_step(mt, &st, seconds, !finite);   // a stopping step is logged, whatever log_freq
+        if (!finite) report_nonfinite(&st, rank);
+        if (rc == HP_EXIT_OK && tool_val_due(&val, st.step, cli->run.steps)) validate(&val, tr, mt, st.step);
         if (rc == HP_EXIT_OK) rc = tool_run_ckpt_after_step(tr, cli, st.step, rank);
     }
+    const int mrc = tool_metrics_close(mt);
+    if (rc == HP_EXIT_OK) rc = mrc;
+    tool_val_close(&val);
     pp_measured pm = { 0, NULL };
     if (cli->dims.pp > 1) pm = measure_pp(tr, rank, cli->quiet);
     hp_plan_measured meas;
@@ -210,6 +244,21 @@ static int train(const tool_cli *cli, const float *init, int rank) {
     return rc;
 }
 
+// --job.dump_folder and the validation set (docs/metrics.md): one line and HP_EXIT_CONFIG before
+// any rank trains, or 0.
+static int check_metrics_inputs(const tool_cli *cli) {
+    if (cli->verify && cli->val_enable) {
+        fprintf(stderr, "hp: --validation.enable needs a training run; --verify runs the verifier's steps "
+                "(drop one of them)\n");
+        return HP_EXIT_CONFIG;
+    }
+    if (cli->dump_folder && tool_cli_check_dir("--job.dump_folder", cli->dump_folder)) return HP_EXIT_CONFIG;
+    tool_val v;
+    const int e = tool_val_open(&v, cli, 1);
+    tool_val_close(&v);
+    return e;
+}
+
 // Under a launcher that hp did not start (mpirun, srun), the checks of the self-launch run
 // here: on world rank 0, with its node's rank count, and every rank learns the verdict.
 static int check_under_launcher(const tool_cli *cli, int rank) {
@@ -219,7 +268,8 @@ static int check_under_launcher(const tool_cli *cli, int rank) {
     MPI_Comm_size(node, &local);
     MPI_Comm_free(&node);
     if (rank == 0 && !getenv("HP_LAUNCHED"))
-        bad = tool_cli_check_outputs(cli) || tool_cli_check_memory(cli, &cli->dims, local);
+        bad = tool_cli_check_outputs(cli) || check_metrics_inputs(cli) ||
+              tool_cli_check_memory(cli, &cli->dims, local);
     hp_mpi_broadcast(MPI_COMM_WORLD, &bad, 1, MPI_INT, 0, "launch-check");
     return bad ? HP_EXIT_CONFIG : 0;
 }
@@ -265,7 +315,8 @@ int tool_cmd_run(int argc, char **argv) {
                         "in step %lld the windows wrap to 0 (a new epoch)\n", (long long)nw, cli.run.seq_len + 1,
                         (long long)(nw / cli.run.batch), cli.run.batch, (long long)(nw / cli.run.batch + 1));
         }
-        if ((e = tool_cli_check_outputs(&cli)) || (e = tool_cli_check_memory(&cli, &d, d.world)))
+        if ((e = tool_cli_check_outputs(&cli)) || (e = check_metrics_inputs(&cli)) ||
+            (e = tool_cli_check_memory(&cli, &d, d.world)))
             return e;
         if (cli.load_file) {
             tool_cli probe = cli;

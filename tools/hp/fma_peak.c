@@ -1,6 +1,6 @@
 // fma_peak.c - the fp32 FMA-throughput microbenchmark behind `hp bench`'s peak figure, and its
 // bf16 twin (AVX512_BF16's VDPBF16PS: per lane two bf16 products added to an fp32 accumulator).
-// defines: tool_fma_peak, tool_fma_isa, tool_bf16_peak
+// defines: tool_fma_peak, tool_fma_peak_quick, tool_fma_isa, tool_bf16_peak
 //
 // Why 16 accumulators: an FMA has a latency of about 4 cycles and a core issues up to 2 per
 // cycle, so at least 8 independent chains keep both ports busy; 16 leave room for cores with
@@ -201,13 +201,20 @@ const char *tool_fma_isa(const char *want) {
     return name;
 }
 
-static double peak_of(loop_fn fn, int threads);
+static double peak_of(loop_fn fn, int threads, int reps, double seconds);
 
 double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len) {
     const char *name;
     loop_fn fn = pick_loop(want, &name);
     if (isa && isa_len) snprintf(isa, isa_len, "%s", name);
-    return peak_of(fn, threads);
+    return peak_of(fn, threads, 10, 0.03);
+}
+
+double tool_fma_peak_quick(int threads, const char *want, char *isa, size_t isa_len) {
+    const char *name;
+    loop_fn fn = pick_loop(want, &name);
+    if (isa && isa_len) snprintf(isa, isa_len, "%s", name);
+    return peak_of(fn, threads, 5, 0.006);
 }
 
 double tool_bf16_peak(int threads, char *isa, size_t isa_len) {
@@ -216,27 +223,28 @@ double tool_bf16_peak(int threads, char *isa, size_t isa_len) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f")) {
         if (isa && isa_len) snprintf(isa, isa_len, "avx512_bf16");
-        return peak_of(loop_avx512_bf16, threads);
+        return peak_of(loop_avx512_bf16, threads, 10, 0.03);
     }
 #endif
     (void)threads;
     return 0.0;
 }
 
-static double peak_of(loop_fn fn, int threads) {
+// The best of `reps` timings of about `seconds` each.
+static double peak_of(loop_fn fn, int threads, int reps, double seconds) {
     if (threads < 1) threads = 1;
-    // calibrate: ~0.03 s per timing, whatever the vector width and clock (the first call also
+    // calibrate: ~seconds per timing, whatever the vector width and clock (the first call also
     // lets the core settle at its wide-vector clock)
-    long iters = 1 << 18;
+    long iters = seconds < 0.01 ? 1 << 15 : 1 << 18;
     double t0 = now_s();
     fn(iters);
     const double dt = now_s() - t0;
-    if (dt > 0) iters = (long)(iters * 0.03 / dt);
+    if (dt > 0) iters = (long)(iters * seconds / dt);
     if (iters < 1000) iters = 1000;
     double best = 0.0;
-    // best of 10 short timings: on a shared machine a short one is likelier to find the cores
+    // best of short timings: on a shared machine a short one is likelier to find the cores
     // free, and a peak is the best the hardware did, never an average
-    for (int r = 0; r < 10; r++) {
+    for (int r = 0; r < reps; r++) {
         const double g = timed(fn, threads, iters);
         if (g > best) best = g;
     }

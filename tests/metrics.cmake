@@ -1,0 +1,23 @@
+# metrics.cmake - what hp run prints and writes, and its validation rounds (training-job.md §5-6,
+# docs/metrics.md). The bad inputs (validation.steps x batch > windows, log_freq 0, ...) are
+# cases of tests/bad_inputs/cases.txt.
+
+# the library's rounds on 2 ranks: bitwise repeatable, training untouched, equal across
+# 1 process, dp_shard 2, tp 2, cp 2, pp 2 and MoE ep 2 within the verifier's loss tolerance
+add_executable(test_validation ${CMAKE_CURRENT_LIST_DIR}/test_validation.c)
+target_link_libraries(test_validation PRIVATE hyperpar)
+add_test(NAME validation_rounds COMMAND ${HP_MPIEXEC} -np 2 $<TARGET_FILE:test_validation>)
+set_tests_properties(validation_rounds PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)
+
+# hp run's line, metrics.jsonl (fields, recounted F, tflops and mfu from tps), loss.svg (XML), the
+# log and validation schedules, a round repeated bit for bit by another run at the same
+# parameters, training unchanged by rounds, -1 = every full batch
+add_test(NAME metrics_files
+         COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/check_metrics.py files $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/metrics_files)
+set_tests_properties(metrics_files PROPERTIES LABELS L0 TIMEOUT 180)
+# the validation loss of hp run under 1 process, dp_shard 2, tp 2 and pp 2, within 1e-5 relative
+add_test(NAME metrics_val_layouts
+         COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/check_metrics.py layouts $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/metrics_layouts)
+set_tests_properties(metrics_val_layouts PROPERTIES LABELS L1 TIMEOUT 300 PROCESSORS 2)

@@ -1,0 +1,111 @@
+// metrics.h - what `hp run` prints and writes for its logged steps and its validation rounds
+// (training-job.md §5-6, docs/metrics.md): TorchTitan's step line on rank 0,
+// {job.dump_folder}/metrics.jsonl and {job.dump_folder}/loss.svg; the validation set.
+// defines: tool_flops, tool_metrics_flops, tool_metrics_peak (metrics_flops.c);
+//          tool_metrics (opaque), tool_metrics_open/logs/step/val/close (metrics_log.c);
+//          tool_metrics_jsonl_* (metrics_jsonl.c); tool_metrics_svg (metrics_svg.c);
+//          tool_val, tool_val_open/close/due/round (metrics_val.c); tool_fmt_thousands
+//
+//   tool_metrics *mt = tool_metrics_open(&cli, tr, first_step, blas_threads, MPI_COMM_WORLD);
+//   for each step k:  step; tool_metrics_step(mt, &st, seconds, 0);         // every rank
+//                     if (tool_val_due(&val, k, last)) { round; tool_metrics_val(mt, ...); }
+//   tool_metrics_close(mt);
+#ifndef HP_TOOL_METRICS_H
+#define HP_TOOL_METRICS_H
+#include <stdint.h>
+#include <stdio.h>
+#include "cli.h"
+#include "hyperpar/data.h"
+#include "hyperpar/train.h"
+
+// ---- metrics_flops.c ---------------------------------------------------------------------
+// Training FLOPs per token, TorchTitan's count (PaLM's): F = 6 (N - N_emb) + 12 L H hd S, where
+// the routed experts' parameters count K/E of themselves (a token runs K of the E experts).
+typedef struct tool_flops {
+    double  F;                   // FLOPs per token, forward + backward
+    int64_t params;              // N: every parameter
+    int64_t embedding;           // N_emb: tok_embeddings.weight
+    int64_t routed;              // the routed experts' parameters (counted at K/E in active)
+    double  active;              // N - N_emb with the routed experts at K/E
+} tool_flops;
+void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_param_table *t, int seq_len);
+// One rank's peak in FLOP/s: peak_tflops * 1e12 when given, else the fp32 FMA-throughput peak
+// of `threads` threads with the vectors the GEMM's kernels use (fma_peak.c, ~0.03 s); the ISA
+// (or "given") in isa.
+double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_len);
+// n rounded to an integer with thousands separators ("12,345"), as Python's f"{round(n):,}".
+char *tool_fmt_thousands(char *buf, size_t cap, double n);
+
+// ---- metrics_val.c: the validation set -----------------------------------------------------
+typedef struct tool_val {
+    hp_data    *data;            // NULL: validation is off
+    const char *path;            // its file (NULL: synthetic, the training stream)
+    int64_t     batches;         // per round: validation.steps, or every full batch (-1)
+    int         freq;
+    int         batch, seq_len;  // the training shape, B x S
+} tool_val;
+// Opens the validation set of cli (--validation.dataset_path, else the training data) when
+// --validation.enable is given, and checks that `steps` batches of the training shape fit in its
+// windows. Returns 0, or HP_EXIT_CONFIG after one line on stderr (when say) naming the rule and
+// the numbers. The only caller of hp_data_open for validation.
+int  tool_val_open(tool_val *v, const tool_cli *cli, int say);
+void tool_val_close(tool_val *v);
+// 1 when a round follows step `step`: step % freq == 0, or the last step.
+int  tool_val_due(const tool_val *v, int step, int last_step);
+// One round (collective): its loss (the same double on every rank), tokens and wall seconds.
+double tool_val_round(const tool_val *v, hp_trainer *tr, int64_t *tokens, double *seconds);
+
+// ---- metrics_log.c: the logger -------------------------------------------------------------
+typedef struct tool_metrics tool_metrics;
+// Collective over world. Measures the peak (unless --metrics.peak_tflops, or nothing is printed
+// nor written), opens {dump_folder}/metrics.jsonl on rank 0 and writes the job record. NULL
+// only when out of memory.
+tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_val *val, int first_step,
+                                int blas_threads, MPI_Comm world);
+// 1 when step logs: the run's first step, every log_freq-th, the last.
+int  tool_metrics_logs(const tool_metrics *mt, int step);
+// After every step, on every rank: counts its tokens and seconds; on a logged step (or with
+// force: a step that stopped the run, which every rank knows alike) reduces the memory
+// high-water over the ranks (collective), prints the line and writes the record and the SVG.
+void tool_metrics_step(tool_metrics *mt, const hp_step_stats *st, double seconds, int force);
+// After a validation round, on every rank (rank 0 prints and writes).
+void tool_metrics_val(tool_metrics *mt, int step, double loss, int64_t tokens, double seconds);
+// Rewrites the SVG a last time and frees. Returns 0, or HP_EXIT_FAIL (after one line) when a
+// file could not be written.
+int  tool_metrics_close(tool_metrics *mt);
+
+// ---- metrics_jsonl.c: the records (one JSON object a line, flushed) --------------------------
+typedef struct tool_metrics_job {
+    const tool_cli *cli;
+    int world, first_step, blas_threads;
+    tool_flops flops;
+    double peak;                 // FLOP/s of one rank
+    const char *isa;             // the peak's loop, or "given"
+    double mem_total_gib;
+    const tool_val *val;
+} tool_metrics_job;
+typedef struct tool_metrics_train {
+    int step;
+    double loss, grad_norm, lr;
+    int64_t tokens_seen;
+    double elapsed_s, memory_gib, memory_gib_max, memory_pct, tps, tflops, mfu_pct;
+} tool_metrics_train;
+typedef struct tool_metrics_valrec {
+    int step;
+    double loss;
+    int64_t tokens, batches;
+    double tps, elapsed_s;
+} tool_metrics_valrec;
+// Each returns 0, or -1 when the line could not be written.
+int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j);
+int tool_metrics_jsonl_train(FILE *f, const tool_metrics_train *t);
+int tool_metrics_jsonl_val(FILE *f, const tool_metrics_valrec *v);
+
+// ---- metrics_svg.c: loss.svg -----------------------------------------------------------------
+typedef struct tool_svg_point { int step; double y; } tool_svg_point;
+// Two panels on one step axis [first, last]: the train loss (a line) and the validation losses
+// (points) above, lr below. Written to path.tmp and renamed over path. Returns 0 or -1.
+int tool_metrics_svg(const char *path, const char *title, int first, int last, const tool_svg_point *loss,
+                     const tool_svg_point *lr, int n_train, const tool_svg_point *val, int n_val);
+
+#endif

@@ -9,8 +9,6 @@
 #include "cli.h"
 #include "hyperpar/blas.h"
 
-#define HP_VERSION "0.1"
-
 static void usage(FILE *out) {
     fputs("usage: hp <command> [flags]\n"
           "\n"

@@ -1,0 +1,7 @@
+# jobfile.cmake - the TorchTitan job file (training-job.md §1-2, docs/job_file.md): the TOML
+# reader's unit test (L0), and hp run on job files end to end.
+add_executable(test_toml tests/test_toml.c)
+target_link_libraries(test_toml PRIVATE hyperpar)
+target_include_directories(test_toml PRIVATE src)
+add_test(NAME test_toml COMMAND test_toml)
+set_tests_properties(test_toml PROPERTIES LABELS L0 TIMEOUT 60)

@@ -416,12 +416,12 @@ static int llama3_flavor(const char *s) {
     return -1;
 }
 
-// TorchTitan's llama3 debugmodel: dim 256, 6 layers, 16 heads, vocab 2000, rope_theta 500000,
+// TorchTitan's llama3 debugmodel: dim 256, 6 layers, 16 heads, vocab 2048, rope_theta 500000,
 // FFN 4*dim*2/3 rounded up to a multiple of 256 = 768.
 static void llama3_debugmodel(hp_model_config *m) {
     hp_model_config_by_name("llama3-8b", m);
     snprintf(m->name, sizeof m->name, "llama3-debugmodel");
-    m->vocab_size = 2000;
+    m->vocab_size = 2048;
     m->dim = 256;
     m->n_layers = 6;
     m->n_heads = 16;
@@ -448,8 +448,8 @@ static int parse_schedule(const char *flag, const char *v, int *out) {
     static const char *const hp[] = { "gpipe", "1f1b", "interleaved-1f1b", "zbv" };
     for (int i = 0; i < 4; i++)
         if (same_ci(v, tt[i]) || same_ci(v, hp[i])) { *out = hp_pp_schedule_parse(hp[i]); return *out < 0; }
-    fprintf(stderr, "hp: %s expects gpipe, 1f1b, interleaved-1f1b or zbv (TorchTitan: GPipe, 1F1B, "
-            "Interleaved1F1B, ZBVZeroBubble), got '%s'\n", flag, v);
+    fprintf(stderr, "hp: %s expects gpipe, 1f1b, interleaved-1f1b or zbv, got '%s' (TorchTitan's GPipe, 1F1B, "
+            "Interleaved1F1B, ZBVZeroBubble too)\n", flag, v);
     return HP_EXIT_CONFIG;
 }
 
@@ -946,6 +946,7 @@ static int combine_flags(tool_cli *cli) {
         for (int k = 0; k < tool_n_flags; k++) {
             const tool_flag_def *f = &tool_flags[k];
             if (tool_flag_is_key(f) && f->hp_def && f->tt_def && !cli->key_text[k] && f->id != F_CONFIG &&
+                !(f->id == F_BATCH && cli->local_batch > 0) &&   // derived from the local batch
                 !same_value(f->hp_def, f->tt_def))
                 tool_cli_note(cli->note_defaults, sizeof cli->note_defaults, f->name + 2);
         }
@@ -996,7 +997,7 @@ static int parse_pass(tool_cli *cli, int pass, int argc, char **argv, int first,
         for (int k = 0; !f && extra && extra[k]; k++)
             if (!strcmp(extra[k], name)) { is_extra = 1; break; }
         if (!f && !is_extra) {
-            fprintf(stderr, "hp: unknown flag '%s' (see hp %s --help; job keys: hp %s --help-config)\n", name, cmd, cmd);
+            fprintf(stderr, "hp: unknown flag '%s' (see hp %s --help)\n", name, cmd);
             return HP_EXIT_CONFIG;
         }
         if (f && !(f->scope & scope)) {

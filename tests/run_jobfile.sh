@@ -8,7 +8,8 @@
 # 3. job.print_config prints exactly that file; the command line overrides the file
 #    (--training.steps 2: two losses, steps = 2 in config.toml);
 # 4. hp plan --config examples/llama3_small.toml: TorchTitan's debugmodel, the notes of the keys
-#    hp does not implement (at their defaults) and of those that mean nothing here.
+#    hp does not implement (at their defaults) and of those that mean nothing here;
+# 5. docs/job_file.md holds every row of the schema as hp run --help-config prints it.
 # Exits 1 on the first failure with one line saying which.
 hp=$1; ex=$2
 [ -x "$hp" ] && [ -d "$ex" ] || { echo "usage: run_jobfile.sh HP_BINARY EXAMPLES_DIR" >&2; exit 2; }
@@ -58,4 +59,9 @@ grep -q "^hp: note: TorchTitan keys hp does not implement, at their defaults (of
   fail "plan: no note of the TorchTitan-only keys"
 grep -q "^hp: note: TorchTitan keys with no meaning in hp, accepted and ignored: metrics.disable_color_printing" "$T/p.err" ||
   fail "plan: no note of the ignored keys"
+# docs/job_file.md tabulates the schema: every row of --help-config, as the binary prints it
+doc="$ex/../docs/job_file.md"
+grep '^| ' "$T/schema.md" | while IFS= read -r row; do
+  grep -qxF -- "$row" "$doc" || { echo "FAIL: docs/job_file.md lacks the schema row: $row"; exit 1; }
+done || exit 1
 echo "PASS: job file end to end"

@@ -298,8 +298,9 @@ void tool_cli_print_schema(FILE *out) {
     for (int k = 0; k < tool_n_flags; k++) {
         const tool_flag_def *f = &tool_flags[k];
         if (!tool_flag_is_key(f) || f->id == F_TT_ONLY || f->id == F_IGNORED) continue;
-        fprintf(out, "| %s | %s | %s | %s | ", f->name + 2, types[f->type], f->hp_def ? f->hp_def : "",
-                f->tt_def ? f->tt_def : "(hp)");
+        const char *empty = f->type == V_LIST ? "[]" : "\"\"";
+        fprintf(out, "| %s | %s | %s | %s | ", f->name + 2, types[f->type],
+                !f->hp_def ? "" : *f->hp_def ? f->hp_def : empty, !f->tt_def ? "(hp)" : *f->tt_def ? f->tt_def : empty);
         int n = 0;
         for (int a = 0; a < tool_n_flags; a++)
             if (tool_flags[a].id == f->id && !tool_flag_is_key(&tool_flags[a]))

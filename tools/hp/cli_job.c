@@ -109,7 +109,8 @@ int tool_cli_apply_file(tool_cli *cli, const char *path) {
         }
         if (!type_ok(f->type, &en->value)) {
             fprintf(stderr, "hp: %s: %s expects %s, got %s %s\n", where, en->key, type_words(f->type),
-                    en->value.type == HP_TOML_INT ? "an" : "a", hp_toml_type_name(en->value.type));
+                    strchr("aeiou", hp_toml_type_name(en->value.type)[0]) ? "an" : "a",
+                    hp_toml_type_name(en->value.type));
             e = HP_EXIT_CONFIG;
             break;
         }

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli_table.h"
 #include "hyperpar/pipeline.h"
 
@@ -861,6 +862,21 @@ static void resolve_checkpoint(tool_cli *cli) {
         }
     }
     cli->load_file = cli->resume = NULL;
+    // TorchTitan's rule: a checkpoint folder that already holds checkpoints is resumed from
+    // (load_step, else its latest) instead of initial_load_path. Only when checkpoint.enable is
+    // a job key's: --checkpoint-dir D keeps hp's meaning (save into D, resume only by --resume).
+    char latest[4200];
+    if (cli->ckpt_dir && cli->key_label[tool_flag_key_row(F_CKPT_ENABLE)] &&
+        snprintf(latest, sizeof latest, "%s/latest", cli->ckpt_dir) < (int)sizeof latest && access(latest, F_OK) == 0) {
+        char *at = malloc(strlen(cli->ckpt_dir) + 32);
+        if (at && cli->load_step >= 0) sprintf(at, "%s/step-%d", cli->ckpt_dir, cli->load_step);
+        else if (at) sprintf(at, "%s", cli->ckpt_dir);
+        cli->resume = keep_owned(at);
+        snprintf(cli->note_resume, sizeof cli->note_resume, "checkpoint.folder %s holds checkpoints: resuming "
+                 "from %s%s (TorchTitan's rule)", cli->ckpt_dir, cli->resume,
+                 cli->init_load ? ", not checkpoint.initial_load_path" : "");
+        return;
+    }
     if (!cli->init_load) return;
     if (cli->init_model_only) { cli->load_file = cli->init_load; return; }
     if (cli->load_step < 0) { cli->resume = cli->init_load; return; }

@@ -76,6 +76,7 @@ typedef struct tool_cli {
     char  note_tt[1024];         // TorchTitan keys hp does not implement, given at TT's default
     char  note_ignored[1024];    // TorchTitan keys with no meaning here, given
     char  note_defaults[1024];   // keys a job file left at hp defaults that differ from TT's
+    char  note_resume[8600];     // checkpoint.folder holds checkpoints: resumed from
     // positional arguments left after the flags (subcommand-specific)
     int   n_rest;
     char *rest[16];

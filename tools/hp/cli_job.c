@@ -327,6 +327,7 @@ void tool_cli_print_notes(const tool_cli *cli, FILE *out) {
         fprintf(out, "hp: note: TorchTitan keys hp does not implement, at their defaults (off): %s\n", cli->note_tt);
     if (cli->note_ignored[0])
         fprintf(out, "hp: note: TorchTitan keys with no meaning in hp, accepted and ignored: %s\n", cli->note_ignored);
+    if (cli->note_resume[0]) fprintf(out, "hp: note: %s\n", cli->note_resume);
     if (cli->note_defaults[0])
         fprintf(out, "hp: note: %s leaves keys at hp defaults that differ from TorchTitan's (hp run "
                 "--help-config): %s\n", cli->config_file, cli->note_defaults);

@@ -1078,7 +1078,10 @@ static int parse_pass(tool_cli *cli, int pass, int argc, char **argv, int first,
         const char *label = strchr(f->name, '*') ? tool_cli_keep(name) : f->name;   // "x.*": the name given
         int e = tool_cli_apply_key(cli, key_row, label, value, 0);
         if (e) return e;
-        if (!strcmp(f->name, "--checkpoint-dir")) {   // --checkpoint-dir D: checkpoint.enable, folder D
+        hp_model_config probe;
+        if (!strcmp(f->name, "--model") && hp_model_config_by_name(value, &probe) == 0) {
+            cli->model_name = "hp";   // --model NAME: an hp model (model.name "hp")
+        } else if (!strcmp(f->name, "--checkpoint-dir")) {   // --checkpoint-dir D: checkpoint.enable, folder D
             cli->ckpt_enable = 1;
             cli->key_text[tool_flag_key_row(F_CKPT_ENABLE)] = "true";
         } else if (!strcmp(f->name, "--resume")) {    // --resume D: the full state of D

@@ -102,6 +102,11 @@ void tool_cli_print_notes(const tool_cli *cli, FILE *out);
 // {dump_folder}/config.toml (temp + rename); 0, or HP_EXIT_FAIL after one line.
 void tool_cli_write_config(const tool_cli *cli, FILE *out, int argc, char **argv);
 int  tool_cli_save_config(const tool_cli *cli, int argc, char **argv);
+// The ranks hp run launches parse its command line again, --config FILE included, so they read
+// the file again. Before launching: the path in argv made absolute and the file's hash put in
+// the environment (HP_CONFIG_HASH); in a launched rank: 1 when the file it read is not that one.
+void tool_cli_config_pin(const tool_cli *cli, int argc, char **argv);
+int  tool_cli_config_changed(const tool_cli *cli);
 // Whether the command-line word arg ("--tp", "--dump=D") is a flag hp run takes: 1 yes, 0 a
 // flag of another command (plan's --memory), -1 not a flag of the table. *takes_value: whether
 // the next word is its value.

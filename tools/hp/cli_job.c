@@ -4,6 +4,7 @@
 // defines: tool_cli_apply_file, tool_cli_write_config, tool_cli_save_config, tool_cli_print_schema,
 //          tool_cli_print_notes
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "util/toml.h"
 
 int tool_cli_apply_file(tool_cli *cli, const char *path);
+static void absolute(char *out, size_t cap, const char *p);
 
 // 1 when a key row of the table lies in section sec ("training"), wildcard rows included.
 static int section_known(const char *sec, size_t n) {
@@ -120,6 +122,46 @@ int tool_cli_apply_file(tool_cli *cli, const char *path) {
     }
     hp_toml_free(&t);
     return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the ranks a run launches read the job file again: the same file, checked by its hash
+
+// FNV-1a 64 of the file's bytes as 16 hex digits into hex[17]; 0, or -1 when it cannot be read.
+static int file_hash(const char *path, char hex[17]) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    uint64_t h = 1469598103934665603ULL;
+    unsigned char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++) h = (h ^ buf[i]) * 1099511628211ULL;
+    fclose(f);
+    snprintf(hex, 17, "%016llx", (unsigned long long)h);
+    return 0;
+}
+
+void tool_cli_config_pin(const tool_cli *cli, int argc, char **argv) {
+    if (!cli->config_file) return;
+    char hex[17], abs_path[4200];
+    if (file_hash(cli->config_file, hex) == 0) setenv("HP_CONFIG_HASH", hex, 1);
+    absolute(abs_path, sizeof abs_path, cli->config_file);
+    for (int i = 1; i < argc; i++) {   // the word that holds the path: FILE, or --config=FILE
+        const char *eq = strchr(argv[i], '=');
+        if (argv[i] == cli->config_file) argv[i] = tool_cli_keep(abs_path);
+        else if (eq && eq + 1 == cli->config_file) {
+            char word[4400];
+            snprintf(word, sizeof word, "%.*s=%s", (int)(eq - argv[i]), argv[i], abs_path);
+            argv[i] = tool_cli_keep(word);
+        }
+    }
+}
+
+int tool_cli_config_changed(const tool_cli *cli) {
+    const char *want = getenv("HP_CONFIG_HASH");
+    char hex[17];
+    if (!cli->config_file || !want || !*want) return 0;
+    return file_hash(cli->config_file, hex) != 0 || strcmp(hex, want) != 0;
 }
 
 // ---------------------------------------------------------------------------------------------

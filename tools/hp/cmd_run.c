@@ -280,6 +280,7 @@ int tool_cmd_run(int argc, char **argv) {
         // the ranks parse the same command line, --config FILE included: they read the file again
         if (d.world > 1) {
             tool_cli_print_notes(&cli, stderr);
+            tool_cli_config_pin(&cli, argc, argv);
             return tool_launch_self(d.world, argc, argv);
         }
     }
@@ -304,6 +305,15 @@ int tool_cmd_run(int argc, char **argv) {
         return HP_EXIT_CONFIG;   // every rank sees the same rule: no one is left waiting
     }
     if (check_under_launcher(&cli, rank) != 0) {
+        MPI_Finalize();
+        return HP_EXIT_CONFIG;
+    }
+    int changed = tool_cli_config_changed(&cli), any_changed = 0;   // the job file hp run checked?
+    MPI_Allreduce(&changed, &any_changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any_changed) {
+        if (rank == 0)
+            fprintf(stderr, "hp: --config %s changed while the ranks started (every rank reads it): run again\n",
+                    cli.config_file);
         MPI_Finalize();
         return HP_EXIT_CONFIG;
     }

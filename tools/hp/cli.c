@@ -1,9 +1,14 @@
-// cli.c - the flags every `hp` subcommand shares: one table, one parser, one help text.
-// defines: tool_cli_parse, tool_cli_print_common_help, tool_cli_run_flag
+// cli.c - the flags every `hp` subcommand shares: one table, one parser, one help text. The table
+// is also the job file's schema (cli_table.h, cli_job.c, docs/job_file.md): every TorchTitan job
+// key is a row `--section.key`, and the flags that set one are its aliases.
+// defines: tool_flags, tool_cli_parse, tool_cli_print_common_help, tool_cli_run_flag,
+//          tool_cli_apply_key, tool_flag_find
 //
-// Flags are `--name value` or `--name=value`; names must match exactly (no prefixes), values
-// must parse fully ("--tp 2x" is an error, not 2). Anything that does not start with '-' is a
-// positional argument and lands in rest[]. A bad flag prints one line and returns
+// Flags are `--name value` or `--name=value`; names must match exactly (no prefixes; '-' and '_'
+// alike), values must parse fully ("--tp 2x" is an error, not 2). Boolean keys: `--s.key`,
+// `--s.no_key`, `--s.key=true|false`. A job file (--config) is applied first, then the command
+// line; a key set twice on the command line is an error. Anything that does not start with '-'
+// is a positional argument and lands in rest[]. A bad flag prints one line and returns
 // HP_EXIT_CONFIG; the caller exits with it.
 #include <errno.h>
 #include <limits.h>

@@ -335,7 +335,7 @@ int main(void) {
                     f == (hp_data_format)i;
     CHECK(words_ok, "format names do not parse back");
     CHECK(hp_data_format_parse("--training.dataset_format", "parquet", &f, err, sizeof err) != 0 &&
-          strstr(err, "--training.dataset_format expects auto, llmc, megatron, uint16, uint32 or bytes, got 'parquet'"),
+          strstr(err, "--training.dataset_format expects auto, llmc, megatron, uint16, uint32, bytes or auto_bytes, got 'parquet'"),
           "unknown format: '%s'", err);
 
     strcpy(dir, "/tmp/hp_test_data_dir_XXXXXX");

@@ -146,9 +146,9 @@ const char *hp_run_reshard_name(hp_reshard_policy policy);   // --reshard-after-
 // "float32" | "bfloat16" -> *dtype (flag names the flag in err); 0, or -1 with one line in err
 int hp_mp_dtype_parse(const char *flag, const char *s, hp_mp_dtype *dtype, char *err, size_t errlen);
 const char *hp_mp_dtype_name(hp_mp_dtype dtype);   // "float32", "bfloat16"
-// "auto" | "llmc" | "megatron" | "uint16" | "uint32" | "bytes" -> *format; 0, or -1 with one
-// line in err naming the choices (flag names the key). AUTO_BYTES has no word: hp_data_format_name
-// gives "auto" for it.
+// "auto" | "llmc" | "megatron" | "uint16" | "uint32" | "bytes" | "auto_bytes" -> *format; 0, or
+// -1 with one line in err naming the choices (flag names the key). "auto_bytes" is what `--data`
+// means, so that a job file written back (config.toml) reads the data as the run did.
 int hp_data_format_parse(const char *flag, const char *s, hp_data_format *format, char *err, size_t errlen);
 const char *hp_data_format_name(hp_data_format format);
 

@@ -114,17 +114,18 @@ int hp_mp_dtype_parse(const char *flag, const char *s, hp_mp_dtype *dtype, char 
     return -1;
 }
 
-static const char *const data_format_names[] = { "auto", "llmc", "megatron", "uint16", "uint32", "bytes" };
+static const char *const data_format_names[] = { "auto", "llmc", "megatron", "uint16", "uint32", "bytes",
+                                                 "auto_bytes" };
 
 const char *hp_data_format_name(hp_data_format format) {
-    if (format == HP_DATA_AUTO_BYTES) return "auto";
-    return (unsigned)format <= HP_DATA_BYTES ? data_format_names[format] : "?";
+    return (unsigned)format <= HP_DATA_AUTO_BYTES ? data_format_names[format] : "?";
 }
 
 int hp_data_format_parse(const char *flag, const char *s, hp_data_format *format, char *err, size_t errlen) {
-    for (int i = 0; i <= HP_DATA_BYTES; i++)
+    for (int i = 0; i <= HP_DATA_AUTO_BYTES; i++)
         if (s && !strcmp(s, data_format_names[i])) { *format = (hp_data_format)i; return 0; }
-    snprintf(err, errlen, "%s expects auto, llmc, megatron, uint16, uint32 or bytes, got '%s'", flag, s ? s : "");
+    snprintf(err, errlen, "%s expects auto, llmc, megatron, uint16, uint32, bytes or auto_bytes, got '%s'", flag,
+             s ? s : "");
     return -1;
 }
 

@@ -40,6 +40,28 @@ b = bytearray(open(sys.argv[2], "rb").read()); b[-1] ^= 0x40; open(sys.argv[2], 
 PY
 sed -i 's/"output.weight"/"output.weigth"/g' "$FILES/ck-names/index.json"
 sed -i '0,/\[256, 64\]/s//[512, 64]/' "$FILES/ck-shape/index.json"
+# bad job files (docs/job_file.md): one refused key or TOML construct each
+J=$FILES/job; mkdir -p "$J"
+printf '[training]\nstepz = 3\n' >"$J/unknown_key.toml"
+printf '[trainer]\nsteps = 3\n' >"$J/unknown_section.toml"
+printf 'steps = 3\n' >"$J/top_key.toml"
+printf '[training]\nsteps = "10"\n' >"$J/wrong_type.toml"
+printf '[training]\nseq_len = 32.0\n' >"$J/float_for_int.toml"
+printf '[training]\nsteps = 0\n' >"$J/out_of_range.toml"
+printf '[optimizer]\nname = "Adam"\n' >"$J/enum.toml"
+printf '[training]\nsteps = 2\nsteps = 3\n' >"$J/dup_key.toml"
+printf '[training]\nsteps = 2\n[model]\n[training]\n' >"$J/dup_table.toml"
+printf '[training]\nsteps = { a = 1 }\n' >"$J/inline_table.toml"
+printf '[[training]]\nsteps = 1\n' >"$J/array_table.toml"
+printf 'training.steps = 1\n' >"$J/dotted_key.toml"
+printf '[job]\ndescription = 2026-12-02\n' >"$J/date.toml"
+printf '[job]\ndescription = """\nx"""\n' >"$J/multiline.toml"
+printf '[optimizer]\nlr = inf\n' >"$J/inf.toml"
+printf '[compile]\nenable = true\n' >"$J/tt_compile.toml"
+printf '[activation_checkpoint]\nmode = "selective"\nselective_ac_option = "op"\n' >"$J/ac_op.toml"
+printf '[job]\nconfig_file = "x.toml"\n' >"$J/nested.toml"
+printf '[model]\nname = "llama3"\nflavor = "tiny"\n' >"$J/flavor.toml"
+printf '[training]\nlocal_batch_size = 3\nglobal_batch_size = 8\n[parallelism]\ndata_parallel_shard_degree = 2\n' >"$J/local_batch.toml"
 # 2 s each (the sanitizer build is several times slower and sets HP_BAD_INPUT_MS)
 limit_ms=${HP_BAD_INPUT_MS:-2000}
 pass=0; fail=0

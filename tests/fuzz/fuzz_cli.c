@@ -44,10 +44,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t at = 0; at < size && argc < MAX_ARGS; at += strlen(buf + at) + 1) argv[argc++] = buf + at;
     argv[argc] = NULL;
 
-    // --model-config FILE reads FILE while parsing: a fuzzer must not read /dev/zero or a FIFO
+    // --model-config FILE (and a job file: --config) reads FILE while parsing: a fuzzer must not read /dev/zero or a FIFO
     // of this machine, and the reader has its own target (fuzz_hf_config.c)
     for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], "--model-config", 14)) { free(buf); return 0; }
+        if (!strncmp(argv[i], "--", 2) && strstr(argv[i], "config") && !strstr(argv[i], "print")) {
+            free(buf);   // --model-config, --model.hf_config, --config, --job.config_file: files
+            return 0;
+        }
     const char *const *extra = NULL;
     if (argc > 1 && !strcmp(argv[1], "bench")) {
         extra = bench_extra;

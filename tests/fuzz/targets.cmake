@@ -28,8 +28,9 @@ hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench_json.c)
 hp_fuzz_target(hf_config         SOURCES src/model/hf_config.c src/util/file_io.c)
 # src/dims/ is pure functions (no MPI) and grows (pp_layout.c): all of it, by glob
 file(GLOB HP_FUZZ_DIMS_SOURCES RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS src/dims/*.c)
-hp_fuzz_target(cli               SOURCES tools/hp/cli.c src/model/config.c ${HP_FUZZ_DIMS_SOURCES}
+hp_fuzz_target(cli               SOURCES tools/hp/cli.c tools/hp/cli_job.c src/util/toml.c src/model/config.c ${HP_FUZZ_DIMS_SOURCES}
                                          src/model/hf_config.c src/util/file_io.c
                                  DEFINITIONS ${HP_FUZZ_CLI_DEFS} REGRESS_LINK hyperpar)
 # the token-file readers (training-job.md §4): llm.c, Megatron .idx, raw, and hp_data_open on a file
 hp_fuzz_target(data_header       SOURCES src/data/data.c src/data/data_formats.c src/util/rng.c src/model/config.c)
+hp_fuzz_target(toml              SOURCES src/util/toml.c)

@@ -1,84 +1,201 @@
-// cli.c - the flags every `hp` subcommand shares: one table, one parser, one help text.
-// defines: tool_cli_parse, tool_cli_print_common_help, tool_cli_run_flag
+// cli.c - the flags every `hp` subcommand shares: one table, one parser, one help text. The table
+// is also the job file's schema (cli_table.h, cli_job.c, docs/job_file.md): every TorchTitan job
+// key is a row `--section.key`, and the flags that set one are its aliases.
+// defines: tool_flags, tool_cli_parse, tool_cli_print_common_help, tool_cli_run_flag,
+//          tool_cli_apply_key, tool_flag_find
 //
-// Flags are `--name value` or `--name=value`; names must match exactly (no prefixes), values
-// must parse fully ("--tp 2x" is an error, not 2). Anything that does not start with '-' is a
-// positional argument and lands in rest[]. A bad flag prints one line and returns
+// Flags are `--name value` or `--name=value`; names must match exactly (no prefixes; '-' and '_'
+// alike), values must parse fully ("--tp 2x" is an error, not 2). Boolean keys: `--s.key`,
+// `--s.no_key`, `--s.key=true|false`. A job file (--config) is applied first, then the command
+// line; a key set twice on the command line is an error. Anything that does not start with '-'
+// is a positional argument and lands in rest[]. A bad flag prints one line and returns
 // HP_EXIT_CONFIG; the caller exits with it.
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include <unistd.h>
+#include "cli_table.h"
 #include "hyperpar/pipeline.h"
 
-typedef enum {
-    F_DP_REPLICATE, F_DP_SHARD, F_CP, F_TP, F_PP, F_EP, F_ETP, F_NO_SP, F_SP,
-    F_MODEL, F_SEQ_LEN, F_BATCH, F_SEED, F_STEPS, F_LR, F_OPTIMIZER, F_MAX_NORM, F_DATA,
-    F_CP_ROTATE, F_CP_NO_BALANCE, F_DISPATCHER,
-    F_NPROC, F_RANK, F_VERIFY, F_VERIFY_STEPS, F_DUMP, F_LOAD, F_JSON, F_QUIET, F_HELP,
-    F_TIMEOUT, F_LIST_FAILPOINTS,
-    F_MODEL_CONFIG, F_PLAN_PARAMS, F_PLAN_MEMORY, F_PLAN_SEARCH, F_PLAN_RANKS, F_PLAN_WORLD, F_MEM_PER_RANK, F_HW,
-    F_MICROBATCHES, F_PP_SCHEDULE, F_PP_MICROBATCHES, F_PP_VIRTUAL, F_LAYERS, F_ULYSSES,
-    F_CKPT_DIR, F_CKPT_EVERY, F_CKPT_KEEP, F_RESUME, F_AC, F_RESHARD,
-    F_BETA1, F_BETA2, F_EPS, F_WEIGHT_DECAY, F_WARMUP, F_DECAY_RATIO, F_DECAY_TYPE, F_MIN_LR, F_TOTAL_STEPS,
-    F_MP_PARAM, F_MP_REDUCE, F_GEMM,
-    F_DATA_FORMAT,   // data formats (dataformats branch)
-    // metrics + validation (metrics branch)
-    F_DUMP_FOLDER, F_LOG_FREQ, F_PEAK_TFLOPS, F_VAL_ENABLE, F_VAL_PATH, F_VAL_FORMAT, F_VAL_FREQ, F_VAL_STEPS,
-} flag_id;
-
-// Which commands take a flag: a flag of another command is refused with one line and exit 2
-// (`hp run --memory` must not train and ignore it), and hp plan's launch line keeps run's only.
-enum { FOR_PLAN = 1, FOR_RUN = 2, FOR_BENCH = 4, FOR_ALL = 7 };
-
-typedef struct { const char *name; flag_id id; int takes_value; int scope; } flag_def;
-
-static const flag_def flags[] = {
-    { "--dp-replicate", F_DP_REPLICATE, 1, FOR_ALL }, { "--dp-shard", F_DP_SHARD, 1, FOR_ALL },
-    { "--cp", F_CP, 1, FOR_ALL }, { "--tp", F_TP, 1, FOR_ALL }, { "--pp", F_PP, 1, FOR_ALL },
-    { "--ep", F_EP, 1, FOR_ALL }, { "--etp", F_ETP, 1, FOR_ALL },
-    { "--no-sp", F_NO_SP, 0, FOR_ALL }, { "--sp", F_SP, 0, FOR_ALL },
-    { "--model", F_MODEL, 1, FOR_ALL }, { "--seq-len", F_SEQ_LEN, 1, FOR_ALL }, { "--batch", F_BATCH, 1, FOR_ALL },
-    { "--seed", F_SEED, 1, FOR_ALL }, { "--steps", F_STEPS, 1, FOR_ALL }, { "--lr", F_LR, 1, FOR_ALL },
-    { "--optimizer", F_OPTIMIZER, 1, FOR_ALL }, { "--max-norm", F_MAX_NORM, 1, FOR_ALL }, { "--data", F_DATA, 1, FOR_ALL },
-    { "--cp-rotate", F_CP_ROTATE, 1, FOR_ALL }, { "--cp-no-balance", F_CP_NO_BALANCE, 0, FOR_ALL },
-    { "--dispatcher", F_DISPATCHER, 1, FOR_ALL }, { "--ac", F_AC, 1, FOR_ALL },
-    { "--reshard-after-forward", F_RESHARD, 1, FOR_ALL },
-    { "--mixed-precision-param", F_MP_PARAM, 1, FOR_ALL }, { "--mixed-precision-reduce", F_MP_REDUCE, 1, FOR_ALL },
-    { "--nproc", F_NPROC, 1, FOR_ALL }, { "--rank", F_RANK, 1, FOR_PLAN }, { "--verify", F_VERIFY, 0, FOR_RUN },
-    { "--verify-steps", F_VERIFY_STEPS, 1, FOR_RUN }, { "--dump", F_DUMP, 1, FOR_RUN }, { "--load", F_LOAD, 1, FOR_RUN },
-    { "--json", F_JSON, 1, FOR_ALL }, { "--quiet", F_QUIET, 0, FOR_ALL }, { "--timeout", F_TIMEOUT, 1, FOR_ALL },
-    { "--microbatches", F_MICROBATCHES, 1, FOR_ALL }, { "--pp-schedule", F_PP_SCHEDULE, 1, FOR_ALL },
-    { "--pp-microbatches", F_PP_MICROBATCHES, 1, FOR_ALL }, { "--pp-virtual", F_PP_VIRTUAL, 1, FOR_ALL },
-    { "--layers", F_LAYERS, 1, FOR_ALL }, { "--ulysses", F_ULYSSES, 1, FOR_ALL },
-    { "--list-failpoints", F_LIST_FAILPOINTS, 0, FOR_RUN },
-    { "--checkpoint-dir", F_CKPT_DIR, 1, FOR_RUN }, { "--checkpoint-every", F_CKPT_EVERY, 1, FOR_RUN },
-    { "--checkpoint-keep", F_CKPT_KEEP, 1, FOR_RUN }, { "--resume", F_RESUME, 1, FOR_RUN },
-    { "--model-config", F_MODEL_CONFIG, 1, FOR_ALL }, { "--memory", F_PLAN_MEMORY, 0, FOR_PLAN },
-    { "--params", F_PLAN_PARAMS, 1, FOR_PLAN },
-    { "--search", F_PLAN_SEARCH, 0, FOR_PLAN }, { "--ranks", F_PLAN_RANKS, 0, FOR_PLAN }, { "--world", F_PLAN_WORLD, 1, FOR_PLAN },
-    { "--mem-per-rank", F_MEM_PER_RANK, 1, FOR_PLAN }, { "--hw", F_HW, 1, FOR_PLAN },
-    { "--gemm", F_GEMM, 1, FOR_RUN | FOR_BENCH },
-    // TorchTitan's job-file keys, as its command line spells them (training-job.md §2)
-    { "--optimizer.beta1", F_BETA1, 1, FOR_ALL }, { "--optimizer.beta2", F_BETA2, 1, FOR_ALL },
-    { "--optimizer.eps", F_EPS, 1, FOR_ALL }, { "--optimizer.weight_decay", F_WEIGHT_DECAY, 1, FOR_ALL },
-    { "--lr_scheduler.warmup_steps", F_WARMUP, 1, FOR_ALL },
-    { "--lr_scheduler.decay_ratio", F_DECAY_RATIO, 1, FOR_ALL },
-    { "--lr_scheduler.decay_type", F_DECAY_TYPE, 1, FOR_ALL },
-    { "--lr_scheduler.min_lr_factor", F_MIN_LR, 1, FOR_ALL },
-    { "--lr_scheduler.total_steps", F_TOTAL_STEPS, 1, FOR_ALL },
-    // data formats (dataformats branch): training-job.md §4, docs/data.md
-    { "--training.dataset_path", F_DATA, 1, FOR_ALL }, { "--training.dataset_format", F_DATA_FORMAT, 1, FOR_ALL },
-    // metrics + validation (metrics branch)
-    { "--job.dump_folder", F_DUMP_FOLDER, 1, FOR_ALL },
-    { "--metrics.log_freq", F_LOG_FREQ, 1, FOR_ALL }, { "--metrics.peak_tflops", F_PEAK_TFLOPS, 1, FOR_ALL },
-    { "--validation.enable", F_VAL_ENABLE, 0, FOR_ALL }, { "--validation.dataset_path", F_VAL_PATH, 1, FOR_ALL },
-    { "--validation.dataset_format", F_VAL_FORMAT, 1, FOR_ALL },
-    { "--validation.freq", F_VAL_FREQ, 1, FOR_ALL }, { "--validation.steps", F_VAL_STEPS, 1, FOR_ALL },
-    { "--help", F_HELP, 0, FOR_ALL }, { "-h", F_HELP, 0, FOR_ALL },
+// The table: every job key (a dotted name: the TOML key of a job file and its --section.key
+// flag, with its type, hp's default and TorchTitan's), the flags that are aliases of a key (same
+// id), and the plain flags. New rows of other features go in the marked block at the end.
+//   { name, id, takes_value, scope, type, hp default, TorchTitan default (NULL: hp's own), fixed }
+#define KEY(name, id, type, hp, tt) { "--" name, id, (type) != V_BOOL, FOR_ALL, type, hp, tt, NULL }
+#define TT_ONLY(name, type, tt) { "--" name, F_TT_ONLY, (type) != V_BOOL, FOR_ALL, type, NULL, tt, NULL }
+#define IGNORED(name, type, tt) { "--" name, F_IGNORED, (type) != V_BOOL, FOR_ALL, type, NULL, tt, NULL }
+const tool_flag_def tool_flags[] = {
+    // job keys (training-job.md §2)
+    KEY("job.config_file", F_CONFIG, V_PATH, "", ""),
+    KEY("job.dump_folder", F_DUMP_FOLDER, V_PATH, "", "./outputs"),
+    KEY("job.description", F_DESCRIPTION, V_STRING, "", "default job"),
+    KEY("job.print_config", F_PRINT_CONFIG, V_BOOL, "false", "false"),
+    KEY("model.name", F_MODEL_NAME, V_STRING, "hp", "llama3"),
+    KEY("model.flavor", F_MODEL, V_STRING, "tiny", "debugmodel"),
+    KEY("model.hf_config", F_MODEL_CONFIG, V_PATH, "", NULL),
+    KEY("model.n_layers", F_LAYERS, V_INT, "-1", NULL),
+    KEY("optimizer.name", F_OPTIMIZER, V_STRING, "SGD", "AdamW"),
+    KEY("optimizer.lr", F_LR, V_FLOAT, "0.01", "8e-4"),
+    KEY("optimizer.beta1", F_BETA1, V_FLOAT, "0.9", "0.9"),
+    KEY("optimizer.beta2", F_BETA2, V_FLOAT, "0.95", "0.95"),
+    KEY("optimizer.eps", F_EPS, V_FLOAT, "1e-8", "1e-8"),
+    KEY("optimizer.weight_decay", F_WEIGHT_DECAY, V_FLOAT, "0.1", "0.1"),
+    KEY("lr_scheduler.warmup_steps", F_WARMUP, V_INT, "0", "200"),
+    KEY("lr_scheduler.decay_ratio", F_DECAY_RATIO, V_FLOAT, "0.0", "-1"),
+    KEY("lr_scheduler.decay_type", F_DECAY_TYPE, V_STRING, "linear", "linear"),
+    KEY("lr_scheduler.min_lr_factor", F_MIN_LR, V_FLOAT, "0.0", "0.0"),
+    KEY("lr_scheduler.total_steps", F_TOTAL_STEPS, V_INT, "-1", "-1"),
+    KEY("training.global_batch_size", F_BATCH, V_INT, "8", "-1"),
+    KEY("training.local_batch_size", F_LOCAL_BATCH, V_INT, "-1", "8"),
+    KEY("training.microbatches", F_MICROBATCHES, V_INT, "1", NULL),
+    KEY("training.seq_len", F_SEQ_LEN, V_INT, "32", "2048"),
+    KEY("training.max_norm", F_MAX_NORM, V_FLOAT, "0.0", "1.0"),
+    KEY("training.steps", F_STEPS, V_INT, "1", "10000"),
+    KEY("training.dataset_path", F_DATA, V_PATH, "", ""),
+    KEY("training.mixed_precision_param", F_MP_PARAM, V_STRING, "float32", "bfloat16"),
+    KEY("training.mixed_precision_reduce", F_MP_REDUCE, V_STRING, "float32", "float32"),
+    KEY("parallelism.data_parallel_replicate_degree", F_DP_REPLICATE, V_INT, "1", "1"),
+    KEY("parallelism.data_parallel_shard_degree", F_DP_SHARD, V_INT, "-1", "-1"),
+    KEY("parallelism.tensor_parallel_degree", F_TP, V_INT, "1", "1"),
+    KEY("parallelism.context_parallel_degree", F_CP, V_INT, "1", "1"),
+    KEY("parallelism.pipeline_parallel_degree", F_PP, V_INT, "1", "1"),
+    KEY("parallelism.expert_parallel_degree", F_EP, V_INT, "1", "1"),
+    KEY("parallelism.expert_tensor_parallel_degree", F_ETP, V_INT, "1", "1"),
+    KEY("parallelism.pipeline_parallel_schedule", F_PP_SCHEDULE, V_STRING, "1F1B", "1F1B"),
+    KEY("parallelism.pipeline_parallel_microbatch_size", F_PP_MB_SIZE, V_INT, "-1", "1"),
+    KEY("parallelism.pipeline_parallel_microbatches", F_PP_MICROBATCHES, V_INT, "1", NULL),
+    KEY("parallelism.pipeline_parallel_virtual_stages", F_PP_VIRTUAL, V_INT, "-1", NULL),
+    KEY("parallelism.fsdp_reshard_after_forward", F_RESHARD, V_STRING, "default", "default"),
+    KEY("parallelism.context_parallel_rotate_method", F_CP_ROTATE, V_STRING, "allgather", "allgather"),
+    KEY("parallelism.ulysses_degree", F_ULYSSES, V_INT, "1", NULL),
+    KEY("parallelism.sequence_parallel", F_SP, V_BOOL, "tp > 1", NULL),
+    KEY("parallelism.context_parallel_load_balance", F_CP_BALANCE, V_BOOL, "true", NULL),
+    KEY("parallelism.expert_dispatcher", F_DISPATCHER, V_STRING, "alltoall", NULL),
+    KEY("checkpoint.enable", F_CKPT_ENABLE, V_BOOL, "false", "false"),
+    KEY("checkpoint.folder", F_CKPT_FOLDER, V_PATH, "checkpoint", "checkpoint"),
+    KEY("checkpoint.interval", F_CKPT_EVERY, V_INT, "500", "500"),
+    KEY("checkpoint.keep_latest_k", F_CKPT_KEEP, V_INT, "10", "10"),
+    KEY("checkpoint.load_step", F_LOAD_STEP, V_INT, "-1", "-1"),
+    KEY("checkpoint.initial_load_path", F_INIT_LOAD, V_PATH, "", ""),
+    KEY("checkpoint.initial_load_model_only", F_INIT_MODEL_ONLY, V_BOOL, "true", "true"),
+    KEY("activation_checkpoint.mode", F_AC, V_STRING, "none", "selective"),
+    KEY("activation_checkpoint.selective_ac_option", F_AC_OPTION, V_STRING, "2", "2"),
+    KEY("debug.seed", F_SEED, V_INT, "1234", "-1"),
+    KEY("debug.deterministic", F_DETERMINISTIC, V_BOOL, "false", "false"),
+    // aliases: today's flags, each the job key of the same id
+    { "--config", F_CONFIG, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--dp-replicate", F_DP_REPLICATE, 1, FOR_ALL, 0, 0, 0, 0 }, { "--dp-shard", F_DP_SHARD, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--cp", F_CP, 1, FOR_ALL, 0, 0, 0, 0 }, { "--tp", F_TP, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--pp", F_PP, 1, FOR_ALL, 0, 0, 0, 0 }, { "--ep", F_EP, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--etp", F_ETP, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--no-sp", F_SP, 0, FOR_ALL, 0, 0, 0, "false" }, { "--sp", F_SP, 0, FOR_ALL, 0, 0, 0, "true" },
+    { "--model", F_MODEL, 1, FOR_ALL, 0, 0, 0, 0 }, { "--seq-len", F_SEQ_LEN, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--batch", F_BATCH, 1, FOR_ALL, 0, 0, 0, 0 }, { "--seed", F_SEED, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--steps", F_STEPS, 1, FOR_ALL, 0, 0, 0, 0 }, { "--lr", F_LR, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--optimizer", F_OPTIMIZER, 1, FOR_ALL, 0, 0, 0, 0 }, { "--max-norm", F_MAX_NORM, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--data", F_DATA, 1, FOR_ALL, 0, 0, 0, 0 }, { "--cp-rotate", F_CP_ROTATE, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--cp-no-balance", F_CP_BALANCE, 0, FOR_ALL, 0, 0, 0, "false" },
+    { "--dispatcher", F_DISPATCHER, 1, FOR_ALL, 0, 0, 0, 0 }, { "--ac", F_AC, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--reshard-after-forward", F_RESHARD, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--mixed-precision-param", F_MP_PARAM, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--mixed-precision-reduce", F_MP_REDUCE, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--microbatches", F_MICROBATCHES, 1, FOR_ALL, 0, 0, 0, 0 }, { "--pp-schedule", F_PP_SCHEDULE, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--pp-microbatches", F_PP_MICROBATCHES, 1, FOR_ALL, 0, 0, 0, 0 }, { "--pp-virtual", F_PP_VIRTUAL, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--layers", F_LAYERS, 1, FOR_ALL, 0, 0, 0, 0 }, { "--ulysses", F_ULYSSES, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--checkpoint-dir", F_CKPT_FOLDER, 1, FOR_RUN, 0, 0, 0, 0 }, { "--checkpoint-every", F_CKPT_EVERY, 1, FOR_RUN, 0, 0, 0, 0 },
+    { "--checkpoint-keep", F_CKPT_KEEP, 1, FOR_RUN, 0, 0, 0, 0 }, { "--resume", F_INIT_LOAD, 1, FOR_RUN, 0, 0, 0, 0 },
+    { "--load", F_INIT_LOAD, 1, FOR_RUN, 0, 0, 0, 0 }, { "--model-config", F_MODEL_CONFIG, 1, FOR_ALL, 0, 0, 0, 0 },
+    // plain flags: how to launch and what to write, not the job
+    { "--nproc", F_NPROC, 1, FOR_ALL, 0, 0, 0, 0 }, { "--rank", F_RANK, 1, FOR_PLAN, 0, 0, 0, 0 },
+    { "--verify", F_VERIFY, 0, FOR_RUN, 0, 0, 0, 0 }, { "--verify-steps", F_VERIFY_STEPS, 1, FOR_RUN, 0, 0, 0, 0 },
+    { "--dump", F_DUMP, 1, FOR_RUN, 0, 0, 0, 0 }, { "--json", F_JSON, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--quiet", F_QUIET, 0, FOR_ALL, 0, 0, 0, 0 }, { "--timeout", F_TIMEOUT, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--list-failpoints", F_LIST_FAILPOINTS, 0, FOR_RUN, 0, 0, 0, 0 },
+    { "--memory", F_PLAN_MEMORY, 0, FOR_PLAN, 0, 0, 0, 0 }, { "--params", F_PLAN_PARAMS, 1, FOR_PLAN, 0, 0, 0, 0 },
+    { "--search", F_PLAN_SEARCH, 0, FOR_PLAN, 0, 0, 0, 0 }, { "--ranks", F_PLAN_RANKS, 0, FOR_PLAN, 0, 0, 0, 0 },
+    { "--world", F_PLAN_WORLD, 1, FOR_PLAN, 0, 0, 0, 0 }, { "--mem-per-rank", F_MEM_PER_RANK, 1, FOR_PLAN, 0, 0, 0, 0 },
+    { "--hw", F_HW, 1, FOR_PLAN, 0, 0, 0, 0 }, { "--gemm", F_GEMM, 1, FOR_RUN | FOR_BENCH, 0, 0, 0, 0 },
+    { "--help", F_HELP, 0, FOR_ALL, 0, 0, 0, 0 }, { "-h", F_HELP, 0, FOR_ALL, 0, 0, 0, 0 },
+    { "--help-config", F_HELP_CONFIG, 0, FOR_ALL, 0, 0, 0, 0 },
+    // TorchTitan keys hp does not implement: at TT's default (off) noted, else refused by name
+    TT_ONLY("profiling.enable_profiling", V_BOOL, "false"),
+    TT_ONLY("profiling.enable_memory_snapshot", V_BOOL, "false"),
+    TT_ONLY("metrics.enable_tensorboard", V_BOOL, "false"),
+    TT_ONLY("metrics.enable_wandb", V_BOOL, "false"),
+    TT_ONLY("model.converters", V_LIST, ""),
+    TT_ONLY("model.print_after_conversion", V_BOOL, "false"),
+    TT_ONLY("optimizer.early_step_in_backward", V_BOOL, "false"),
+    TT_ONLY("training.compile", V_BOOL, "false"),
+    TT_ONLY("parallelism.enable_compiled_autograd", V_BOOL, "false"),
+    TT_ONLY("parallelism.disable_loss_parallel", V_BOOL, "false"),
+    TT_ONLY("parallelism.pipeline_parallel_split_points", V_LIST, ""),
+    TT_ONLY("parallelism.module_fqns_per_model_part", V_LIST, ""),
+    TT_ONLY("parallelism.pipeline_parallel_layers_per_stage", V_INT, "-1"),
+    TT_ONLY("parallelism.pipeline_parallel_first_stage_less_layers", V_INT, "1"),
+    TT_ONLY("parallelism.pipeline_parallel_last_stage_less_layers", V_INT, "1"),
+    TT_ONLY("parallelism.pipeline_parallel_schedule_csv", V_STRING, ""),
+    TT_ONLY("checkpoint.create_seed_checkpoint", V_BOOL, "false"),
+    TT_ONLY("checkpoint.enable_first_step_checkpoint", V_BOOL, "false"),
+    TT_ONLY("checkpoint.initial_load_in_hf", V_BOOL, "false"),
+    TT_ONLY("checkpoint.last_save_in_hf", V_BOOL, "false"),
+    TT_ONLY("checkpoint.exclude_from_loading", V_LIST, ""),
+    TT_ONLY("activation_checkpoint.memory_budget", V_FLOAT, "0.5"),
+    TT_ONLY("activation_checkpoint.early_stop", V_BOOL, "false"),
+    TT_ONLY("activation_checkpoint.visualize_memory_budget_pareto", V_BOOL, "false"),
+    TT_ONLY("activation_checkpoint.per_op_sac_force_recompute_mm_shapes_by_fqns", V_LIST, "moe.router.gate"),
+    TT_ONLY("compile.enable", V_BOOL, "false"),
+    TT_ONLY("compile.components", V_LIST, "model,loss"),
+    TT_ONLY("compile.backend", V_STRING, "inductor"),
+    TT_ONLY("debug.moe_force_load_balance", V_BOOL, "false"),
+    TT_ONLY("fault_tolerance.enable", V_BOOL, "false"),
+    TT_ONLY("memory_estimation.enable", V_BOOL, "false"),
+    TT_ONLY("experimental.custom_import", V_STRING, ""),
+    TT_ONLY("experimental.custom_args_module", V_STRING, ""),
+    TT_ONLY("float8.*", V_ANY, NULL),          // every key: off = false, 0, "" or []
+    TT_ONLY("quantize.*", V_ANY, NULL),
+    TT_ONLY("mx.*", V_ANY, NULL),
+    TT_ONLY("fault_tolerance.*", V_ANY, NULL),
+    // TorchTitan keys with no meaning here: accepted at any value, noted
+    IGNORED("job.use_for_integration_test", V_BOOL, "false"),
+    IGNORED("job.print_args", V_BOOL, "false"),
+    IGNORED("profiling.save_traces_folder", V_STRING, "profile_traces"),
+    IGNORED("profiling.profile_freq", V_INT, "10"),
+    IGNORED("profiling.save_memory_snapshot_folder", V_STRING, "memory_snapshot"),
+    IGNORED("metrics.disable_color_printing", V_BOOL, "false"),
+    IGNORED("metrics.save_tb_folder", V_STRING, "tb"),
+    IGNORED("metrics.save_for_all_ranks", V_BOOL, "false"),
+    IGNORED("model.hf_assets_path", V_STRING, "./tests/assets/tokenizer"),
+    IGNORED("model.tokenizer_path", V_STRING, ""),
+    IGNORED("optimizer.implementation", V_STRING, "fused"),
+    IGNORED("training.dataset", V_STRING, "c4_test"),
+    IGNORED("training.gc_freq", V_INT, "50"),
+    IGNORED("training.gc_debug", V_BOOL, "false"),
+    IGNORED("training.enable_cpu_offload", V_BOOL, "false"),
+    IGNORED("training.dataloader.*", V_ANY, NULL),
+    IGNORED("parallelism.enable_async_tensor_parallel", V_BOOL, "false"),
+    IGNORED("checkpoint.async_mode", V_STRING, "disabled"),
+    IGNORED("checkpoint.last_save_model_only", V_BOOL, "true"),
+    IGNORED("checkpoint.export_dtype", V_STRING, "float32"),
+    IGNORED("debug.deterministic_warn_only", V_BOOL, "false"),
+    IGNORED("comm.*", V_ANY, NULL),
+    // ---- rows of other features (keys: a dotted name, and a type; a row without one reads any
+    // ---- scalar as text); keep above this line's end marker
+    // data formats: training-job.md §4, docs/data.md
+    KEY("training.dataset_format", F_DATA_FORMAT, V_STRING, "auto", NULL),
+    // metrics + validation: training-job.md §5-6, docs/metrics.md
+    KEY("metrics.log_freq", F_LOG_FREQ, V_INT, "1", "10"),
+    KEY("metrics.peak_tflops", F_PEAK_TFLOPS, V_FLOAT, "0", NULL),
+    KEY("validation.enable", F_VAL_ENABLE, V_BOOL, "false", "false"),
+    KEY("validation.dataset_path", F_VAL_PATH, V_PATH, "", ""),
+    KEY("validation.dataset_format", F_VAL_FORMAT, V_STRING, "", NULL),
+    KEY("validation.freq", F_VAL_FREQ, V_INT, "10", "10"),
+    KEY("validation.steps", F_VAL_STEPS, V_INT, "-1", "-1"),
+    // ---- end of rows of other features
 };
+const int tool_n_flags = (int)(sizeof tool_flags / sizeof tool_flags[0]);
+_Static_assert(sizeof tool_flags / sizeof tool_flags[0] <= TOOL_CLI_MAX_ROWS, "raise TOOL_CLI_MAX_ROWS");
 
 // The --model line, from the library's table of named configs (config.h), so that it cannot
 // miss one; wrapped under its own column.
@@ -137,8 +254,9 @@ void tool_cli_print_common_help(FILE *out) {
         "  --data FILE        train on FILE: an llm.c shard, a Megatron PREFIX, a glob of shards,\n"
         "                     or a headerless file's bytes (default: synthetic tokens; docs/data.md)\n"
         "  --training.dataset_path FILE  the same, but a headerless file needs a format:\n"
-        "  --training.dataset_format F   auto | llmc | megatron | uint16 | uint32 | bytes (default auto)\n"
-        "  --cp-rotate NAME   allgather | ring (default allgather)\n"
+        "  --training.dataset_format F   auto | llmc | megatron | uint16 | uint32 | bytes | auto_bytes\n"
+        "                     (auto_bytes: a header's format, else bytes, what --data reads; default auto)\n"
+        "  --cp-rotate NAME   allgather | ring (TorchTitan: alltoall; default allgather)\n"
         "  --cp-no-balance    contiguous CP split instead of head-tail chunks\n"
         "  --dispatcher NAME  alltoall | allgather expert dispatch (default alltoall)\n"
         "  --ac MODE          activation checkpointing: none | full | every:N (block l when\n"
@@ -159,7 +277,7 @@ void tool_cli_print_common_help(FILE *out) {
         "  --verify           compare with the single-process reference\n"
         "  --verify-steps N   length of the compared loss trajectory (default 5)\n"
         "  --dump DIR         write tensors to DIR\n"
-        "  --load FILE        load parameters from a safetensors FILE\n"
+        "  --load FILE        load parameters from a safetensors FILE (checkpoint.initial_load_path)\n"
         "  --json FILE        write the machine-readable result to FILE\n"
         "  --quiet            print less\n"
         "  --list-failpoints  run: list the fault-injection points of HP_FAILPOINT=name[,name]\n"
@@ -167,21 +285,28 @@ void tool_cli_print_common_help(FILE *out) {
         "                     (default: environment HP_TIMEOUT, else 600)\n"
         "checkpoints (run; docs/checkpoints.md):\n"
         "  --checkpoint-dir D    save D/step-K every --checkpoint-every steps and after the last\n"
-        "  --checkpoint-every N  steps between saves (default 0: after the last step only)\n"
-        "  --checkpoint-keep K   keep the newest K step folders (default 0: all)\n"
+        "                        (checkpoint.enable + checkpoint.folder D)\n"
+        "  --checkpoint-every N  steps between saves (default 500; 0: after the last step only)\n"
+        "  --checkpoint-keep K   keep the newest K step folders (default 10; 0: all)\n"
         "  --resume D            continue from D's latest checkpoint (or D/step-K), any layout;\n"
         "                        --steps stays the step to train up to\n"
-        // metrics + validation (metrics branch)
         "metrics and validation (run; docs/metrics.md):\n"
         "  --job.dump_folder D        write D/metrics.jsonl and D/loss.svg (default: none)\n"
         "  --metrics.log_freq N       the step line every N steps, and at steps 1 and last (default 1)\n"
         "  --metrics.peak_tflops X    one rank's peak for mfu; 0 = measure its fp32 FMA peak (default 0)\n"
         "  --validation.enable        a validation round every --validation.freq steps and after the last\n"
         "  --validation.dataset_path F  the held-out set (default: the training data)\n"
-        "  --validation.dataset_format F  its format, as --training.dataset_format (default: the\n"
-        "                     training data's; auto also reads a headerless file as bytes)\n"
+        "  --validation.dataset_format F  its format, as --training.dataset_format (default \"\": the\n"
+        "                     training data's, auto_bytes for auto)\n"
         "  --validation.freq N        steps between rounds (default 10)\n"
         "  --validation.steps N       batches a round, always the first ones; -1 = every full batch (default)\n"
+        "job file (docs/job_file.md):\n"
+        "  --config FILE      apply a TorchTitan TOML job file first (= --job.config_file FILE);\n"
+        "                     the command line overrides it\n"
+        "  --section.key V    every job key is a flag too (--training.steps 10, --job.print_config,\n"
+        "                     --checkpoint.no_initial_load_model_only); each flag above that sets a\n"
+        "                     job key is its alias, and a key given twice is an error\n"
+        "  --help-config      every job key: type, hp's default, TorchTitan's, its alias flags\n"
         "  -h, --help         this help\n",
         out);
 }
@@ -289,27 +414,78 @@ static int parse_choice(const char *flag, const char *s, const char *a, const ch
     return HP_EXIT_CONFIG;
 }
 
-static int parse_model(const char *s, hp_model_config *m) {
-    if (hp_model_config_by_name(s, m) == 0) return 0;
+static int parse_bool(const char *flag, const char *s, int *out) {
+    if (!strcmp(s, "true")) { *out = 1; return 0; }
+    if (!strcmp(s, "false")) { *out = 0; return 0; }
+    fprintf(stderr, "hp: %s expects true or false, got '%s'\n", flag, s);
+    return HP_EXIT_CONFIG;
+}
+
+// -1 ("unset": TOML has no null) or an integer in [lo, hi].
+static int parse_int_or_unset(const char *flag, const char *s, long lo, long hi, int *out) {
+    if (!strcmp(s, "-1")) { *out = -1; return 0; }
+    return parse_int_in(flag, s, lo, hi, out);
+}
+
+// A string key's value: "" is none (NULL).
+static const char *or_null(const char *v) { return *v ? v : NULL; }
+
+static int same_ci(const char *a, const char *b) {
+    for (; *a && *b; a++, b++)
+        if ((*a | 0x20) != (*b | 0x20)) return 0;
+    return *a == *b;
+}
+
+// TorchTitan's llama3 flavors (TT torchtitan/models/llama3/__init__.py) and hp's names for them.
+static const char *const llama3_flavors[][2] = {
+    { "debugmodel", NULL }, { "8B", "llama3-8b" }, { "70B", "llama3-70b" }, { "405B", "llama3-405b" },
+};
+static int llama3_flavor(const char *s) {
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, llama3_flavors[i][0])) return i;
+    return -1;
+}
+
+// TorchTitan's llama3 debugmodel: dim 256, 6 layers, 16 heads, vocab 2048, rope_theta 500000,
+// FFN 4*dim*2/3 rounded up to a multiple of 256 = 768.
+static void llama3_debugmodel(hp_model_config *m) {
+    hp_model_config_by_name("llama3-8b", m);
+    snprintf(m->name, sizeof m->name, "llama3-debugmodel");
+    m->vocab_size = 2048;
+    m->dim = 256;
+    m->n_layers = 6;
+    m->n_heads = 16;
+    m->n_kv_heads = 16;
+    m->ffn_hidden = 768;
+}
+
+static int check_model_name(const char *flag, const char *s) {
+    if (llama3_flavor(s) >= 0) return 0;
+    hp_model_config m;
+    if (hp_model_config_by_name(s, &m) == 0) return 0;
     char known[256] = "";
     for (int i = 0; hp_model_config_names[i]; i++) {
         if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
         strncat(known, hp_model_config_names[i], sizeof known - strlen(known) - 1);
     }
-    fprintf(stderr, "hp: --model: unknown model '%s' (known: %s)\n", s, known);
+    fprintf(stderr, "hp: %s: unknown model '%s' (known: %s; llama3: debugmodel, 8B, 70B, 405B)\n", flag, s, known);
     return HP_EXIT_CONFIG;
 }
 
-static int parse_model_config(const char *path, hp_model_config *m) {
-    char err[512];
-    if (hp_model_config_from_hf_file(path, m, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "hp: --model-config %s\n", err);
+// TorchTitan's schedule names, or hp's (any case).
+static int parse_schedule(const char *flag, const char *v, int *out) {
+    static const char *const tt[] = { "GPipe", "1F1B", "Interleaved1F1B", "ZBVZeroBubble" };
+    static const char *const hp[] = { "gpipe", "1f1b", "interleaved-1f1b", "zbv" };
+    for (int i = 0; i < 4; i++)
+        if (same_ci(v, tt[i]) || same_ci(v, hp[i])) { *out = hp_pp_schedule_parse(hp[i]); return *out < 0; }
+    fprintf(stderr, "hp: %s expects gpipe, 1f1b, interleaved-1f1b or zbv, got '%s' (TorchTitan's GPipe, 1F1B, "
+            "Interleaved1F1B, ZBVZeroBubble too)\n", flag, v);
     return HP_EXIT_CONFIG;
 }
 
-static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
+static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
     int e = 0, choice = 0;
-    switch (id) {
+    switch ((tool_flag_id)id) {
     case F_DP_REPLICATE: return parse_int(flag, v, &cli->dims.dp_replicate);
     case F_DP_SHARD:     return parse_int(flag, v, &cli->dims.dp_shard);
     case F_CP:           return parse_int(flag, v, &cli->dims.cp);
@@ -317,22 +493,34 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_PP:           return parse_int(flag, v, &cli->dims.pp);
     case F_EP:           return parse_int(flag, v, &cli->dims.ep);
     case F_ETP:          return parse_int(flag, v, &cli->dims.etp);
-    case F_NO_SP:        cli->dims.sp = 0; return 0;
-    case F_SP:           cli->dims.sp = 1; return 0;
-    case F_MODEL:        return parse_model(v, &cli->model);
+    case F_SP:           return parse_bool(flag, v, &cli->dims.sp);
+    case F_MODEL:
+        if ((e = check_model_name(flag, v))) return e;
+        cli->flavor = v;
+        return 0;
+    case F_MODEL_NAME:
+        if (same_ci(v, "hp")) cli->model_name = "hp";
+        else if (same_ci(v, "llama3")) cli->model_name = "llama3";
+        else {
+            fprintf(stderr, "hp: %s expects hp (any hp model) or llama3 (TorchTitan's shapes), got '%s'\n", flag, v);
+            return HP_EXIT_CONFIG;
+        }
+        return 0;
     case F_SEQ_LEN:      return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->run.seq_len);
     case F_BATCH:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->run.batch);
+    case F_LOCAL_BATCH:  return parse_int_or_unset(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->local_batch);
     case F_SEED:         return parse_u64(flag, v, &cli->run.seed);
     case F_STEPS:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->run.steps);
     case F_LR:           return parse_finite(flag, v, 1, &cli->run.lr);
     case F_MAX_NORM:     return parse_finite(flag, v, 0, &cli->run.max_norm);
-    case F_DATA:   // data formats (dataformats branch): --data keeps reading a headerless file as bytes
-        cli->run.data_path = v;
+    case F_DATA:   // --data keeps reading a headerless file as bytes (docs/data.md)
+        cli->run.data_path = or_null(v);
         if (!strcmp(flag, "--data") && cli->run.data_format == HP_DATA_AUTO) cli->run.data_format = HP_DATA_AUTO_BYTES;
         return 0;
-    case F_DATA_FORMAT:   // data formats (dataformats branch)
+    case F_DATA_FORMAT:
     case F_VAL_FORMAT: {
-        char err[160];
+        char err[200];
+        if (id == F_VAL_FORMAT && !*v) { cli->val_format = TOOL_VAL_FORMAT_UNSET; return 0; }
         if (hp_data_format_parse(flag, v, id == F_VAL_FORMAT ? &cli->val_format : &cli->run.data_format, err,
                                  sizeof err) == 0)
             return 0;
@@ -340,14 +528,20 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
         return HP_EXIT_CONFIG;
     }
     case F_OPTIMIZER:
-        if ((e = parse_choice(flag, v, "sgd", "adamw", &choice))) return e;
-        cli->run.optimizer = choice ? HP_OPT_ADAMW : HP_OPT_SGD;
+        if (same_ci(v, "sgd")) cli->run.optimizer = HP_OPT_SGD;
+        else if (same_ci(v, "adamw")) cli->run.optimizer = HP_OPT_ADAMW;
+        else {
+            fprintf(stderr, "hp: %s expects sgd or adamw, got '%s'%s\n", flag, v,
+                    same_ci(v, "adam") ? " (TorchTitan's Adam is not implemented)" : "");
+            return HP_EXIT_CONFIG;
+        }
         return 0;
-    case F_CP_ROTATE:
+    case F_CP_ROTATE:   // TorchTitan's alltoall is hp's ring
+        if (!strcmp(v, "alltoall")) { cli->run.cp_rotate = HP_ROTATE_RING; return 0; }
         if ((e = parse_choice(flag, v, "allgather", "ring", &choice))) return e;
         cli->run.cp_rotate = choice ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
         return 0;
-    case F_CP_NO_BALANCE: cli->run.cp_load_balance = 0; return 0;
+    case F_CP_BALANCE:   return parse_bool(flag, v, &cli->run.cp_load_balance);
     case F_DISPATCHER:
         if ((e = parse_choice(flag, v, "alltoall", "allgather", &choice))) return e;
         cli->run.dispatcher = choice ? HP_DISPATCH_ALLGATHER : HP_DISPATCH_ALLTOALL;
@@ -357,27 +551,31 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_VERIFY:       cli->verify = 1; return 0;
     case F_VERIFY_STEPS: return parse_int_in(flag, v, 1, 1000, &cli->verify_steps);
     case F_DUMP:         cli->dump_dir = v; return 0;
-    case F_LOAD:         cli->load_file = v; return 0;
     case F_JSON:         cli->json_out = v; return 0;
     case F_QUIET:        cli->quiet = 1; return 0;
     case F_TIMEOUT:      return parse_finite(flag, v, 1, &cli->timeout);
     case F_MICROBATCHES: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->microbatches);
     case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->pp_microbatches);
-    case F_PP_VIRTUAL:   return parse_int_in(flag, v, 1, 64, &cli->dims.pp_virtual);
-    case F_LAYERS:       return parse_int_in(flag, v, 1, 4096, &cli->layers);
-    case F_ULYSSES:      return parse_int(flag, v, &cli->dims.ulysses);
-    case F_PP_SCHEDULE:
-        if ((cli->dims.pp_schedule = hp_pp_schedule_parse(v)) < 0) {
-            fprintf(stderr, "hp: --pp-schedule expects gpipe, 1f1b, interleaved-1f1b or zbv, got '%s'\n", v);
-            return HP_EXIT_CONFIG;
-        }
+    case F_PP_MB_SIZE:   return parse_int_or_unset(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->pp_mb_size);
+    case F_PP_VIRTUAL:
+        if ((e = parse_int_or_unset(flag, v, 1, 64, &cli->dims.pp_virtual))) return e;
+        if (cli->dims.pp_virtual < 0) cli->dims.pp_virtual = 0;   // the schedule's own
         return 0;
+    case F_LAYERS:       return parse_int_or_unset(flag, v, 1, 4096, &cli->layers);
+    case F_ULYSSES:      return parse_int(flag, v, &cli->dims.ulysses);
+    case F_PP_SCHEDULE:  return parse_schedule(flag, v, &cli->dims.pp_schedule);
     case F_LIST_FAILPOINTS: cli->list_failpoints = 1; return 0;
-    case F_CKPT_DIR:     cli->ckpt_dir = v; return 0;
+    case F_CKPT_ENABLE:  return parse_bool(flag, v, &cli->ckpt_enable);
+    case F_CKPT_FOLDER:
+        if (!*v) { fprintf(stderr, "hp: %s must name a folder\n", flag); return HP_EXIT_CONFIG; }
+        cli->ckpt_folder = v;
+        return 0;
     case F_CKPT_EVERY:   return parse_int_in(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->ckpt_every);
     case F_CKPT_KEEP:    return parse_int_in(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->ckpt_keep);
-    case F_RESUME:       cli->resume = v; return 0;
-    case F_MODEL_CONFIG: return parse_model_config(v, &cli->model);
+    case F_LOAD_STEP:    return parse_int_or_unset(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->load_step);
+    case F_INIT_LOAD:    cli->init_load = or_null(v); return 0;
+    case F_INIT_MODEL_ONLY: return parse_bool(flag, v, &cli->init_model_only);
+    case F_MODEL_CONFIG: cli->hf_config = or_null(v); return 0;
     case F_PLAN_MEMORY:  cli->plan_memory = 1; return 0;
     case F_PLAN_PARAMS:
         if (strcmp(v, "all") && strcmp(v, "kinds")) {
@@ -391,13 +589,26 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
     case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->plan_world);
     case F_MEM_PER_RANK: cli->mem_per_rank = v; return 0;
     case F_HW:           cli->hw = v; return 0;
-    case F_AC: {
+    case F_AC: {   // none | full | selective (+ selective_ac_option) | hp's every:N
         char err[160];
+        int every = 0;
         cli->ac_given = 1;
-        if (hp_run_config_parse_ac(v, &cli->run.ac_every, err, sizeof err) == 0) return 0;
-        fprintf(stderr, "hp: %s\n", err);
-        return HP_EXIT_CONFIG;
+        if (!strcmp(v, "selective")) { cli->ac_mode = v; return 0; }
+        if (hp_run_config_parse_ac(v, &every, err, sizeof err) != 0) {
+            fprintf(stderr, "hp: %s\n", err);
+            return HP_EXIT_CONFIG;
+        }
+        if (every > 1) {   // every:N is TorchTitan's selective with option N
+            char n[24];
+            snprintf(n, sizeof n, "%d", every);
+            cli->ac_mode = "selective";
+            cli->ac_option = tool_cli_keep(n);
+        } else {
+            cli->ac_mode = every ? "full" : "none";
+        }
+        return 0;
     }
+    case F_AC_OPTION:    cli->ac_option = v; return 0;
     case F_RESHARD: {
         char err[160];
         if (hp_run_config_parse_reshard(v, &cli->run.reshard_after_forward, err, sizeof err) == 0) return 0;
@@ -437,8 +648,7 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
         }
         cli->gemm = v;
         return 0;
-    // metrics + validation (metrics branch)
-    case F_DUMP_FOLDER:  cli->dump_folder = *v ? v : NULL; return 0;
+    // metrics + validation (docs/metrics.md)
     case F_LOG_FREQ:     return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->log_freq);
     case F_PEAK_TFLOPS:
         if ((e = parse_float(flag, v, &cli->peak_tflops))) return e;
@@ -447,8 +657,8 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
             return HP_EXIT_CONFIG;
         }
         return 0;
-    case F_VAL_ENABLE:   cli->val_enable = 1; return 0;
-    case F_VAL_PATH:     cli->val_path = *v ? v : NULL; return 0;
+    case F_VAL_ENABLE:   return parse_bool(flag, v, &cli->val_enable);
+    case F_VAL_PATH:     cli->val_path = or_null(v); return 0;
     case F_VAL_FREQ:     return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->val_freq);
     case F_VAL_STEPS:
         if ((e = parse_int_in(flag, v, -1, TOOL_CLI_MAX_STEPS, &cli->val_steps))) return e;
@@ -457,7 +667,12 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
             return HP_EXIT_CONFIG;
         }
         return 0;
-    case F_HELP:         return 0;
+    case F_CONFIG:       cli->config_file = v; return 0;
+    case F_DUMP_FOLDER:  cli->dump_folder = or_null(v); return 0;
+    case F_DESCRIPTION:  cli->description = v; return 0;
+    case F_PRINT_CONFIG: return parse_bool(flag, v, &cli->print_config);
+    case F_DETERMINISTIC: { int b; return parse_bool(flag, v, &b); }   // hp is always bitwise repeatable
+    case F_HELP: case F_HELP_CONFIG: case F_TT_ONLY: case F_IGNORED: case F_COUNT_: return 0;
     }
     return 0;
 }
@@ -472,9 +687,9 @@ static int push_rest(tool_cli *cli, char *s) {
     return 0;
 }
 
-// "--flag" + "=" + "value" for rest[]. tool_cli has no free function, so the strings are kept on
-// a process-wide list: they live as long as the process (or until tool_cli_release) and are never
-// reported as leaks.
+// Strings made while parsing ("--flag=value" for rest[], a job file's values and labels).
+// tool_cli has no free function, so they are kept on a process-wide list: they live as long as
+// the process (or until tool_cli_release) and are never reported as leaks.
 static char **kept = NULL;
 static int n_kept = 0, cap_kept = 0;
 
@@ -485,13 +700,8 @@ void tool_cli_release(void) {
     n_kept = cap_kept = 0;
 }
 
-static char *keep_joined(const char *name, const char *value) {
-    size_t nn = strlen(name), nv = strlen(value);
-    char *s = malloc(nn + nv + 2);
+static char *keep_owned(char *s) {
     if (!s) { fprintf(stderr, "hp: out of memory\n"); exit(HP_EXIT_FAIL); }
-    memcpy(s, name, nn);
-    s[nn] = '=';
-    memcpy(s + nn + 1, value, nv + 1);
     if (n_kept == cap_kept) {
         int cap = cap_kept ? 2 * cap_kept : 16;
         char **k = realloc(kept, (size_t)cap * sizeof *k);
@@ -503,38 +713,300 @@ static char *keep_joined(const char *name, const char *value) {
     return s;
 }
 
-// The flag of the table that the word arg ("--tp", "--dump=D") names, or NULL; its name is
-// copied into name (truncated to cap) and *eq points at its "=value" part (NULL when none).
-static const flag_def *find_flag(const char *arg, char *name, size_t cap, const char **eq) {
-    *eq = strchr(arg, '=');
-    size_t n = *eq ? (size_t)(*eq - arg) : strlen(arg);
-    if (n >= cap) n = cap - 1;
-    memcpy(name, arg, n);
-    name[n] = '\0';
-    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-        if (!strcmp(flags[k].name, name)) return &flags[k];
-    return NULL;
+char *tool_cli_keep(const char *s) {
+    const size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return keep_owned(d);
+}
+
+static char *keep_joined(const char *name, const char *value) {
+    size_t nn = strlen(name), nv = strlen(value);
+    char *s = malloc(nn + nv + 2);
+    if (s) {
+        memcpy(s, name, nn);
+        s[nn] = '=';
+        memcpy(s + nn + 1, value, nv + 1);
+    }
+    return keep_owned(s);
+}
+
+void tool_cli_note(char *list, size_t cap, const char *name) {
+    const size_t n = strlen(list);
+    if (strstr(list, name)) return;
+    if (n + strlen(name) + 8 >= cap) {
+        if (n + 4 < cap && !strstr(list, "...")) strcat(list, ", ...");
+        return;
+    }
+    snprintf(list + n, cap - n, "%s%s", n ? ", " : "", name);
+}
+
+// '-' and '_' alike (training.seq-len = training.seq_len); the table's "x.*" rows match x.anything.
+static int name_match(const char *row, const char *name) {
+    for (; *row && *name; row++, name++) {
+        if (*row == '*' && row[1] == '\0') return row[-1] == '.';
+        const char a = *row == '-' ? '_' : *row, b = *name == '-' ? '_' : *name;
+        if (a != b) return 0;
+    }
+    return *row == *name;
+}
+
+static int find_row(const char *name) {
+    for (int k = 0; k < tool_n_flags; k++)   // exact rows first, then the sections' "x.*"
+        if (!strchr(tool_flags[k].name, '*') && name_match(tool_flags[k].name, name)) return k;
+    for (int k = 0; k < tool_n_flags; k++)
+        if (strchr(tool_flags[k].name, '*') && name_match(tool_flags[k].name, name)) return k;
+    return -1;
+}
+
+int tool_flag_find(const char *name, int *negated) {
+    *negated = 0;
+    int k = find_row(name);
+    if (k >= 0) return k;
+    // --s.no_key / --s.no-key: a boolean key turned off
+    const char *dot = strrchr(name, '.');
+    if (!dot || !(dot[1] == 'n' && dot[2] == 'o' && (dot[3] == '_' || dot[3] == '-'))) return -1;
+    char plain[256];
+    const size_t head = (size_t)(dot + 1 - name);
+    if (snprintf(plain, sizeof plain, "%.*s%s", (int)head, name, dot + 4) >= (int)sizeof plain) return -1;
+    k = find_row(plain);
+    if (k < 0 || tool_flags[k].takes_value || !tool_flag_is_key(&tool_flags[k])) return -1;
+    *negated = 1;
+    return k;
+}
+
+int tool_flag_key_row(int id) {
+    if (id == F_TT_ONLY || id == F_IGNORED) return -1;
+    for (int k = 0; k < tool_n_flags; k++)
+        if (tool_flags[k].id == id && tool_flag_is_key(&tool_flags[k])) return k;
+    return -1;
 }
 
 int tool_cli_run_flag(const char *arg, int *takes_value) {
-    char name[64];
-    const char *eq;
-    const flag_def *f = find_flag(arg, name, sizeof name, &eq);
-    if (!f) return -1;
-    *takes_value = f->takes_value && !eq;
-    return (f->scope & FOR_RUN) != 0;
+    char name[256];
+    const char *eq = strchr(arg, '=');
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    if (n >= sizeof name) return -1;
+    memcpy(name, arg, n);
+    name[n] = '\0';
+    int negated;
+    const int k = tool_flag_find(name, &negated);
+    if (k < 0) return -1;
+    *takes_value = tool_flags[k].takes_value && !eq && !negated;
+    return (tool_flags[k].scope & FOR_RUN) != 0;
+}
+
+// A TorchTitan key hp does not implement, at TT's default: "false", 0, "" or [] for a section's
+// "x.*" keys; for a float the same number.
+static int at_tt_default(const tool_flag_def *f, const char *v) {
+    if (!f->tt_def) return !strcmp(v, "false") || !strcmp(v, "0") || !*v;
+    if (f->type == V_FLOAT) {
+        char *e1, *e2;
+        const double a = strtod(v, &e1), b = strtod(f->tt_def, &e2);
+        return *v && !*e1 && a == b;
+    }
+    return !strcmp(v, f->tt_def);
+}
+
+// A value of a TorchTitan-only or ignored key: of its type (the other keys' apply() checks).
+static int check_type(const tool_flag_def *f, const char *label, const char *v) {
+    char *end;
+    int ok = 1;
+    if (f->type == V_INT) { errno = 0; (void)strtoll(v, &end, 10); ok = *v && !*end && errno != ERANGE; }
+    else if (f->type == V_FLOAT) { errno = 0; (void)strtod(v, &end); ok = *v && !*end && errno != ERANGE; }
+    else if (f->type == V_BOOL) ok = !strcmp(v, "true") || !strcmp(v, "false");
+    if (ok) return 0;
+    fprintf(stderr, "hp: %s expects %s, got '%s'\n", label,
+            f->type == V_INT ? "an integer" : f->type == V_FLOAT ? "a number" : "true or false", v);
+    return HP_EXIT_CONFIG;
+}
+
+int tool_cli_apply_key(tool_cli *cli, int row, const char *label, const char *value, int from_file) {
+    const tool_flag_def *f = &tool_flags[row];
+    const char *key = f->name + 2;
+    const char *name = from_file ? strrchr(label, ' ') + 1 : label + 2;   // "job.toml:3: x.y", "--x.y"
+    int e = (f->id == F_TT_ONLY || f->id == F_IGNORED) ? check_type(f, label, value) : 0;
+    if (e) return e;
+    if (f->id == F_TT_ONLY) {
+        if (!at_tt_default(f, value)) {
+            char off[300];
+            if (f->type == V_BOOL) snprintf(off, sizeof off, "false (--%.*sno_%s)", (int)(strrchr(key, '.') + 1 - key), key,
+                                            strrchr(key, '.') + 1);
+            else if (f->tt_def) snprintf(off, sizeof off, "%s%s%s", f->type == V_LIST ? "[" : "'", f->tt_def,
+                                         f->type == V_LIST ? "]" : "'");
+            else snprintf(off, sizeof off, "false, 0 or empty");
+            fprintf(stderr, "hp: %s = %s: a TorchTitan feature hp does not implement; leave it at %s\n", label,
+                    value, off);
+            return HP_EXIT_CONFIG;
+        }
+        tool_cli_note(cli->note_tt, sizeof cli->note_tt, name);
+        return 0;
+    }
+    if (f->id == F_IGNORED) {
+        tool_cli_note(cli->note_ignored, sizeof cli->note_ignored, name);
+        return 0;
+    }
+    if ((e = apply(cli, f->id, label, value))) return e;
+    cli->key_text[row] = value;
+    cli->key_label[row] = label;
+    return 0;
+}
+
+// The model of model.name, model.flavor, model.hf_config and model.n_layers.
+static int resolve_model(tool_cli *cli) {
+    const int fr = tool_flag_key_row(F_MODEL), hr = tool_flag_key_row(F_MODEL_CONFIG);
+    if (cli->hf_config) {
+        if (cli->key_text[fr] && *cli->flavor) {
+            fprintf(stderr, "hp: %s and %s: give one (a named model, or a Hugging Face config.json)\n",
+                    cli->key_label[fr], cli->key_label[hr]);
+            return HP_EXIT_CONFIG;
+        }
+        char err[512];
+        if (hp_model_config_from_hf_file(cli->hf_config, &cli->model, err, sizeof err) != 0) {
+            fprintf(stderr, "hp: %s %s\n", cli->key_label[hr], err);
+            return HP_EXIT_CONFIG;
+        }
+    } else {
+        const char *label = cli->key_text[fr] ? cli->key_label[fr] : "model.flavor";
+        const int l3 = llama3_flavor(cli->flavor);
+        if (!strcmp(cli->model_name, "llama3")) {
+            if (l3 < 0) {
+                fprintf(stderr, "hp: %s '%s' is not a llama3 flavor (debugmodel, 8B, 70B, 405B; or model.name "
+                        "\"hp\")\n", label, cli->flavor);
+                return HP_EXIT_CONFIG;
+            }
+            if (l3 == 0) llama3_debugmodel(&cli->model);
+            else hp_model_config_by_name(llama3_flavors[l3][1], &cli->model);
+        } else if (hp_model_config_by_name(cli->flavor, &cli->model) != 0) {
+            fprintf(stderr, "hp: %s '%s' is a llama3 flavor: set model.name = \"llama3\"\n", label, cli->flavor);
+            return HP_EXIT_CONFIG;
+        }
+    }
+    if (cli->layers > 0) cli->model.n_layers = cli->layers;   // --layers deepens any model
+    return 0;
+}
+
+// activation_checkpoint.mode and selective_ac_option -> run.ac_every.
+static int resolve_ac(tool_cli *cli) {
+    if (!strcmp(cli->ac_mode, "none")) cli->run.ac_every = 0;
+    else if (!strcmp(cli->ac_mode, "full")) cli->run.ac_every = 1;
+    else {
+        char *end;
+        const long n = strtol(cli->ac_option, &end, 10);
+        const int r = tool_flag_key_row(F_AC_OPTION);
+        const char *label = cli->key_text[r] ? cli->key_label[r] : "activation_checkpoint.selective_ac_option";
+        if (!strcmp(cli->ac_option, "op")) {
+            fprintf(stderr, "hp: %s 'op' (per-op selective AC) is not implemented; give a block interval N\n", label);
+            return HP_EXIT_CONFIG;
+        }
+        if (!*cli->ac_option || *end || n < 1 || n > 1000000) {
+            fprintf(stderr, "hp: %s expects a block interval N in [1, 1000000] (every N-th block), got '%s'\n",
+                    label, cli->ac_option);
+            return HP_EXIT_CONFIG;
+        }
+        cli->run.ac_every = (int)n;
+    }
+    return 0;
+}
+
+// checkpoint.* -> the save folder, --load's model file or --resume's checkpoint.
+static void resolve_checkpoint(tool_cli *cli) {
+    cli->ckpt_dir = NULL;
+    if (cli->ckpt_enable) {
+        const char *f = cli->ckpt_folder;
+        if (cli->dump_folder && f[0] != '/') {
+            char *joined = malloc(strlen(cli->dump_folder) + strlen(f) + 2);
+            if (joined) sprintf(joined, "%s/%s", cli->dump_folder, f);
+            cli->ckpt_dir = keep_owned(joined);
+        } else {
+            cli->ckpt_dir = f;
+        }
+    }
+    cli->load_file = cli->resume = NULL;
+    // TorchTitan's rule: a checkpoint folder that already holds checkpoints is resumed from
+    // (load_step, else its latest) instead of initial_load_path. Only when checkpoint.enable is
+    // a job key's: --checkpoint-dir D keeps hp's meaning (save into D, resume only by --resume).
+    char latest[4200];
+    if (cli->ckpt_dir && cli->key_label[tool_flag_key_row(F_CKPT_ENABLE)] &&
+        snprintf(latest, sizeof latest, "%s/latest", cli->ckpt_dir) < (int)sizeof latest && access(latest, F_OK) == 0) {
+        char *at = malloc(strlen(cli->ckpt_dir) + 32);
+        if (at && cli->load_step >= 0) sprintf(at, "%s/step-%d", cli->ckpt_dir, cli->load_step);
+        else if (at) sprintf(at, "%s", cli->ckpt_dir);
+        cli->resume = keep_owned(at);
+        snprintf(cli->note_resume, sizeof cli->note_resume, "checkpoint.folder %s holds checkpoints: resuming "
+                 "from %s%s (TorchTitan's rule)", cli->ckpt_dir, cli->resume,
+                 cli->init_load ? ", not checkpoint.initial_load_path" : "");
+        return;
+    }
+    if (!cli->init_load) return;
+    if (cli->init_model_only) { cli->load_file = cli->init_load; return; }
+    if (cli->load_step < 0) { cli->resume = cli->init_load; return; }
+    char *at = malloc(strlen(cli->init_load) + 32);
+    if (at) sprintf(at, "%s/step-%d", cli->init_load, cli->load_step);
+    cli->resume = keep_owned(at);
+}
+
+// training.local_batch_size and pipeline_parallel_microbatch_size (TorchTitan's way of giving the
+// batch and the pipeline's microbatches) against global_batch_size and the microbatch counts.
+static int resolve_batch(tool_cli *cli) {
+    const hp_dims *d = &cli->dims;
+    const int others = d->dp_replicate * d->ulysses * d->cp * d->tp * d->pp;
+    const int shard = d->dp_shard > 0 ? d->dp_shard : (cli->nproc > 0 && others > 0 && cli->nproc % others == 0)
+                                                         ? cli->nproc / others : 1;
+    const long dp = (long)d->dp_replicate * shard;
+    const int gr = tool_flag_key_row(F_BATCH), lr = tool_flag_key_row(F_LOCAL_BATCH);
+    if (cli->local_batch > 0) {
+        const long M = d->pp > 1 ? 1 : (cli->microbatches ? cli->microbatches : 1);
+        const long want = (long)cli->local_batch * dp * M;
+        if (!cli->key_text[gr] && want <= TOOL_CLI_MAX_SIZE) {
+            cli->run.batch = (int)want;
+        } else if (cli->key_text[gr] && d->pp == 1 && !cli->microbatches && dp > 0 &&
+                   cli->run.batch % (cli->local_batch * dp) == 0) {
+            cli->microbatches = (int)(cli->run.batch / (cli->local_batch * dp));   // TT's accumulation
+        } else if (want != cli->run.batch) {
+            fprintf(stderr, "hp: %s (%d) must be %s (%d) x dp (%ld) x microbatches (%ld) = %ld\n",
+                    cli->key_text[gr] ? cli->key_label[gr] : "training.global_batch_size", cli->run.batch,
+                    cli->key_label[lr], cli->local_batch, dp, M, want);
+            return HP_EXIT_CONFIG;
+        }
+    }
+    if (cli->pp_mb_size > 0 && d->pp > 1) {
+        const int mr = tool_flag_key_row(F_PP_MB_SIZE);
+        const long local = dp > 0 ? cli->run.batch / dp : 0;
+        if (cli->pp_microbatches) {
+            fprintf(stderr, "hp: %s and parallelism.pipeline_parallel_microbatches: give one\n", cli->key_label[mr]);
+            return HP_EXIT_CONFIG;
+        }
+        if (local < 1 || local % cli->pp_mb_size) {
+            fprintf(stderr, "hp: %s (%d) must divide the local batch global_batch_size/dp = %d/%ld = %ld\n",
+                    cli->key_label[mr], cli->pp_mb_size, cli->run.batch, dp, local);
+            return HP_EXIT_CONFIG;
+        }
+        cli->pp_microbatches = (int)(local / cli->pp_mb_size);
+    }
+    return 0;
+}
+
+// Two defaults alike: the same word (any case) or the same number (0 and 0.0).
+static int same_value(const char *a, const char *b) {
+    char *ea, *eb;
+    const double x = strtod(a, &ea), y = strtod(b, &eb);
+    if (*a && *b && !*ea && !*eb) return x == y;
+    return same_ci(a, b);
 }
 
 // Flags that only mean something together, applied once all are read (any order).
 static int combine_flags(tool_cli *cli) {
-    if (cli->layers > 0) cli->model.n_layers = cli->layers;   // --layers deepens any model
+    int e;
+    if ((e = resolve_model(cli)) || (e = resolve_ac(cli)) || (e = resolve_batch(cli))) return e;
+    resolve_checkpoint(cli);
     const int pp = cli->dims.pp;
-    if (cli->pp_microbatches && pp <= 1) {
+    if (cli->pp_microbatches > 1 && pp <= 1) {   // 1 is every job file's default: harmless
         fprintf(stderr, "hp: --pp-microbatches needs --pp > 1 (pp = %d); use --microbatches for "
                 "gradient accumulation\n", pp);
         return HP_EXIT_CONFIG;
     }
-    if (cli->microbatches && pp > 1) {
+    if (cli->microbatches > 1 && pp > 1) {
         fprintf(stderr, "hp: --microbatches is gradient accumulation at pp 1; with --pp %d use "
                 "--pp-microbatches\n", pp);
         return HP_EXIT_CONFIG;
@@ -547,36 +1019,61 @@ static int combine_flags(tool_cli *cli) {
     }
     cli->run.microbatches = pp > 1 ? (cli->pp_microbatches ? cli->pp_microbatches : 1)
                                    : (cli->microbatches ? cli->microbatches : 1);
+    if (cli->config_file)   // the file's keys left at hp defaults that differ from TorchTitan's
+        for (int k = 0; k < tool_n_flags; k++) {
+            const tool_flag_def *f = &tool_flags[k];
+            if (tool_flag_is_key(f) && f->hp_def && f->tt_def && !cli->key_text[k] && f->id != F_CONFIG &&
+                !(f->id == F_BATCH && cli->local_batch > 0) &&   // derived from the local batch
+                !same_value(f->hp_def, f->tt_def))
+                tool_cli_note(cli->note_defaults, sizeof cli->note_defaults, f->name + 2);
+        }
     return 0;
 }
 
-int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *const *extra,
-                 const char *usage) {
+static void set_defaults(tool_cli *cli) {
     memset(cli, 0, sizeof *cli);
     cli->dims = hp_dims_default();
     hp_model_config_by_name("tiny", &cli->model);
     hp_run_config_default(&cli->run);
     cli->verify_steps = 5;
-    cli->log_freq = 1;        // metrics + validation (metrics branch): training-job.md §2's defaults
+    cli->model_name = "hp";
+    cli->flavor = "tiny";
+    cli->local_batch = -1;
+    cli->pp_mb_size = -1;
+    cli->layers = -1;
+    cli->ckpt_folder = "checkpoint";
+    cli->ckpt_every = 500;
+    cli->ckpt_keep = 10;
+    cli->load_step = -1;
+    cli->init_model_only = 1;
+    cli->ac_mode = "none";
+    cli->ac_option = "2";
+    cli->log_freq = 1;        // metrics + validation: training-job.md §2's defaults
     cli->val_freq = 10;
     cli->val_steps = -1;
     cli->val_format = TOOL_VAL_FORMAT_UNSET;
-    const char *cmd = (first >= 1 && first - 1 < argc && argv[first - 1][0] != '-') ? argv[first - 1] : "<cmd>";
-    const int scope = !strcmp(cmd, "plan") ? FOR_PLAN : !strcmp(cmd, "run") ? FOR_RUN
-                    : !strcmp(cmd, "bench") ? FOR_BENCH : FOR_ALL;
+}
 
+// One pass over the command line. Pass 0 only finds --config (and --help): the job file's keys
+// are applied before the command line's. Pass 1 applies the rest.
+static int parse_pass(tool_cli *cli, int pass, int argc, char **argv, int first, const char *const *extra,
+                      const char *usage, const char *cmd, int scope) {
     int only_positional = 0;
     for (int i = first; i < argc; i++) {
         char *arg = argv[i];
         if (only_positional || arg[0] != '-' || !strcmp(arg, "-")) {
-            int e = push_rest(cli, arg);
+            int e = pass ? push_rest(cli, arg) : 0;
             if (e) return e;
             continue;
         }
         if (!strcmp(arg, "--")) { only_positional = 1; continue; }
-        char name[64];
-        const char *eq;   // "--name=value"
-        const flag_def *f = find_flag(arg, name, sizeof name, &eq);
+        char name[256];
+        const char *eq = strchr(arg, '=');   // "--name=value"
+        const size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), arg);
+        int negated = 0;
+        const int row = tool_flag_find(name, &negated);
+        const tool_flag_def *f = row >= 0 ? &tool_flags[row] : NULL;
         int is_extra = 0;
         for (int k = 0; !f && extra && extra[k]; k++)
             if (!strcmp(extra[k], name)) { is_extra = 1; break; }
@@ -589,7 +1086,8 @@ int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *
                     f->scope == FOR_PLAN ? "plan" : "run", cmd, cmd);
             return HP_EXIT_CONFIG;
         }
-        int takes_value = is_extra || f->takes_value;
+        const int is_key = f && tool_flag_is_key(f);
+        const int takes_value = is_extra || (f->takes_value && !negated);
         const char *value = NULL;
         if (takes_value) {
             if (eq) value = eq + 1;
@@ -598,22 +1096,81 @@ int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *
                 fprintf(stderr, "hp: %s expects a value\n", name);
                 return HP_EXIT_CONFIG;
             }
-        } else if (eq) {
+        } else if (eq && !(is_key && !negated)) {
             fprintf(stderr, "hp: %s takes no value, got '%s'\n", name, arg);
             return HP_EXIT_CONFIG;
+        } else if (is_key) {   // a boolean key: --s.key, --s.key=true|false, --s.no_key
+            value = negated ? "false" : eq ? eq + 1 : "true";
+        } else if (f && f->fixed) {
+            value = f->fixed;
+        }
+        if (pass == 0) {
+            if (f && f->id == F_HELP) {
+                if (usage) fputs(usage, stdout);
+                tool_cli_print_common_help(stdout);
+                return -1;
+            }
+            if (f && f->id == F_HELP_CONFIG) { tool_cli_print_schema(stdout); return -1; }
+            if (f && f->id == F_CONFIG) {
+                if (cli->config_file) {
+                    fprintf(stderr, "hp: job.config_file given twice on the command line (%s)\n", name);
+                    return HP_EXIT_CONFIG;
+                }
+                cli->config_file = value;
+            }
+            continue;
         }
         if (is_extra) {
             int e = push_rest(cli, keep_joined(name, value));
             if (e) return e;
             continue;
         }
-        if (f->id == F_HELP) {
-            if (usage) fputs(usage, stdout);
-            tool_cli_print_common_help(stdout);
-            return -1;
+        if (f->id == F_CONFIG) continue;
+        const int key_row = is_key ? row : tool_flag_key_row(f->id);
+        if (key_row < 0) {   // a plain flag
+            int e = apply(cli, f->id, name, value);
+            if (e) return e;
+            continue;
         }
-        int e = apply(cli, f->id, name, value);
+        if (tool_flags[key_row].id != F_TT_ONLY && tool_flags[key_row].id != F_IGNORED) {
+            if (cli->key_cmdline[key_row]) {
+                fprintf(stderr, "hp: %s given twice on the command line (%s, then %s)\n", tool_flags[key_row].name + 2,
+                        cli->key_label[key_row], name);
+                return HP_EXIT_CONFIG;
+            }
+            cli->key_cmdline[key_row] = 1;
+        }
+        const char *label = strchr(f->name, '*') ? tool_cli_keep(name) : f->name;   // "x.*": the name given
+        int e = tool_cli_apply_key(cli, key_row, label, value, 0);
         if (e) return e;
+        hp_model_config probe;
+        if (!strcmp(f->name, "--model") && hp_model_config_by_name(value, &probe) == 0) {
+            cli->model_name = "hp";   // --model NAME: an hp model (model.name "hp")
+        } else if (!strcmp(f->name, "--checkpoint-dir")) {   // --checkpoint-dir D: checkpoint.enable, folder D
+            cli->ckpt_enable = 1;
+            cli->key_text[tool_flag_key_row(F_CKPT_ENABLE)] = "true";
+        } else if (!strcmp(f->name, "--resume")) {    // --resume D: the full state of D
+            cli->init_model_only = 0;
+            cli->key_text[tool_flag_key_row(F_INIT_MODEL_ONLY)] = "false";
+        } else if (!strcmp(f->name, "--checkpoint-every") || !strcmp(f->name, "--checkpoint-keep")) {
+            cli->ckpt_alias_given = 1;
+        }
     }
+    return 0;
+}
+
+int tool_cli_apply_file(tool_cli *cli, const char *path);   // cli_job.c
+
+int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *const *extra,
+                 const char *usage) {
+    set_defaults(cli);
+    const char *cmd = (first >= 1 && first - 1 < argc && argv[first - 1][0] != '-') ? argv[first - 1] : "<cmd>";
+    const int scope = !strcmp(cmd, "plan") ? FOR_PLAN : !strcmp(cmd, "run") ? FOR_RUN
+                    : !strcmp(cmd, "bench") ? FOR_BENCH : FOR_ALL;
+    // precedence: command line > job file > defaults (TorchTitan's config manager)
+    int e = parse_pass(cli, 0, argc, argv, first, extra, usage, cmd, scope);
+    if (e) return e;
+    if (cli->config_file && (e = tool_cli_apply_file(cli, cli->config_file))) return e;
+    if ((e = parse_pass(cli, 1, argc, argv, first, extra, usage, cmd, scope))) return e;
     return combine_flags(cli);
 }

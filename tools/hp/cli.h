@@ -9,6 +9,10 @@
 // Flag ranges: sizes (seq_len, batch, ranks) and step counts an int and the memory check hold.
 #define TOOL_CLI_MAX_SIZE  (1L << 24)
 #define TOOL_CLI_MAX_STEPS 1000000000L
+#define TOOL_CLI_MAX_ROWS  400            // rows of the flag table (cli.c checks)
+#ifndef HP_VERSION
+#define HP_VERSION "0.1"
+#endif
 
 typedef struct tool_cli {
     hp_dims         dims;        // --dp-replicate --dp-shard --cp --tp --pp --ep --etp --no-sp
@@ -21,7 +25,7 @@ typedef struct tool_cli {
     int   verify;                // --verify
     int   verify_steps;          // --verify-steps N (loss trajectory length, default 5)
     const char *dump_dir;        // --dump DIR
-    const char *load_file;       // --load FILE
+    const char *load_file;       // --load FILE (checkpoint.initial_load_path, model only)
     const char *json_out;        // --json FILE (machine-readable result of run/verify)
     int   quiet;                 // --quiet
     int   microbatches;          // --microbatches M (pp 1; 0 = not given)
@@ -29,10 +33,12 @@ typedef struct tool_cli {
     int   layers;                // --layers N (0 = the model's own)
     int   list_failpoints;       // --list-failpoints (run: print the failpoint registry)
     float timeout;               // --timeout S (watchdog; 0 = HP_TIMEOUT or the default)
-    const char *ckpt_dir;        // --checkpoint-dir D (save D/step-K; include/hyperpar/checkpoint.h)
+    const char *ckpt_dir;        // checkpoint.enable: checkpoint.folder, under job.dump_folder when
+                                 // relative (--checkpoint-dir D: D) (save D/step-K; checkpoint.h)
     int   ckpt_every;            // --checkpoint-every N (and after the last step; 0 = last only)
     int   ckpt_keep;             // --checkpoint-keep K (newest step folders kept; 0 = all)
-    const char *resume;          // --resume D | D/step-K (latest complete, or that one)
+    const char *resume;          // --resume D | D/step-K (latest complete, or that one):
+                                 // checkpoint.initial_load_path with initial_load_model_only false
     // hp plan (--model-config FILE loads a Hugging Face config.json into model above):
     int   plan_memory;           // --memory: per-rank memory, traffic, FLOPs (and --hw time)
     int   plan_search;           // --search: every legal layout of --world N that fits
@@ -45,7 +51,6 @@ typedef struct tool_cli {
     const char *gemm;            // --gemm openblas|onednn|auto (run, bench; NULL: HP_GEMM, else
                                  // openblas; gemm_choice.c)
     // metrics + validation (metrics branch): training-job.md §5-6, docs/metrics.md
-    const char *dump_folder;     // --job.dump_folder D: metrics.jsonl, loss.svg (NULL or "" = none)
     int   log_freq;              // --metrics.log_freq N: the step line every N steps (default 1)
     float peak_tflops;           // --metrics.peak_tflops X: one rank's peak for mfu (0 = measure)
     int   val_enable;            // --validation.enable
@@ -54,6 +59,33 @@ typedef struct tool_cli {
                                  // training data's format, auto reading a headerless file as bytes)
     int   val_freq;              // --validation.freq N: a round after every N-th step (default 10)
     int   val_steps;             // --validation.steps N batches (-1 = every full batch once; default)
+    // the job file (training-job.md §1-2, docs/job_file.md): --config FILE applies its keys first
+    const char *config_file;     // --config FILE / --job.config_file FILE
+    const char *dump_folder;     // job.dump_folder (NULL = none): config.toml, metrics, checkpoints
+    const char *description;     // job.description
+    int   print_config;          // job.print_config: print the effective config.toml
+    const char *model_name;      // model.name: hp | llama3
+    const char *flavor;          // model.flavor (--model): an hp model, or llama3's debugmodel, 8B ...
+    const char *hf_config;       // model.hf_config (--model-config FILE)
+    int   local_batch;           // training.local_batch_size (-1 = unset)
+    int   pp_mb_size;            // parallelism.pipeline_parallel_microbatch_size (-1 = unset)
+    int   ckpt_enable;           // checkpoint.enable
+    const char *ckpt_folder;     // checkpoint.folder
+    int   load_step;             // checkpoint.load_step (-1 = latest)
+    const char *init_load;       // checkpoint.initial_load_path (NULL = none)
+    int   init_model_only;       // checkpoint.initial_load_model_only
+    const char *ac_mode;         // activation_checkpoint.mode: none | full | selective | every:N
+    const char *ac_option;       // activation_checkpoint.selective_ac_option: N
+    int   ckpt_alias_given;      // --checkpoint-every / --checkpoint-keep spelt so (they need a dir)
+    // per row of the flag table (cli_table.h): the value a job key was given, where, and whether
+    // on the command line (NULL: hp's default); what config.toml is written from
+    const char *key_text[TOOL_CLI_MAX_ROWS];
+    const char *key_label[TOOL_CLI_MAX_ROWS];
+    unsigned char key_cmdline[TOOL_CLI_MAX_ROWS];
+    char  note_tt[1024];         // TorchTitan keys hp does not implement, given at TT's default
+    char  note_ignored[1024];    // TorchTitan keys with no meaning here, given
+    char  note_defaults[1024];   // keys a job file left at hp defaults that differ from TT's
+    char  note_resume[8600];     // checkpoint.folder holds checkpoints: resumed from
     // positional arguments left after the flags (subcommand-specific)
     int   n_rest;
     char *rest[16];
@@ -69,6 +101,23 @@ typedef struct tool_cli {
 int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *const *extra,
                  const char *usage);
 void tool_cli_print_common_help(FILE *out);
+// The job file's schema: one row per key (section, key, type, hp default, TorchTitan default,
+// alias flag), as docs/job_file.md tabulates it (hp run --help-config).
+void tool_cli_print_schema(FILE *out);
+// The notes of a parse (TorchTitan keys at their default, keys with no meaning here, a file's
+// keys left at hp defaults that differ from TT's): one line each, "hp: note: ...". Printed by
+// the process that launches (or world rank 0), after every check passed.
+void tool_cli_print_notes(const tool_cli *cli, FILE *out);
+// The effective job file: every key of the table with its value (defaults too), paths absolute,
+// a comment with hp's version and argv[0..argc). tool_cli_save_config writes it to
+// {dump_folder}/config.toml (temp + rename); 0, or HP_EXIT_FAIL after one line.
+void tool_cli_write_config(const tool_cli *cli, FILE *out, int argc, char **argv);
+int  tool_cli_save_config(const tool_cli *cli, int argc, char **argv);
+// The ranks hp run launches parse its command line again, --config FILE included, so they read
+// the file again. Before launching: the path in argv made absolute and the file's hash put in
+// the environment (HP_CONFIG_HASH); in a launched rank: 1 when the file it read is not that one.
+void tool_cli_config_pin(const tool_cli *cli, int argc, char **argv);
+int  tool_cli_config_changed(const tool_cli *cli);
 // Whether the command-line word arg ("--tp", "--dump=D") is a flag hp run takes: 1 yes, 0 a
 // flag of another command (plan's --memory), -1 not a flag of the table. *takes_value: whether
 // the next word is its value.

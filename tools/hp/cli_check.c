@@ -64,6 +64,7 @@ static int check_file(const char *flag, const char *path) {
 int tool_cli_check_outputs(const tool_cli *cli) {
     int e = 0;
     if (!e && cli->dump_dir) e = tool_cli_check_dir("--dump", cli->dump_dir);
+    if (!e && cli->dump_folder) e = tool_cli_check_dir("job.dump_folder", cli->dump_folder);
     if (!e && cli->json_out) e = check_file("--json", cli->json_out);
     return e;
 }

@@ -21,6 +21,7 @@ static const char plan_usage[] =
     "derived sizes, the device mesh, every rank's coordinates, every process group and the\n"
     "parameter placement of one rank. Needs no MPI.\n"
     "  e.g. hp plan --tp 2 --cp 2 --dp-shard 2\n"
+    "       hp plan --config examples/llama3_small.toml --tp 2   (a job file, docs/job_file.md)\n"
     "       hp plan --model tiny-moe --tp 2 --dp-shard 2 --ep 4 --etp 1 --rank 3\n"
     "       hp plan --model llama3-70b --tp 8 --nproc 1024 --seq-len 8192 --batch 512 --memory --hw h100\n"
     "       hp plan --search --world 16384 --model llama3-70b --mem-per-rank 80GiB --seq-len 4096 --batch 2048\n"
@@ -153,6 +154,7 @@ int tool_cmd_plan(int argc, char **argv) {
         fprintf(stderr, "hp: --rank (%d) must be in [0, %d) (the world size)\n", cli.rank, d.world);
         return HP_EXIT_CONFIG;
     }
+    tool_cli_print_notes(&cli, stderr);   // a job file's TorchTitan-only keys at their defaults ...
     const int W = d.world, R = d.dp_replicate, S = d.dp_shard, C = d.cp, T = d.tp;
     const hp_model_config *m = &cli.model;
     const hp_run_config *run = &cli.run;

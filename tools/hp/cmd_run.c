@@ -37,6 +37,9 @@ static const char *const run_usage =
     "  --gemm B         the GEMM backend: openblas (default), onednn, or auto (rank 0 times both\n"
     "                   on an fp32 1024^3 product and every rank takes the faster); without the\n"
     "                   flag the environment's HP_GEMM, if set. The first line names it.\n"
+    "  --config FILE    a TorchTitan TOML job file (docs/job_file.md; keys: --help-config); the\n"
+    "                   command line overrides it. With job.dump_folder D, D/config.toml gets the\n"
+    "                   effective config before step 1 (--config on it reruns the job)\n"
     "\n";
 
 // Under pp, each pp rank's measured idle fraction and microbatches in flight (last step).
@@ -326,10 +329,16 @@ int tool_cmd_run(int argc, char **argv) {
             free(full);
         }
         if ((e = tool_run_ckpt_precheck(&cli))) return e;   // --resume: refused before any rank
-        if (d.world > 1) return tool_launch_self(d.world, argc, argv);
+        // the ranks parse the same command line, --config FILE included: they read the file again
+        if (d.world > 1) {
+            tool_cli_print_notes(&cli, stderr);
+            tool_cli_config_pin(&cli, argc, argv);
+            return tool_launch_self(d.world, argc, argv);
+        }
     }
 
     hp_blas_core_reexec(argv);   // the kernels this CPU deserves, before MPI_Init (hyperpar/blas.h)
+    if (!under_mpi) tool_cli_print_notes(&cli, stderr);   // after the re-exec: said once
     if (cli.timeout > 0) {
         // the comm layer's watchdog reads HP_TIMEOUT; relaunched ranks parse --timeout too
         char t[32];
@@ -350,6 +359,27 @@ int tool_cmd_run(int argc, char **argv) {
     if (check_under_launcher(&cli, rank) != 0) {
         MPI_Finalize();
         return HP_EXIT_CONFIG;
+    }
+    int changed = tool_cli_config_changed(&cli), any_changed = 0;   // the job file hp run checked?
+    MPI_Allreduce(&changed, &any_changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any_changed) {
+        if (rank == 0)
+            fprintf(stderr, "hp: --config %s changed while the ranks started (every rank reads it): run again\n",
+                    cli.config_file);
+        MPI_Finalize();
+        return HP_EXIT_CONFIG;
+    }
+    if (rank == 0 && under_mpi && !getenv("HP_LAUNCHED")) tool_cli_print_notes(&cli, stderr);
+    // the effective job file: {job.dump_folder}/config.toml before step 1, job.print_config prints it
+    int saved = 0;
+    if (rank == 0) {
+        saved = tool_cli_save_config(&cli, argc, argv);
+        if (cli.print_config) tool_cli_write_config(&cli, stdout, argc, argv);
+    }
+    hp_mpi_broadcast(MPI_COMM_WORLD, &saved, 1, MPI_INT, 0, "config-saved");
+    if (saved) {
+        MPI_Finalize();
+        return HP_EXIT_FAIL;
     }
     char why[256];
     tool_gemm_apply(gemm, MPI_COMM_WORLD, why, sizeof why);   // auto: every rank takes rank 0's pick

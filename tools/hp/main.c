@@ -11,8 +11,6 @@
 #include "hyperpar/blas.h"
 #include "kernels/gemm.h"
 
-#define HP_VERSION "0.1"
-
 static void usage(FILE *out) {
     fputs("usage: hp <command> [flags]\n"
           "\n"

@@ -35,3 +35,22 @@ add_test(NAME multi_host_hostfile
          COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_multi_host.sh $<TARGET_FILE:hp> ${MPIEXEC_EXECUTABLE}
                  ${CMAKE_CURRENT_BINARY_DIR}/multi_host_hostfile)
 set_tests_properties(multi_host_hostfile PROPERTIES LABELS L1 TIMEOUT 300 PROCESSORS 2)
+
+# hp plan --ranks-per-node: Titan's layout keeps tp inside a node of 4 and sends dp_shard across
+# nodes; with nodes of 8 every group of an 8-rank world stays inside; the stride summary of a
+# big world and the --hw time model take the same node size
+add_test(NAME plan_ranks_per_node_4
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/expect_exit.sh 0 -
+                 "^nodes of 4 consecutive ranks \\(2 nodes\\): inside a node: tp; across nodes: world, dp_shard, fsdp"
+                 -- $<TARGET_FILE:hp> plan --tp 2 --dp-shard 4 --ranks-per-node 4)
+add_test(NAME plan_ranks_per_node_8
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/expect_exit.sh 0 -
+                 "^nodes of 8 consecutive ranks \\(1 node\\): inside a node: world, dp_shard, tp, fsdp.*; across nodes: none"
+                 -- $<TARGET_FILE:hp> plan --tp 2 --dp-shard 4 --ranks-per-node 8)
+add_test(NAME plan_ranks_per_node_big
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/expect_exit.sh 0 -
+                 "^  tp .* inside a node of 16$" "^  dp_shard .* across nodes of 16$"
+                 "assume: nodes of 16 consecutive ranks"
+                 -- $<TARGET_FILE:hp> plan --model llama3-8b --tp 8 --nproc 128 --batch 16 --memory --hw h100
+                    --ranks-per-node 16)
+set_tests_properties(plan_ranks_per_node_4 plan_ranks_per_node_8 plan_ranks_per_node_big PROPERTIES LABELS L0 TIMEOUT 60)

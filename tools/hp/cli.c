@@ -25,6 +25,7 @@ typedef enum {
     F_BETA1, F_BETA2, F_EPS, F_WEIGHT_DECAY, F_WARMUP, F_DECAY_RATIO, F_DECAY_TYPE, F_MIN_LR, F_TOTAL_STEPS,
     F_MP_PARAM, F_MP_REDUCE, F_GEMM,
     F_DATA_FORMAT,   // data formats (dataformats branch)
+    F_RANKS_PER_NODE,
 } flag_id;
 
 // Which commands take a flag: a flag of another command is refused with one line and exit 2
@@ -69,6 +70,8 @@ static const flag_def flags[] = {
     { "--lr_scheduler.total_steps", F_TOTAL_STEPS, 1, FOR_ALL },
     // data formats (dataformats branch): training-job.md §4, docs/data.md
     { "--training.dataset_path", F_DATA, 1, FOR_ALL }, { "--training.dataset_format", F_DATA_FORMAT, 1, FOR_ALL },
+    // compare + multi-host (compare branch)
+    { "--ranks-per-node", F_RANKS_PER_NODE, 1, FOR_PLAN },
     { "--help", F_HELP, 0, FOR_ALL }, { "-h", F_HELP, 0, FOR_ALL },
 };
 
@@ -415,6 +418,7 @@ static int apply(tool_cli *cli, flag_id id, const char *flag, const char *v) {
         }
         cli->gemm = v;
         return 0;
+    case F_RANKS_PER_NODE: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->ranks_per_node);
     case F_HELP:         return 0;
     }
     return 0;

@@ -137,8 +137,8 @@ static int dump_open(dump *d, const char *dir, char *err, size_t errlen) {
     return rc;
 }
 
-// Names and shapes of y's model are x's; the batches are byte for byte the same; so are the
-// initial models. what names y in the message ("B", "the fp32 dump").
+// Names and shapes of y's model are x's; the batches are the same token for token; the initial
+// models are bit-identical. The message names both folders and the first difference.
 static int same_inputs(const dump *x, const dump *y, char *err, size_t errlen) {
     const int n = hp_st_count(x->model);
     if (hp_st_count(y->model) != n)

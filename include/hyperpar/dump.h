@@ -1,5 +1,5 @@
 // dump.h - the interchange of model.md: full tensors as safetensors files.
-// defines: hp_dump_step1, hp_load_full
+// defines: hp_dump_step1, hp_load_full, hp_dump_comparison, hp_dump_compare (docs/dump.md)
 //
 // --dump DIR writes, from world rank 0:
 //   DIR/model.safetensors   the initial model (full tensors, TorchTitan names, F32)
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include "params.h"
 #include "train.h"
+#include "verify.h"
 
 // Collective-free; acts on world rank 0 only (returns 0 elsewhere). init and grads are
 // full tensors in table order. Returns 0, or -1 with one line in err.
@@ -21,5 +22,32 @@ int hp_dump_step1(hp_trainer *tr, const char *dir, const float *init, const floa
 // parameter of t must be present as F32 or BF16 (widened exactly) with its full shape. Returns 0, or -1 with one line
 // in err naming the file, the tensor and the problem.
 int hp_load_full(const char *path, const hp_param_table *t, float *full, char *err, size_t errlen);
+
+// `hp compare A B`: two dumps of step 1 (any framework may write one; docs/dump.md), B measured
+// against A with the verifier's rules: loss, global gradient norm and every gradient within
+// hp_verify_tol (fp32), or, when both are bfloat16, the closeness of precision.md §4.2 against
+// an fp32 dump F of the same model and batch (noise = ||A - F||).
+typedef struct hp_dump_comparison {
+    int    pass;
+    const char *failure;             // the first failed check, or NULL
+    int    bf16;                     // closeness rule (ratio <= closeness), else relative error
+    double closeness;
+    char   about_a[160], about_b[160];   // "DIR (framework, precision, world N)"
+    int    batch, seq_len;
+    double loss_a, loss_b, loss_fp32, loss_ratio;             // loss_ratio: bf16 only
+    double norm_a, norm_b, norm_fp32, norm_ratio;             // global gradient norms
+    int    n;                        // tensors, in A's order
+    hp_tensor_diff *grads;           // B against A (TorchTitan names)
+    int    worst;                    // by relative error (fp32) or ratio (bf16)
+} hp_dump_comparison;
+
+// Returns 0 when A and B were compared (out->pass: the verdict), or HP_EXIT_CONFIG with one
+// line in err when they cannot be: a file missing or corrupt, a tensor's name, dtype or shape
+// that differs, batches that differ, initial models that are not bit-identical, precisions
+// that differ, bfloat16 dumps without fp32_dir (NULL: none).
+int  hp_dump_compare(const char *a, const char *b, const char *fp32_dir, hp_dump_comparison *out,
+                     char *err, size_t errlen);
+void hp_dump_comparison_print(FILE *out, const hp_dump_comparison *c);
+void hp_dump_comparison_free(hp_dump_comparison *c);
 
 #endif

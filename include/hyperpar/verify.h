@@ -2,6 +2,7 @@
 // loss, every gradient of step 1 and every parameter after the step to full tensors,
 // runs the reference (every degree 1, same seed, same global batch) and compares per tensor.
 // defines: hp_verify_opts, hp_tensor_diff, hp_verify_result, hp_verify_run, hp_verify_print,
+//          hp_verify_diff_tensor(_bf16), hp_verify_closeness_ratio, hp_verify_print_tensors,
 //          hp_verify_record_from_result (the record, its JSON and the checks: verify_record.h)
 //
 //   hp_verify_opts o = hp_verify_opts_default();
@@ -103,6 +104,18 @@ void hp_verify_print(FILE *out, const hp_verify_result *res);
 // HP_EXIT_FAIL like hp_verify_run.
 int  hp_verify_summary(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
                        const hp_run_config *rc, FILE *out);
+// The verifier's per-tensor measures, for any two full tensors (hp compare uses them too):
+// max |a - ref|, its index and ||a - ref|| / ||ref|| (NaN: inf), pass = rel_fro <= tol.
+void hp_verify_diff_tensor(hp_tensor_diff *d, const char *name, const float *a, const float *ref,
+                           int64_t n, double tol);
+// Closeness (precision.md §4.2): a = P, ref = O, fp32 = F; pass = ||P - O|| / noise <= c, noise
+// = ||O - F|| but at least one fp32 ulp an element.
+void hp_verify_diff_tensor_bf16(hp_tensor_diff *d, const char *name, const float *a, const float *ref,
+                                const float *fp32, int64_t n, double c);
+// dist / noise, 0/0 = 0, x/0 = inf, NaN = inf.
+double hp_verify_closeness_ratio(double dist, double noise);
+// The verifier's table of t[0..n): one row per tensor and its verdict (bf16: the closeness columns).
+void hp_verify_print_tensors(FILE *out, const char *title, const hp_tensor_diff *t, int n, int bf16);
 void hp_verify_result_free(hp_verify_result *res);
 // The summary of res that the JSON file holds (rank 0's result; world from res): verified = 1,
 // the step-1 numbers, the worst tensors, the byte totals, the route flips, the pp timeline.

@@ -42,6 +42,7 @@ static cJSON *config_json(const hp_trainer *tr, double loss) {
     const hp_model_config *m = &tr->m;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "loss", loss);
+    cJSON_AddStringToObject(j, "framework", "hyperpar");
     cJSON_AddStringToObject(j, "precision", hp_mp_dtype_name(tr->rc.mp_param));
     cJSON *mj = cJSON_AddObjectToObject(j, "model");
     cJSON_AddStringToObject(mj, "name", m->name);

@@ -34,8 +34,8 @@ static double wall(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void diff_tensor(hp_tensor_diff *d, const char *name, const float *a, const float *ref,
-                        int64_t n, double tol) {
+void hp_verify_diff_tensor(hp_tensor_diff *d, const char *name, const float *a, const float *ref,
+                           int64_t n, double tol) {
     double num = 0.0, den = 0.0;
     snprintf(d->name, sizeof d->name, "%s", name);
     d->max_abs = 0.0;
@@ -63,7 +63,7 @@ static double distance(const float *a, const float *b, int64_t n) {
     }
     return sqrt(s);
 }
-static double closeness_ratio(double dist, double noise) {
+double hp_verify_closeness_ratio(double dist, double noise) {
     if (isnan(dist) || isnan(noise)) return INFINITY;
     return dist == 0.0 ? 0.0 : (noise > 0.0 ? dist / noise : INFINITY);
 }
@@ -78,13 +78,13 @@ static double ulp_norm(const float *x, int64_t n) {
     }
     return sqrt(s);
 }
-static void diff_tensor_bf16(hp_tensor_diff *d, const char *name, const float *a, const float *ref,
-                             const float *fp32, int64_t n, double c) {
-    diff_tensor(d, name, a, ref, n, c);
+void hp_verify_diff_tensor_bf16(hp_tensor_diff *d, const char *name, const float *a, const float *ref,
+                                const float *fp32, int64_t n, double c) {
+    hp_verify_diff_tensor(d, name, a, ref, n, c);
     d->noise = distance(ref, fp32, n);
     const double floor = ulp_norm(ref, n);
     if (!(d->noise >= floor)) d->noise = floor;
-    d->ratio = closeness_ratio(distance(a, ref, n), d->noise);
+    d->ratio = hp_verify_closeness_ratio(distance(a, ref, n), d->noise);
     d->pass = d->ratio <= c;
 }
 
@@ -284,8 +284,8 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         if (bf16) {
             res->loss_fp32 = f32.losses[0];
             res->grad_norm_fp32 = f32.grad_norm;
-            res->loss_ratio = closeness_ratio(res->loss_err, fabs(ref.losses[0] - f32.losses[0]));
-            res->grad_norm_ratio = closeness_ratio(fabs(res->grad_norm - res->grad_norm_ref),
+            res->loss_ratio = hp_verify_closeness_ratio(res->loss_err, fabs(ref.losses[0] - f32.losses[0]));
+            res->grad_norm_ratio = hp_verify_closeness_ratio(fabs(res->grad_norm - res->grad_norm_ref),
                                                    fabs(ref.grad_norm - f32.grad_norm));
             if (!(res->loss_ratio <= c)) fail(res, "loss of step 1 (closeness)");
             if (!(res->grad_norm_ratio <= c)) fail(res, "global gradient norm (closeness)");
@@ -298,9 +298,9 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
             const hp_param *p = &t.p[i];
             const int64_t at = p->full_offset;
             if (bf16) {
-                diff_tensor_bf16(&res->grads[i], p->name, par.grads + at, ref.grads + at, f32.grads + at,
+                hp_verify_diff_tensor_bf16(&res->grads[i], p->name, par.grads + at, ref.grads + at, f32.grads + at,
                                  p->full_numel, c);
-                diff_tensor_bf16(&res->params[i], p->name, par.params + at, ref.params + at,
+                hp_verify_diff_tensor_bf16(&res->params[i], p->name, par.params + at, ref.params + at,
                                  f32.params + at, p->full_numel, c);
                 // AdamW's first update is lr * sign(g) where |g| >> eps: a gradient element
                 // within the bf16 noise of zero flips it by 2 lr, so its parameters are no
@@ -308,9 +308,9 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
                 // gradients are checked, and the update is elementwise in them
                 if (rc->optimizer == HP_OPT_ADAMW) res->params[i].pass = 1;
             } else {
-                diff_tensor(&res->grads[i], p->name, par.grads + at, ref.grads + at, p->full_numel,
+                hp_verify_diff_tensor(&res->grads[i], p->name, par.grads + at, ref.grads + at, p->full_numel,
                             o->tol_grad);
-                diff_tensor(&res->params[i], p->name, par.params + at, ref.params + at,
+                hp_verify_diff_tensor(&res->params[i], p->name, par.params + at, ref.params + at,
                             p->full_numel, o->tol_param);
             }
             if (!res->grads[i].pass) fail(res, "a gradient of step 1");
@@ -487,7 +487,7 @@ void hp_verify_record_from_result(hp_verify_record *rec, const hp_verify_result 
     }
 }
 
-static void print_table(FILE *out, const char *title, const hp_tensor_diff *t, int n, int bf16) {
+void hp_verify_print_tensors(FILE *out, const char *title, const hp_tensor_diff *t, int n, int bf16) {
     if (bf16) {   // noise = ||O - F||, dist = ||P - O||, ratio = dist / noise
         fprintf(out, "%s\n  %-40s %12s %12s %12s %9s  %s\n", title, "tensor", "bf16 noise",
                 "par vs bf16", "rel frob", "ratio", "verdict");
@@ -533,9 +533,9 @@ void hp_verify_print(FILE *out, const hp_verify_result *r) {
                      "/ ||one bf16 process - one fp32 process||, pass <= %g; loss fp32 %.9f, ratio %.3f; "
                      "grad norm fp32 %.6f, ratio %.3f\n", r->closeness, r->loss_fp32, r->loss_ratio,
                 r->grad_norm_fp32, r->grad_norm_ratio);
-    print_table(out, "gradients of step 1 (before clipping; full tensors gathered from every rank):",
+    hp_verify_print_tensors(out, "gradients of step 1 (before clipping; full tensors gathered from every rank):",
                 r->grads, r->n, r->bf16);
-    print_table(out, "parameters after the optimiser step:", r->params, r->n, r->bf16);
+    hp_verify_print_tensors(out, "parameters after the optimiser step:", r->params, r->n, r->bf16);
     fprintf(out, "loss trajectory (step: parallel / reference):");
     for (int s = 0; s < r->steps; s++)
         fprintf(out, " %d: %.7f/%.7f", s + 1, r->losses[s], r->losses_ref[s]);

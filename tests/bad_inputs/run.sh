@@ -62,6 +62,37 @@ printf '[activation_checkpoint]\nmode = "selective"\nselective_ac_option = "op"\
 printf '[job]\nconfig_file = "x.toml"\n' >"$J/nested.toml"
 printf '[model]\nname = "llama3"\nflavor = "tiny"\n' >"$J/flavor.toml"
 printf '[training]\nlocal_batch_size = 3\nglobal_batch_size = 8\n[parallelism]\ndata_parallel_shard_degree = 2\n' >"$J/local_batch.toml"
+# bad dumps for hp compare (docs/dump.md): one good dump, another seed's, a bf16 one; copies with
+# a file missing, truncated or replaced, and headers edited (a tensor renamed, reshaped, retyped)
+"$hp" run --steps 1 --dump "$FILES/dump" --quiet >/dev/null 2>&1
+"$hp" run --steps 1 --seed 7 --dump "$FILES/dump-seed7" --quiet >/dev/null 2>&1
+"$hp" run --steps 1 --mixed-precision-param bfloat16 --dump "$FILES/dump-bf16" --quiet >/dev/null 2>&1
+for c in nograds trunc json noloss fp16 batch init nobatch names shape dtype; do cp -r "$FILES/dump" "$FILES/dump-$c"; done
+rm "$FILES/dump-nograds/grads.safetensors"
+cp "$FILES/dump-seed7/batch.safetensors" "$FILES/dump-batch/"
+cp "$FILES/dump-seed7/model.safetensors" "$FILES/dump-init/"
+cp "$FILES/dump/model.safetensors" "$FILES/dump-nobatch/batch.safetensors"
+printf '{"loss": ' >"$FILES/dump-json/result.json"
+sed -i 's/"loss":.*/"loss": "high",/' "$FILES/dump-noloss/result.json"
+sed -i 's/"float32"/"float16"/' "$FILES/dump-fp16/result.json"
+python3 - "$FILES" <<'PY'
+import json, os, struct, sys
+d = sys.argv[1]
+os.truncate(f"{d}/dump-trunc/grads.safetensors", os.path.getsize(f"{d}/dump-trunc/grads.safetensors") - 100)
+def edit(path, fn):   # rewrite a safetensors header, the data unchanged
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = fn(json.loads(raw[8:8 + n]))
+    b = json.dumps(h).encode()
+    open(path, "wb").write(struct.pack("<Q", len(b)) + b + raw[8 + n:])
+def rename(h): h["output.weigth"] = h.pop("output.weight"); return h
+def reshape(h): h["norm.weight"]["shape"] = [8, 8]; return h
+def retype(h): h["norm.weight"]["dtype"] = "I32"; return h
+for f in ("model", "grads"):
+    edit(f"{d}/dump-names/{f}.safetensors", rename)
+    edit(f"{d}/dump-shape/{f}.safetensors", reshape)
+edit(f"{d}/dump-dtype/model.safetensors", retype)
+PY
 # 2 s each (the sanitizer build is several times slower and sets HP_BAD_INPUT_MS)
 limit_ms=${HP_BAD_INPUT_MS:-2000}
 pass=0; fail=0

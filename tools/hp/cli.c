@@ -192,6 +192,8 @@ const tool_flag_def tool_flags[] = {
     KEY("validation.dataset_format", F_VAL_FORMAT, V_STRING, "", NULL),
     KEY("validation.freq", F_VAL_FREQ, V_INT, "10", "10"),
     KEY("validation.steps", F_VAL_STEPS, V_INT, "-1", "-1"),
+    // multi-host: hp plan's node size (docs/multi_host.md)
+    { "--ranks-per-node", F_RANKS_PER_NODE, 1, FOR_PLAN, 0, 0, 0, 0 },
     // ---- end of rows of other features
 };
 const int tool_n_flags = (int)(sizeof tool_flags / sizeof tool_flags[0]);
@@ -673,6 +675,7 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
     case F_PRINT_CONFIG: return parse_bool(flag, v, &cli->print_config);
     case F_DETERMINISTIC: { int b; return parse_bool(flag, v, &b); }   // hp is always bitwise repeatable
     case F_HELP: case F_HELP_CONFIG: case F_TT_ONLY: case F_IGNORED: case F_COUNT_: return 0;
+    case F_RANKS_PER_NODE: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->ranks_per_node);
     }
     return 0;
 }

@@ -47,6 +47,7 @@ typedef struct tool_cli {
     int   plan_world;            // --world N (search; 0 = not given)
     const char *mem_per_rank;    // --mem-per-rank SIZE, e.g. 80GiB (parsed by plan)
     const char *hw;              // --hw h100|h200|mi300x|cpu (checked by plan)
+    int   ranks_per_node;        // --ranks-per-node N (plan: nodes of N consecutive ranks; 0 = not given)
     int   ac_given;              // --ac was given (run.ac_every holds it; --search tries only it)
     const char *gemm;            // --gemm openblas|onednn|auto (run, bench; NULL: HP_GEMM, else
                                  // openblas; gemm_choice.c)
@@ -162,5 +163,6 @@ int tool_cmd_run(int argc, char **argv);
 int tool_cmd_matrix(int argc, char **argv);
 int tool_cmd_bench(int argc, char **argv);
 int tool_cmd_export(int argc, char **argv);   // cmd_export.c: checkpoint -> safetensors
+int tool_cmd_compare(int argc, char **argv);  // cmd_compare.c: two dumps of step 1
 
 #endif

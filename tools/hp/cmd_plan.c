@@ -37,6 +37,8 @@ static const char plan_usage[] =
     "                     (e.g. 80GiB, 141GB), ranked, top 10\n"
     "  --world N          the world size to search\n"
     "  --mem-per-rank S   memory per rank, a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, TB\n"
+    "  --ranks-per-node N nodes are N consecutive ranks (hosts, or sockets): which groups stay\n"
+    "                     inside one, and the rates of --hw and --search (default 8, or --hw's)\n"
     "\n";
 
 // ---------------------------------------------------------------------------------------------
@@ -217,7 +219,8 @@ int tool_cmd_plan(int argc, char **argv) {
         printf("  ... (%d ranks in all; --ranks prints every one, --rank K one rank's shapes)\n", W);
     printf("\n");
     if (full) print_groups(&d, cli.plan_ranks);
-    else tool_plan_print_group_strides(stdout, &d);
+    else tool_plan_print_group_strides(stdout, &d, tool_plan_ranks_per_node(&cli));
+    if (cli.ranks_per_node) tool_plan_print_node_groups(stdout, &d, cli.ranks_per_node);
 
     printf("\n");
     hp_param_table t;

@@ -26,6 +26,7 @@ static void usage(FILE *out) {
           "  export   the consolidated full model of a checkpoint (hp export D/step-K --out F)\n"
           "  matrix   run the completeness matrix (recipes, negative cases, faults) and write a report\n"
           "  bench    measure step time, the BLAS core and the FMA peak, bytes moved per recipe\n"
+          "  compare  two dumps of step 1 (hp run --dump, PyTorch, ...) under the verifier's rules\n"
           "\n"
           "  hp <command> --help   flags of one command\n"
           "  hp --version          the version, and the BLAS, core and threads a process gets here\n",
@@ -66,6 +67,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "matrix")) return tool_cmd_matrix(argc, argv);
     if (!strcmp(cmd, "bench"))  return tool_cmd_bench(argc, argv);
     if (!strcmp(cmd, "export")) return tool_cmd_export(argc, argv);   // checkpoint -> one safetensors file
-    fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, matrix, bench; see hp --help)\n", cmd);
+    if (!strcmp(cmd, "compare")) return tool_cmd_compare(argc, argv); // two dumps of step 1 (docs/dump.md)
+    fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, export, matrix, bench, compare; see hp --help)\n", cmd);
     return HP_EXIT_CONFIG;
 }

@@ -188,6 +188,7 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
 
     hp_plan_hw hw;
     if (cli->hw && hp_plan_hw_by_name(cli->hw, &hw) == 0) {
+        hw.ranks_per_node = tool_plan_ranks_per_node(cli);
         hp_plan_time t;
         hp_plan_time_predict(m, d, rc, rank, &hw, &t);
         printf("\nstep time on %s: a MODEL, not a measurement; its assumptions:\n", hw.name);
@@ -234,7 +235,14 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
 // ---------------------------------------------------------------------------------------
 // groups by stride
 
-void tool_plan_print_group_strides(FILE *out, const hp_dims *d) {
+int tool_plan_ranks_per_node(const tool_cli *cli) {
+    hp_plan_hw hw;
+    if (cli->ranks_per_node > 0) return cli->ranks_per_node;
+    if (cli->hw && hp_plan_hw_by_name(cli->hw, &hw) == 0) return hw.ranks_per_node;
+    return 8;
+}
+
+void tool_plan_print_group_strides(FILE *out, const hp_dims *d, int ranks_per_node) {
     int *members = malloc((size_t)d->world * sizeof *members);
     if (!members) { fprintf(stderr, "hp: out of memory\n"); return; }
     fprintf(out, "groups (%d ranks: rank 0's group of each kind, by stride; --ranks lists every group)\n", d->world);
@@ -246,9 +254,39 @@ void tool_plan_print_group_strides(FILE *out, const hp_dims *d) {
         if (n == 1) snprintf(shape, sizeof shape, "{0}");
         else if (regular) snprintf(shape, sizeof shape, "{0, %d, ..., %d} stride %d", members[1], members[n - 1], stride);
         else snprintf(shape, sizeof shape, "{%d, %d, ..., %d} (blocks)", members[0], members[1], members[n - 1]);
-        const int in_node = hp_plan_group_in_node(d, (hp_group_kind)g, 0, 8);
-        fprintf(out, "  %-13s %6d x %-6d %-40s %s\n", hp_group_name((hp_group_kind)g),
-                d->world / n, n, shape, n == 1 ? "" : in_node ? "inside a node of 8" : "across nodes of 8");
+        char where[48] = "";
+        if (n > 1)
+            snprintf(where, sizeof where, "%s %d", hp_plan_group_in_node(d, (hp_group_kind)g, 0, ranks_per_node)
+                                                       ? "inside a node of" : "across nodes of", ranks_per_node);
+        fprintf(out, "  %-13s %6d x %-6d %-40s %s\n", hp_group_name((hp_group_kind)g), d->world / n, n, shape, where);
     }
     free(members);
+}
+
+void tool_plan_print_node_groups(FILE *out, const hp_dims *d, int ranks_per_node) {
+    char inside[256] = "", across[256] = "";
+    int *members = malloc((size_t)d->world * sizeof *members);
+    char *seen = malloc((size_t)d->world);
+    if (!members || !seen) { free(members); free(seen); fprintf(stderr, "hp: out of memory\n"); return; }
+    for (int g = 0; g < HP_G_COUNT; g++) {
+        if (hp_mesh_group_size(d, (hp_group_kind)g) <= 1) continue;
+        int in = 1;   // every group of the kind, each once
+        memset(seen, 0, (size_t)d->world);
+        for (int r = 0; r < d->world && in; r++) {
+            if (seen[r]) continue;
+            const int n = hp_mesh_group(d, (hp_group_kind)g, r, members, NULL);
+            for (int i = 0; i < n; i++) {
+                seen[members[i]] = 1;
+                in &= members[i] / ranks_per_node == r / ranks_per_node;
+            }
+        }
+        char *list = in ? inside : across;
+        snprintf(list + strlen(list), sizeof inside - strlen(list), "%s%s", *list ? ", " : "",
+                 hp_group_name((hp_group_kind)g));
+    }
+    free(members);
+    free(seen);
+    fprintf(out, "nodes of %d consecutive ranks (%d node%s): inside a node: %s; across nodes: %s\n", ranks_per_node,
+            (d->world + ranks_per_node - 1) / ranks_per_node, d->world > ranks_per_node ? "s" : "",
+            *inside ? inside : "none", *across ? across : "none");
 }

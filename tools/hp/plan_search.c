@@ -3,7 +3,7 @@
 // MoE) and activation-checkpointing mode (none, every:2, full; only --ac's when given) whose
 // degrees multiply to N and pass hp_dims_validate, with the fewest microbatches that make its
 // predicted peak fit, ranked by the step-time model with --hw, else by the wire bytes a rank
-// sends between nodes of 8 (the slowest link), then by all its wire time; ties keep the order
+// sends between nodes of 8 or --ranks-per-node N (the slowest link), then by all its wire time; ties keep the order
 // of enumeration. Prints the top 10 and how many were tried, legal and fit.
 // AC changes only the activations (plan.h: hp_plan_activations), so each (layout, M) is
 // predicted once without AC and the other modes swap their activations in.
@@ -45,7 +45,7 @@ typedef struct pp_memo { int pp, schedule, virt, M, slots; double bubble; } pp_m
 typedef struct search {
     const tool_cli *cli;
     const hp_plan_hw *hw;      // the time model, or NULL
-    hp_plan_hw topo;           // nodes of 8 for the byte ranking
+    hp_plan_hw topo;           // nodes of --ranks-per-node (default 8) for the byte ranking
     double mem;
     layout *fit;
     int n_fit, cap, n_legal, n_tried;
@@ -252,8 +252,10 @@ int tool_plan_search_cmd(const tool_cli *cli) {
         fprintf(stderr, "hp: --hw expects h100, h200, mi300x or cpu, got '%s'\n", cli->hw);
         return HP_EXIT_CONFIG;
     }
+    if (cli->hw) hw.ranks_per_node = tool_plan_ranks_per_node(cli);
     s.hw = cli->hw ? &hw : NULL;
     hp_plan_hw_by_name("h100", &s.topo);
+    s.topo.ranks_per_node = tool_plan_ranks_per_node(cli);
     if (cli->mem_per_rank) {
         if (tool_plan_parse_size(cli->mem_per_rank, &s.mem) != 0) {
             fprintf(stderr, "hp: --mem-per-rank expects a size > 0 such as 80GiB or 141GB, got '%s'\n",
@@ -318,8 +320,10 @@ int tool_plan_search_cmd(const tool_cli *cli) {
     if (cli->run.reshard_after_forward != HP_RESHARD_DEFAULT)
         printf("  FSDP --reshard-after-forward %s%s\n", hp_run_reshard_name(cli->run.reshard_after_forward),
                cli->run.reshard_after_forward == HP_RESHARD_ALWAYS ? ": pp layouts are not legal with it" : "");
-    printf("  ranked by %s\n", s.hw ? "the step-time model on --hw (a model: see hp plan --memory --hw for its assumptions)"
-                                   : "wire bytes a rank sends between nodes of 8 ranks, then all wire time");
+    if (s.hw) printf("  ranked by the step-time model on --hw, nodes of %d ranks (a model: see hp plan --memory --hw "
+                     "for its assumptions)\n", s.hw->ranks_per_node);
+    else printf("  ranked by wire bytes a rank sends between nodes of %d ranks, then all wire time\n",
+                s.topo.ranks_per_node);
     if (s.n_fit == 0) {
         const layout *c = &s.closest;
         char ac[32];

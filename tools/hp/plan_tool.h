@@ -1,6 +1,7 @@
 // plan_tool.h - the parts of `hp plan` beyond the layout: --memory (and --json, --hw), the
 // stride summary of big worlds, and --search. The formulas live in the library (plan.h).
 // defines: tool_plan_check_flags, tool_plan_ac_name, tool_plan_memory_cmd, tool_plan_print_group_strides,
+//          tool_plan_ranks_per_node, tool_plan_print_node_groups,
 //          tool_plan_search_cmd, tool_plan_parse_size, TOOL_PLAN_SUMMARY_WORLD
 #ifndef HP_TOOL_PLAN_TOOL_H
 #define HP_TOOL_PLAN_TOOL_H
@@ -21,9 +22,14 @@ int tool_plan_parse_size(const char *s, double *bytes);
 void tool_plan_ac_name(char *buf, size_t n, int ac_every);
 // The --memory report of rank cli->rank (dims validated), text, and JSON with --json FILE.
 int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d);
+// Nodes are this many consecutive ranks: --ranks-per-node N, else --hw's, else 8.
+int tool_plan_ranks_per_node(const tool_cli *cli);
 // One line per group kind: how many groups, their size, rank 0's members by stride, and
-// whether a group fits in a node of 8 ranks.
-void tool_plan_print_group_strides(FILE *out, const hp_dims *d);
+// whether rank 0's group sits inside its node of ranks_per_node ranks.
+void tool_plan_print_group_strides(FILE *out, const hp_dims *d, int ranks_per_node);
+// The group kinds whose every group sits inside one node of ranks_per_node consecutive ranks,
+// and those that cross nodes: one line.
+void tool_plan_print_node_groups(FILE *out, const hp_dims *d, int ranks_per_node);
 // --search: every legal layout of --world N that fits, ranked; prints the top 10.
 int tool_plan_search_cmd(const tool_cli *cli);
 

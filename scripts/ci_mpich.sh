@@ -53,8 +53,9 @@ ldd "$BUILD_DIR/hp" | grep -q 'libmpich' || { echo "ci_mpich.sh: $BUILD_DIR/hp d
 # ---- 3. the L0 tests (a failure is reported at the end, after the recipes ran too) -------------
 stage "L0 tests"
 l0=0
-# the negative cases (recipe_neg-*) run once per CI, in `make matrix`
-ctest --test-dir "$BUILD_DIR" -L L0 -E "^recipe_neg-" --output-on-failure || l0=$?
+# the negative cases (recipe_neg-*) run once per CI, in `make matrix`; the bad inputs (exit 2
+# before any rank starts) in `make test` and under ASan
+ctest --test-dir "$BUILD_DIR" -j2 -L L0 -E "^recipe_neg-|^bad_inputs$" --output-on-failure || l0=$?
 
 # ---- 4. recipes started by mpiexec.mpich, and one started by hp itself ------------------------
 export OPENBLAS_NUM_THREADS=1

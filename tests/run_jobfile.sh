@@ -54,7 +54,7 @@ python3 -c "import json,sys; n=len(json.load(open(sys.argv[1]))['losses']); sys.
   "$T/c.json" || exit 1
 
 "$hp" plan --config "$ex/llama3_small.toml" >"$T/p.out" 2>"$T/p.err" || fail "plan llama3_small.toml: $(tail -1 "$T/p.err")"
-grep -q "model llama3-debugmodel (dense), world 2, seq_len 256, global batch 4" "$T/p.out" || fail "plan: not the debugmodel"
+grep -q "model llama3-debugmodel (dense), world 2, seq_len 256, global batch 16" "$T/p.out" || fail "plan: not the debugmodel"
 grep -q "^hp: note: TorchTitan keys hp does not implement, at their defaults (off): profiling.enable_profiling" "$T/p.err" ||
   fail "plan: no note of the TorchTitan-only keys"
 grep -q "^hp: note: TorchTitan keys with no meaning in hp, accepted and ignored: metrics.disable_color_printing" "$T/p.err" ||

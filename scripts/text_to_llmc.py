@@ -12,6 +12,7 @@ version 1, the token count, the rest 0 - then the tokens as uint16 (version 7: m
 uint32). Prints one line per file written: its path, tokens and bytes.
 """
 import argparse
+import os
 import struct
 import sys
 
@@ -51,6 +52,12 @@ def main():
     if not ids:
         sys.exit("text_to_llmc.py: %s is empty" % a.text)
     n_val = int(len(ids) * a.val_fraction)
+    folder = os.path.dirname(a.out)
+    if folder:   # `data/vim` makes data/ as needed
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as e:
+            sys.exit("text_to_llmc.py: cannot make folder %s: %s" % (folder, e.strerror))
     write_shard(a.out + "_train.bin", ids[:len(ids) - n_val], a.version)
     if n_val:
         write_shard(a.out + "_val.bin", ids[len(ids) - n_val:], a.version)

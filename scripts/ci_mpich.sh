@@ -54,8 +54,10 @@ ldd "$BUILD_DIR/hp" | grep -q 'libmpich' || { echo "ci_mpich.sh: $BUILD_DIR/hp d
 stage "L0 tests"
 l0=0
 # the negative cases (recipe_neg-*) run once per CI, in `make matrix`; the bad inputs (exit 2
-# before any rank starts) in `make test` and under ASan
-ctest --test-dir "$BUILD_DIR" -j2 -L L0 -E "^recipe_neg-|^bad_inputs$" --output-on-failure || l0=$?
+# before any rank starts) in `make test` and under ASan. The 8-rank comm tests are left out
+# here: MPICH's ranks poll while they wait, so 8 of them on 2 cores take 130 s where Open MPI
+# takes 25 s; their 2- and 4-rank versions run the same collectives under MPICH.
+ctest --test-dir "$BUILD_DIR" -j2 -L L0 -E "^recipe_neg-|^bad_inputs$|^comm_(small_pieces_|async_)?np8$" --output-on-failure || l0=$?
 
 # ---- 4. recipes started by mpiexec.mpich, and one started by hp itself ------------------------
 export OPENBLAS_NUM_THREADS=1

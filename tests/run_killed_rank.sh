@@ -72,7 +72,9 @@ tmp_err=$(mktemp) && cp "$tmp/err" "$tmp_err"
 cleanup
 ok=1
 [ "$rc" -ne 0 ] || { echo "FAIL: exit code 0 after a killed rank"; ok=0; }
-awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || { echo "FAIL: took $secs s, limit 10 s"; ok=0; }
+# (not a speed check: a job that outlives the kill is caught above at 15 s; this bounds the
+#  ending the same way on a loaded machine, ASan included)
+awk -v s="$secs" 'BEGIN { exit !(s < 15) }' || { echo "FAIL: took $secs s, limit 15 s"; ok=0; }
 [ "$left" -eq 0 ] || { echo "FAIL: $left rank processes outlived the job"; ok=0; }
 if [ "$sig" = KILL ]; then   # the launcher's own word on the killed rank is kept (launch_banner.c)
   grep -Eqi 'rank [0-9]+ .*signal 9|killed by signal: 9' "$tmp_err" ||

@@ -1,8 +1,11 @@
 #!/bin/sh
 # run_watchdog.sh - runs an MPI job that must abort, and checks how it ended.
 #   run_watchdog.sh ERR_REGEX CODE mpiexec -np 4 test_watchdog OP
-# Passes when the job exits with CODE in under 10 s and its stderr has a line matching
-# ERR_REGEX (grep -E). Prints the job's output, its exit code and the time it took.
+# Passes when the job exits with CODE and its stderr has a line matching ERR_REGEX (grep -E),
+# within WATCHDOG_LIMIT seconds (default 20): the job must end at the watchdog, well before
+# CTest's timeout (30 s) would kill a hang. The limit is not a speed check: MPI start and abort
+# take from 2 s to 10 s on a loaded 2-core machine, and longer under ASan.
+# Prints the job's output, its exit code and the time it took.
 if [ $# -lt 3 ]; then echo "usage: run_watchdog.sh ERR_REGEX CODE cmd..." >&2; exit 2; fi
 re=$1; code=$2; shift 2
 tmp=$(mktemp -d) || exit 2
@@ -17,7 +20,8 @@ echo "--- exit code $rc after $secs s"
 ok=1
 [ "$rc" -eq "$code" ] || { echo "FAIL: exit code $rc, want $code"; ok=0; }
 grep -Eq -- "$re" "$tmp/err" || { echo "FAIL: stderr has no line matching: $re"; ok=0; }
-awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || { echo "FAIL: took $secs s, limit 10 s"; ok=0; }
+limit=${WATCHDOG_LIMIT:-20}
+awk -v s="$secs" -v l="$limit" 'BEGIN { exit !(s < l) }' || { echo "FAIL: took $secs s, limit $limit s"; ok=0; }
 n=$(grep -Ec -- "$re" "$tmp/err")
 echo "matching lines: $n"
 [ $ok -eq 1 ] && echo PASS

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/comm.h"
 
 #include "test_mpi_check.h"
@@ -258,6 +259,46 @@ static void t_reduce_scatter(ctx *c, size_t n, int salt) {
     free(send); free(recv); free(want); free(scale);
 }
 
+// The bf16 sums (--mixed-precision-reduce bfloat16): the member-ordered sum with every add
+// rounded to bf16, bit for bit in either mode (they always take the fixed-order exchange),
+// 2 bytes an element counted. The serial reference rounds the same way.
+static hp_bf16 bval(int salt, int wr, size_t i) { return hp_bf16_from_float(fval(salt, wr, i)); }
+static hp_bf16 bf16_add(hp_bf16 a, hp_bf16 b) {
+    return hp_bf16_from_float(hp_bf16_to_float(a) + hp_bf16_to_float(b));
+}
+
+static void t_bf16_sums(ctx *c, size_t n, int salt) {
+    const size_t tot = (size_t)c->size * n;
+    uint16_t *send = malloc((tot + 1) * sizeof *send), *recv = malloc((n + 1) * sizeof *recv);
+    uint16_t *buf = malloc((n + 1) * sizeof *buf);
+    size_t bad_rs = 0, bad_ar = 0;
+    for (size_t k = 0; k < tot; k++) send[k] = bval(salt, g_wrank, k);
+    for (size_t i = 0; i < n; i++) buf[i] = bval(salt + 1, g_wrank, i);
+    hp_reduce_scatter_bf16(c->comm, c->g, recv, send, n);
+    expect(c, HP_OP_REDUCE_SCATTER, tot * 2);
+    expect_wire(c, HP_OP_REDUCE_SCATTER, (uint64_t)(c->size - 1) * n * 2);
+    hp_allreduce_sum_bf16(c->comm, c->g, buf, n);
+    expect(c, HP_OP_ALLREDUCE, n * 2);
+    expect_wire(c, HP_OP_ALLREDUCE, allreduce_wire(n, c->size, c->me, 2));
+    for (size_t i = 0; i < n; i++) {
+        const size_t k = (size_t)c->me * n + i;
+        hp_bf16 rs = bval(salt, c->members[0], k), ar = bval(salt + 1, c->members[0], i);
+        for (int j = 1; j < c->size; j++) {
+            rs = bf16_add(rs, bval(salt, c->members[j], k));
+            ar = bf16_add(ar, bval(salt + 1, c->members[j], i));
+        }
+        bad_rs += recv[i] != rs;
+        bad_ar += buf[i] != ar;
+    }
+    CHECK(bad_rs == 0, "reduce_scatter_bf16 group %s n=%zu: %zu elements differ from the rounded "
+          "member-ordered sum", hp_group_name(c->g), n, bad_rs);
+    CHECK(bad_ar == 0, "allreduce_sum_bf16 group %s n=%zu: %zu elements differ from the rounded "
+          "member-ordered sum", hp_group_name(c->g), n, bad_ar);
+    CHECK(same_across_group(c, buf, n * sizeof *buf), "allreduce_sum_bf16 group %s n=%zu: ranks differ",
+          hp_group_name(c->g), n);
+    free(send); free(recv); free(buf);
+}
+
 static void t_alltoallv(ctx *c, int salt) {
     int *scnt = malloc((size_t)c->size * sizeof *scnt), *rcnt = malloc((size_t)c->size * sizeof *rcnt);
     size_t stot = 0, rtot = 0;
@@ -419,6 +460,7 @@ static void run_config(const hp_dims *d, int det, int big_too) {
             t_allgather(&c, n, salt, 0);
             t_allgather(&c, n, salt, 1);
             t_reduce_scatter(&c, n, salt);
+            t_bf16_sums(&c, n, salt);
             t_alltoall_int(&c, (int)n);
             t_broadcast(&c, n, 0, salt);
             t_broadcast(&c, n, c.size - 1, salt);

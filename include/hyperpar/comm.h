@@ -80,6 +80,12 @@ void hp_allgather_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, const uin
 void hp_allgather_int(hp_comm *comm, hp_group_kind g, int *recv, const int *send, size_t n);
 // recv (n) = sum over members of their send[my_index*n .. +n) (send is size*n).
 void hp_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const float *send, size_t n);
+// The same sums in bf16 (hyperpar/bf16.h patterns): 2 bytes an element on the wire, each add
+// of the member-ordered sum rounded to bf16 (--mixed-precision-reduce bfloat16); always the
+// fixed-order exchange, so the bits never depend on MPI's algorithm.
+void hp_allreduce_sum_bf16(hp_comm *comm, hp_group_kind g, uint16_t *buf, size_t n);
+void hp_reduce_scatter_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, const uint16_t *send,
+                            size_t n);
 // Variable all-to-all of floats; counts and displacements are derived from the counts
 // (packed in group-rank order). Counts in elements.
 void hp_alltoallv(hp_comm *comm, hp_group_kind g, float *recv, const int *recv_counts,

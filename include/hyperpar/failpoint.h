@@ -79,6 +79,8 @@ typedef enum hp_failpoint_id {
     HP_FP_BF16_TP_PARTIAL_ROUNDED,     // transformer.c: a tp partial rounded to bf16 before its sum
     HP_FP_BF16_GRAD_REDUCE,            // fsdp.c: the gradient reduction's result in bf16 (fp32 policy)
     HP_FP_BF16_MICROBATCH_SUM,         // fsdp.c: microbatch gradients summed in bf16
+    HP_FP_BF16_REDUCE_RING_ORDER,      // comm_fixed_order.c: the bf16 reduce-scatter sums chunk j
+                                       //   from member j+1 on (a ring's order), not 0..G-1
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -13,20 +13,28 @@
 // scratch, two slots). Piece k+1's scatter is posted before piece k is reduced, and piece
 // k's gather runs while piece k+1 is received, so the phases overlap.
 // defines: hp_fixed_allreduce, hp_fixed_reduce_scatter, hp_fixed_allreduce_wire,
-//          hp_fixed_reduce_rows
+//          hp_fixed_reduce_rows, hp_red_elem_size
 #include <string.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK, HP_COMM_CHUNK
+#include "hyperpar/bf16.h"
+#include "hyperpar/failpoint.h"
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
-static size_t elem_size(hp_red_kind k) {
-    return k == HP_RED_F32_SUM || k == HP_RED_F32_MAX ? sizeof(float) : sizeof(double);
+size_t hp_red_elem_size(hp_red_kind k) {
+    switch (k) {
+    case HP_RED_F32_SUM: case HP_RED_F32_MAX: return sizeof(float);
+    case HP_RED_BF16_SUM: return sizeof(hp_bf16);
+    default:             return sizeof(double);   // f64, i64
+    }
 }
+#define elem_size hp_red_elem_size
 
 static MPI_Datatype elem_type(hp_red_kind k) {
     switch (k) {
     case HP_RED_F32_SUM: case HP_RED_F32_MAX: return MPI_FLOAT;
     case HP_RED_F64_SUM: return MPI_DOUBLE;
+    case HP_RED_BF16_SUM: return MPI_UINT16_T;
     default:             return MPI_INT64_T;
     }
 }
@@ -60,6 +68,13 @@ void hp_fixed_reduce_rows(void *out, const void *const *rows, int size, size_t l
             int64_t *o = out;
             const int64_t *x = rows[r];
             for (size_t i = 0; i < len; i++) o[i] += x[i];
+            break;
+        }
+        case HP_RED_BF16_SUM: {   // the running sum is bf16: every add rounds (RNE)
+            hp_bf16 *o = out;
+            const hp_bf16 *x = rows[r];
+            for (size_t i = 0; i < len; i++)
+                o[i] = hp_bf16_from_float(hp_bf16_to_float(o[i]) + hp_bf16_to_float(x[i]));
             break;
         }
         }
@@ -176,21 +191,34 @@ void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_
 // reduce-scatter: send is (size, n), member j's block at send + j*n; pieces of
 // hp_comm_chunk(size) elements of every block.
 
-static int post_block_scatter(const exch *x, const float *send, size_t n, size_t off, size_t len,
+static int post_block_scatter(const exch *x, const char *send, size_t n, size_t off, size_t len,
                               char *slot, MPI_Request *r) {
     int cnt = 0;
     for (int j = 0; j < x->size; j++) {
         if (j == x->me) continue;
         cnt += post_recv(x, slot + (size_t)j * hp_comm_chunk(x->size) * x->esz, len, j,
                          HP_COMM_TAG_SCATTER, r + cnt);
-        cnt += post_send(x, send + (size_t)j * n + off, len, j, HP_COMM_TAG_SCATTER, r + cnt);
+        cnt += post_send(x, send + ((size_t)j * n + off) * x->esz, len, j, HP_COMM_TAG_SCATTER,
+                         r + cnt);
     }
     return cnt;
 }
 
-void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
-                             size_t n) {
-    const exch x = exch_of(comm, g, HP_RED_F32_SUM, "reduce-scatter");
+static void reverse_rows(const void **rows, int a, int b) {   // rows[a..b) reversed
+    for (b--; a < b; a++, b--) { const void *t = rows[a]; rows[a] = rows[b]; rows[b] = t; }
+}
+// rows[first], rows[first+1], ... rows[first-1]: the order starts at member `first`
+static void rotate_rows(const void **rows, int size, int first) {
+    reverse_rows(rows, 0, first);
+    reverse_rows(rows, first, size);
+    reverse_rows(rows, 0, size);
+}
+
+void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, void *recv_v, const void *send_v,
+                             size_t n, hp_red_kind k) {
+    const exch x = exch_of(comm, g, k, "reduce-scatter");
+    char *recv = recv_v;
+    const char *send = send_v;
     const size_t chunk = hp_comm_chunk(x.size), slot_bytes = (size_t)x.size * chunk * x.esz;
     char *scratch = hp_comm_scratch(comm, hp_comm_fixed_scratch_bytes(x.size, x.esz));
     const size_t pieces = (n + chunk - 1) / chunk;
@@ -209,7 +237,11 @@ void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const 
                                                scat[1 - s]);
         hp_comm_wait(comm, n_scat[s], scat[s], x.op, x.group);
         for (int r = 0; r < x.size; r++) comm->rows[r] = slot + (size_t)r * chunk * x.esz;
-        comm->rows[x.me] = send + (size_t)x.me * n + off;   // mine, read in place
-        hp_fixed_reduce_rows(recv + off, comm->rows, x.size, len, HP_RED_F32_SUM);
+        comm->rows[x.me] = send + ((size_t)x.me * n + off) * x.esz;   // mine, read in place
+        // (the bug of bf16_reduce_ring_order: a ring's order, chunk j summed from member j+1
+        //  on, so each rank's chunk has its own order, which bf16's rounded adds make visible)
+        if (k == HP_RED_BF16_SUM && hp_failpoint(HP_FP_BF16_REDUCE_RING_ORDER))
+            rotate_rows(comm->rows, x.size, (x.me + 1) % x.size);
+        hp_fixed_reduce_rows(recv + off * x.esz, comm->rows, x.size, len, k);
     }
 }

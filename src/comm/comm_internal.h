@@ -115,15 +115,19 @@ int hp_comm_last_step(void);
 
 // The fixed-order (deterministic) reductions by direct exchange (comm_fixed_order.c).
 // Element kinds and reductions they support.
-typedef enum { HP_RED_F32_SUM, HP_RED_F32_MAX, HP_RED_F64_SUM, HP_RED_I64_SUM } hp_red_kind;
+// HP_RED_BF16_SUM: 2-byte bf16 elements, each add rounded to bf16 (precision.md §1's
+// --mixed-precision-reduce bfloat16); MPI has no such op, so it always takes these exchanges.
+typedef enum { HP_RED_F32_SUM, HP_RED_F32_MAX, HP_RED_F64_SUM, HP_RED_I64_SUM,
+               HP_RED_BF16_SUM } hp_red_kind;
+size_t hp_red_elem_size(hp_red_kind k);   // bytes of one element
 // In place over a group of size > 1: a reduce-scatter (member j reduces chunk j in member
 // order 0..size-1) then an all-gather of the reduced chunks, in pipelined pieces.
 void hp_fixed_allreduce(hp_comm *comm, hp_group_kind g, void *buf, size_t n, hp_red_kind k);
 // out (len) = rows[0] + rows[1] + ... in that order (op k); out overlaps no row.
 void hp_fixed_reduce_rows(void *out, const void *const *rows, int size, size_t len, hp_red_kind k);
-// recv (n) = member-ordered sum of every member's send[me*n .. +n); group of size > 1.
-void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const float *send,
-                             size_t n);
+// recv (n) = member-ordered sum (op k) of every member's send[me*n .. +n); group of size > 1.
+void hp_fixed_reduce_scatter(hp_comm *comm, hp_group_kind g, void *recv, const void *send,
+                             size_t n, hp_red_kind k);
 // Bytes member `me` of a group of `size` puts on the wire in hp_fixed_allreduce of n
 // elements of esz bytes (see docs/traffic.md).
 uint64_t hp_fixed_allreduce_wire(size_t n, int size, int me, size_t esz);

@@ -204,9 +204,6 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if ((unsigned)rc->mp_param > HP_DTYPE_BFLOAT16 || (unsigned)rc->mp_reduce > HP_DTYPE_BFLOAT16)
         return fail(err, n, "mixed precision dtypes are float32 (0) or bfloat16 (1): param %d, reduce %d",
                     (int)rc->mp_param, (int)rc->mp_reduce);
-    if (rc->mp_reduce == HP_DTYPE_BFLOAT16 && rc->mp_param == HP_DTYPE_BFLOAT16)
-        return fail(err, n, "--mixed-precision-reduce bfloat16 (Megatron's --grad-reduce-in-bf16: each add "
-                    "of the reduction rounded) is not implemented yet; float32 is TorchTitan's only choice");
     if (rc->mp_reduce == HP_DTYPE_BFLOAT16 && rc->mp_param != HP_DTYPE_BFLOAT16)
         return fail(err, n, "--mixed-precision-reduce bfloat16 needs --mixed-precision-param bfloat16 "
                     "(a float32 policy has nothing in bf16 to reduce)");

@@ -79,6 +79,7 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
     const hp_reshard_policy policy = rc->reshard_after_forward;
     memset(fs, 0, sizeof *fs);
     fs->bf16 = rc->mp_param == HP_DTYPE_BFLOAT16;
+    fs->reduce_bf16 = fs->bf16 && rc->mp_reduce == HP_DTYPE_BFLOAT16;
     fs->pt = pt;
     fs->comm = comm;
     fs->d = *d;
@@ -371,7 +372,10 @@ static void check_accumulation(hp_fsdp_state *fs, int u, int mb, const float *lo
     if (!fs->acc_shadow && !(fs->acc_shadow = malloc(((size_t)fs->pt->gathered_work + 1) * sizeof(float))))
         hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
     float *shadow = fs->acc_shadow + fs->acc_offset[u];
-    for (size_t i = 0; i < n; i++) shadow[i] = mb == 0 ? local[i] : shadow[i] + local[i];
+    for (size_t i = 0; i < n; i++) {
+        shadow[i] = mb == 0 ? local[i] : shadow[i] + local[i];
+        if (fs->reduce_bf16) shadow[i] = hp_bf16_round_float(shadow[i]);
+    }
     if (mb != fs->M - 1) return;
     for (size_t i = 0; i < n; i++)
         if (memcmp(&shadow[i], &sum[i], sizeof(float)) != 0) {
@@ -393,8 +397,9 @@ static void round_local_grads(hp_fsdp_state *fs, int u, int mb) {
     if (local == sum) return;   // one microbatch: the rounded grads are the sum
     if (mb == 0) memcpy(sum, local, n * sizeof(float));
     else for (size_t i = 0; i < n; i++) sum[i] += local[i];
-    // (the bug of bf16_microbatch_sum: the running sum kept in bf16)
-    if (hp_failpoint(HP_FP_BF16_MICROBATCH_SUM)) hp_bf16_round(sum, n);
+    // the bf16 reduce policy keeps the running sum in bf16 (so does the bug of
+    // bf16_microbatch_sum under the fp32 one)
+    if (fs->reduce_bf16 || hp_failpoint(HP_FP_BF16_MICROBATCH_SUM)) hp_bf16_round(sum, n);
     if (hp_structure_enabled()) check_accumulation(fs, u, mb, local, sum, n);
     hp_par_zero(local, n);
 }
@@ -436,6 +441,19 @@ static void keep_reduce_inputs(hp_fsdp_state *fs, const stack_span *sp, const fl
     memcpy(r->staged, staged, total * sizeof(float));
 }
 
+// want (n) = rows 0..G-1 (each n) summed in member order: in fp32, or under the bf16 reduce
+// each add rounded to bf16
+static void sum_rows_in_order(const hp_fsdp_state *fs, float *want, const float *rows, int G, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float s = rows[i];
+        for (int k = 1; k < G; k++) {
+            s += rows[(size_t)k * n + i];
+            if (fs->reduce_bf16) s = hp_bf16_round_float(s);
+        }
+        want[i] = s;
+    }
+}
+
 static void check_reductions(hp_fsdp_state *fs) {
     for (int q = 0; q < fs->n_pending; q++) {
         const fsdp_reduce_record *r = &fs->pending[q];
@@ -446,18 +464,10 @@ static void check_reductions(hp_fsdp_state *fs) {
         if (!rows || !want) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
         const int cnt = (int)n;
         MPI_Alltoall(r->staged, cnt, MPI_FLOAT, rows, cnt, MPI_FLOAT, hp_comm_mpi(fs->comm, r->group));
-        for (size_t i = 0; i < n; i++) {
-            float s = rows[i];
-            for (int k = 1; k < r->G; k++) s += rows[(size_t)k * n + i];
-            want[i] = s;
-        }
+        sum_rows_in_order(fs, want, rows, r->G, n);
         if (R > 1) {
             MPI_Allgather(want, cnt, MPI_FLOAT, rows, cnt, MPI_FLOAT, hp_comm_mpi(fs->comm, HP_G_DP_REPLICATE));
-            for (size_t i = 0; i < n; i++) {
-                float s = rows[i];
-                for (int k = 1; k < R; k++) s += rows[(size_t)k * n + i];
-                want[i] = s;
-            }
+            sum_rows_in_order(fs, want, rows, R, n);
         }
         const float *got = fs->g_shard + r->s0;
         size_t bad = n;
@@ -465,13 +475,34 @@ static void check_reductions(hp_fsdp_state *fs) {
             if (memcmp(&got[i], &want[i], sizeof(float)) != 0) bad = i;
         if (bad == n) hp_structure_pass(HP_CHECK_REDUCE);
         else hp_structure_fail(HP_CHECK_REDUCE, "shard span at %lld, element %zu: reduced to %.9g, the "
-                               "fp32 sum in member order is %.9g", (long long)r->s0, bad,
-                               (double)got[bad], (double)want[bad]);
+                               "%s sum in member order is %.9g", (long long)r->s0, bad, (double)got[bad],
+                               fs->reduce_bf16 ? "bf16" : "fp32", (double)want[bad]);
         free(rows);
         free(want);
         free(r->staged);
     }
     fs->n_pending = 0;
+}
+
+// --mixed-precision-reduce bfloat16: unit u's grads of one stack span, bf16 values, staged
+// (G, n) in comm_buf, packed there in place to 2 bytes (each element is written behind the
+// ones still to read), reduce-scattered in bf16 into the n elements after them, all-reduced
+// over dp_replicate the same way and widened into the shard's grads g. Blocking: the
+// nonblocking slots hold fp32 rows. The failpoints of the fp32 reduction don't apply here.
+static void reduce_in_bf16(hp_fsdp_state *fs, const stack_span *sp, float *g) {
+    const size_t n = (size_t)sp->n, G = (size_t)sp->G;
+    float *staged = fs->comm_buf;
+    for (int i = sp->i0; i < sp->i1; i++)
+        for (int k = 0; k < sp->G; k++)
+            chunk_copy(&fs->pt->p[i], k, grad_of(fs, i),
+                       staged + (size_t)k * n + (fs->pt->p[i].shard_offset - sp->s0), 1);
+    if (hp_structure_enabled() && (G > 1 || fs->d.dp_replicate > 1))
+        keep_reduce_inputs(fs, sp, staged);
+    hp_bf16 *wire = (hp_bf16 *)(void *)staged, *sum = wire + G * n;
+    hp_bf16_pack(wire, staged, G * n);
+    hp_reduce_scatter_bf16(fs->comm, sp->group, sum, wire, n);
+    hp_allreduce_sum_bf16(fs->comm, HP_G_DP_REPLICATE, sum, n);
+    hp_bf16_unpack(g, sum, n);
 }
 
 // Reduces once per step: after the backward of the last microbatch.
@@ -482,14 +513,18 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
     // 1. replicated-over-tp params whose grads are partial sums over tp (SP norms, gate)
     for (int i = 0; i < fs->pt->n; i++) {
         const hp_param *p = &fs->pt->p[i];
-        if (p->unit == u && p->tp_grad_partial && !hp_failpoint(HP_FP_TP_PARTIAL_GRAD_DROPPED))
+        if (p->unit == u && p->tp_grad_partial && !hp_failpoint(HP_FP_TP_PARTIAL_GRAD_DROPPED)) {
             hp_allreduce_sum(fs->comm, HP_G_TP, grad_of(fs, i), (size_t)p->local_numel);
+            // (tp's sum stays fp32; under the bf16 reduce the grads it leaves are bf16 again)
+            if (fs->reduce_bf16) hp_bf16_round(grad_of(fs, i), (size_t)p->local_numel);
+        }
     }
     // 2. reduce-scatter over the shard group, 3. all-reduce over dp_replicate (HSDP / DDP)
     stack_span sp;
     for (int st = 0; st < 2; st++) {
         if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
         float *g = fs->g_shard + sp.s0;
+        if (fs->reduce_bf16) { reduce_in_bf16(fs, &sp, g); continue; }
         const int faulty = reduction_faulty(st);
         // a group of one stages in place, in its shards: its reduce-scatter is the identity
         // (the same bits, without a staging copy and a copy back); a larger one stages in the

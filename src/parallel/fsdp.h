@@ -37,6 +37,10 @@ typedef struct hp_fsdp_state {
     // bf16 (one rounding of the fp32 sum) and added in fp32 into the unit's sum (acc_g, or in
     // place without accumulation) before the fp32 reduction. No unit is its shards then.
     int bf16;
+    // --mixed-precision-reduce bfloat16 (Megatron-LM's --grad-reduce-in-bf16): the microbatch
+    // sum is kept in bf16 (each add rounded), and the reduce-scatter / all-reduce carry 2 bytes
+    // an element, each add of their member-ordered sums rounded; blocking, through comm_buf
+    int reduce_bf16;
     float *loc_g;               // bf16 with accumulation: each unit's local grads (as acc_g)
     // the structure check (structure.h; the verifier's run only, plain malloc): a shadow of
     // the microbatch sums, and each pending reduction's staged inputs until it completes

@@ -64,6 +64,8 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         const hp_param *p = &t.p[i];
         if (!p->on_rank) continue;
         const uint64_t shard = (uint64_t)p->shard_numel * F4;
+        // --mixed-precision-reduce bfloat16 reduces 2 bytes an element (precision.md §8)
+        const uint64_t reduced = rc->mp_reduce == HP_DTYPE_BFLOAT16 ? shard / 2 : shard;
         if (p->fsdp_size > 1) {
             const hp_unit_keep keep = hp_run_unit_keep(rc->reshard_after_forward, d->pp,
                                                        p->unit == t.n_units - 1);
@@ -71,9 +73,9 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
             // the bf16 policy gathers 2 bytes an element (precision.md §8)
             const uint64_t gathered = rc->mp_param == HP_DTYPE_BFLOAT16 ? shard / 2 : shard;
             bytes[p->fsdp_group][HP_OP_ALLGATHER] += gathers * gathered;
-            bytes[p->fsdp_group][HP_OP_REDUCE_SCATTER] += (uint64_t)p->fsdp_size * shard;
+            bytes[p->fsdp_group][HP_OP_REDUCE_SCATTER] += (uint64_t)p->fsdp_size * reduced;
         }
-        if (R > 1) bytes[HP_G_DP_REPLICATE][HP_OP_ALLREDUCE] += shard;
+        if (R > 1) bytes[HP_G_DP_REPLICATE][HP_OP_ALLREDUCE] += reduced;
         if (T > 1 && p->tp_grad_partial)
             bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)p->local_numel * F4;
     }

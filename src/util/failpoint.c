@@ -144,6 +144,10 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_BF16_MICROBATCH_SUM] = { HP_FP_BF16_MICROBATCH_SUM, "bf16_microbatch_sum", "GA-bf16", GA BF16,
       "structure: gradient accumulation",
       "bf16: the gradients of the microbatches are summed in bf16, not fp32" },
+    [HP_FP_BF16_REDUCE_RING_ORDER] = { HP_FP_BF16_REDUCE_RING_ORDER, "bf16_reduce_ring_order", "M4-s4-bf16r",
+      TINY(1, 4, 1, 1) BF16 " --mixed-precision-reduce bfloat16",
+      "structure: gradient reduction",
+      "bf16 reduce: each rank sums its chunk in a ring's order (from the next member on), not 0..G-1" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

@@ -29,6 +29,7 @@
 #define NOLB  "--cp-no-balance"
 #define TEXT  "--data /usr/share/common-licenses/GPL-3"
 #define BF16  "--mixed-precision-param bfloat16"
+#define BF16R BF16 " --mixed-precision-reduce bfloat16"
 #define PP4   "--layers 4 --pp-schedule"
 
 //  id               row    model       R  S  C  T  sp  EP ET rotate       dispatcher   level same_as          example
@@ -154,6 +155,11 @@ const hp_recipe hp_recipes[] = {
     { "U7-bf16",      "U7",  "tiny-moe", 1, 2, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX8, "bf16 Ulysses + EP", BF16, 0, 2, NULL },
     { "GA-bf16",      "GA",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "bf16 accumulation: each microbatch's grads rounded, summed in fp32", "--microbatches 4 " BF16, 0, 0, NULL },
     { "M6-ac-full-bf16","M6","tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag-bf16",  EX3, "bf16 with every block recomputed: the recompute equals its forward bit for bit", "--ac full " BF16, 0, 0, NULL },
+    // --mixed-precision-reduce bfloat16 (Megatron-LM's --grad-reduce-in-bf16): the DP
+    // reductions and the microbatch sum in bf16, each add rounded; closeness shows the larger error
+    { "M4-s4-bf16r",  "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "bf16 reduce: a 2-byte reduce-scatter, each add rounded (error beside M4-s4-bf16's)", BF16R, 0, 0, NULL },
+    { "M7-tp2-bf16r", "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "bf16 reduce over HSDP x TP: reduce-scatter then all-reduce in bf16", BF16R, 0, 0, NULL },
+    { "GA-bf16r",     "GA",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX3, "bf16 reduce with accumulation: the microbatch sum kept in bf16", "--microbatches 4 " BF16R, 0, 0, NULL },
     { "K2-bf16",      "K",   "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX0, "bf16 FSDP4 -> TP2 x FSDP2: the fp32 master saved and resharded", ADAMW " " BF16, 0, 0,
       "--model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 " ADAMW " " BF16 },
 };

@@ -55,7 +55,7 @@ static void run_case(int U, int C, int Hkv, hp_cp_rotate rotate) {
     take_rows(vl, v, pos, Su, Hkv * HD); take_rows(dl, dout, pos, Su, H * HD);
     for (size_t i = 0; i < (size_t)B * Su * H * HD; i++) dql[i] = DINIT;
     for (size_t i = 0; i < (size_t)B * Su * Hkv * HD; i++) dkl[i] = dvl[i] = DINIT;
-    hp_ulysses_attn *ua = hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C);
+    hp_ulysses_attn *ua = hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, 0);
     CHECK(ua != NULL, "init U %d Hkv %d", U, Hkv);
     if (!ua) return;
     hp_comm_reset_stats(comm);

@@ -90,6 +90,9 @@ void hp_reduce_scatter_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, cons
 // (packed in group-rank order). Counts in elements.
 void hp_alltoallv(hp_comm *comm, hp_group_kind g, float *recv, const int *recv_counts,
                   const float *send, const int *send_counts);
+// The same with 2-byte bf16 elements (hyperpar/bf16.h), counts in elements.
+void hp_alltoallv_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, const int *recv_counts,
+                       const uint16_t *send, const int *send_counts);
 // Equal-split all-to-all of ints: n_per_rank ints to each member.
 void hp_alltoall_int(hp_comm *comm, hp_group_kind g, int *recv, const int *send, int n_per_rank);
 void hp_broadcast(hp_comm *comm, hp_group_kind g, float *buf, size_t n, int root);

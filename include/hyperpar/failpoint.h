@@ -81,6 +81,8 @@ typedef enum hp_failpoint_id {
     HP_FP_BF16_MICROBATCH_SUM,         // fsdp.c: microbatch gradients summed in bf16
     HP_FP_BF16_REDUCE_RING_ORDER,      // comm_fixed_order.c: the bf16 reduce-scatter sums chunk j
                                        //   from member j+1 on (a ring's order), not 0..G-1
+    HP_FP_ULYSSES_BF16_KV_COPIES,      // ulysses.c: the grads of repeated kv heads' copies travel
+                                       //   in 2 bytes, rounded before their fp32 sum
     HP_FP_COUNT
 } hp_failpoint_id;
 

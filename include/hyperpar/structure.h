@@ -4,7 +4,8 @@
 // verifier reads the counts on every rank afterwards (verify.c) and fails on any mismatch.
 // It runs in fp32 too: there "prescribed" is the plain value (a cast that is the identity).
 // defines: hp_structure_check, hp_structure_enable/enabled/reset, hp_structure_pass/fail,
-//          hp_structure_checks, hp_structure_failures, hp_structure_first, hp_structure_name
+//          hp_structure_checks, hp_structure_failures, hp_structure_first, hp_structure_name,
+//          hp_structure_check_bf16_wire
 //
 //   if (hp_structure_enabled()) {
 //       if (memcmp(got, want, bytes)) hp_structure_fail(HP_CHECK_GATHER, "unit %d, rank %d", u, r);
@@ -12,6 +13,7 @@
 //   }
 #ifndef HYPERPAR_STRUCTURE_H
 #define HYPERPAR_STRUCTURE_H
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum hp_structure_check {
@@ -21,6 +23,7 @@ typedef enum hp_structure_check {
     HP_CHECK_ACCUMULATE,   // a unit's gradient sum over microbatches = their fp32 sum, in order
     HP_CHECK_PARTIAL,      // a row-parallel output entering its tp sum is the GEMM's fp32 result
     HP_CHECK_EXCHANGE,     // what a pipeline stage receives = what its neighbour's schedule hands on
+    HP_CHECK_WIRE_BF16,    // what a 2-byte activation exchange sends is bf16 already: packing is exact
     HP_CHECK_COUNT
 } hp_structure_check;
 
@@ -33,5 +36,10 @@ uint64_t    hp_structure_checks(hp_structure_check k);     // comparisons made (
 uint64_t    hp_structure_failures(hp_structure_check k);
 const char *hp_structure_first(hp_structure_check k);      // the first failure's text, "" none
 const char *hp_structure_name(hp_structure_check k);       // "parameter all-gather", ...
+
+// HP_CHECK_WIRE_BF16 on x (n floats) about to travel as 2-byte bf16: every value must be one
+// already (its low 16 bits zero, NaN aside), so the exchange moves the same floats as a 4-byte
+// one would. `what` names the exchange in the failure text. Nothing when checks are off.
+void hp_structure_check_bf16_wire(const float *x, size_t n, const char *what);
 
 #endif

@@ -9,7 +9,7 @@
 // reverse all-to-all brings the output back to its own tokens with all heads. When Hkv < U
 // each kv head is first repeated U/Hkv times (its gradient is the sum over the copies).
 //
-//   hp_ulysses_attn *ua = hp_ulysses_attn_init(B, Su, H, Hkv, hd, U, C);
+//   hp_ulysses_attn *ua = hp_ulysses_attn_init(B, Su, H, Hkv, hd, U, C, 0);
 //   hp_ulysses_attention_forward(ua, comm, HP_ROTATE_RING, 1, out, q, k, v, pos_cp);
 //   hp_ulysses_attention_backward(ua, comm, HP_ROTATE_RING, 1, dq, dk, dv, dout, pos_cp);
 //   hp_ulysses_attn_free(ua);
@@ -21,8 +21,12 @@
 typedef struct hp_ulysses_attn hp_ulysses_attn;
 
 // Sizes one attention's state (what the forward keeps for the backward). H % U == 0, and Hkv
-// and U divide one another. Returns NULL (one line on stderr) on bad sizes or no memory.
-hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C);
+// and U divide one another. wire_bf16 (the bf16 policy): q, k, v, dout and the output, dq, and
+// dk / dv without repeated kv heads travel as 2 bytes (their values are bf16, or rounded to
+// bf16 by the model right after; the same floats arrive). Returns NULL (one line on stderr) on
+// bad sizes or no memory.
+hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C,
+                                      int wire_bf16);
 void hp_ulysses_attn_free(hp_ulysses_attn *ua);
 
 // out (B, Su, H, hd) overwritten; q (B, Su, H, hd), k/v (B, Su, Hkv, hd) this rank's tokens

@@ -3,7 +3,7 @@
 // Deterministic by nature, so both modes use the same calls: nonblocking MPI collectives
 // or point-to-point messages, completed by the watchdog (hp_comm_wait). Groups of size 1
 // copy locally (0 bytes).
-// defines: hp_allgather(_int, _bf16), hp_alltoallv, hp_alltoall_int, hp_broadcast, hp_sendrecv,
+// defines: hp_allgather(_int, _bf16), hp_alltoallv(_bf16), hp_alltoall_int, hp_broadcast, hp_sendrecv,
 //          hp_barrier, hp_gather_to_root(_int), hp_mpi_broadcast_int
 #include <string.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
@@ -43,9 +43,9 @@ void hp_allgather_int(hp_comm *comm, hp_group_kind g, int *recv, const int *send
 
 // Counts are packed in group-rank order: member j's elements start at the sum of the
 // counts before j, on both the send and the receive side.
-void hp_alltoallv(hp_comm *comm, hp_group_kind g, float *recv, const int *recv_counts,
-                  const float *send, const int *send_counts) {
-    const char *who = "hp_alltoallv";
+static void alltoallv(hp_comm *comm, hp_group_kind g, void *recv, const int *recv_counts,
+                      const void *send, const int *send_counts, MPI_Datatype dt, size_t esz,
+                      const char *who) {
     int size = hp_comm_group_size(comm, g, who);
     int me = comm->rank[g];
     int local[2];   // a group of one copies: no exchange buffer (the planner counts none)
@@ -63,7 +63,7 @@ void hp_alltoallv(hp_comm *comm, hp_group_kind g, float *recv, const int *recv_c
         rdispl[j] = (int)rtot;
         stot += send_counts[j];
         rtot += recv_counts[j];
-        if (j != me) bytes += (uint64_t)send_counts[j] * sizeof(float);
+        if (j != me) bytes += (uint64_t)send_counts[j] * esz;
     }
     hp_comm_count(comm, g, HP_OP_ALLTOALL, bytes, who);
     hp_comm_count_wire(comm, g, HP_OP_ALLTOALL, bytes);   // v-algorithms send directly
@@ -71,13 +71,24 @@ void hp_alltoallv(hp_comm *comm, hp_group_kind g, float *recv, const int *recv_c
         if (send_counts[0] != recv_counts[0])
             HP_COMM_FAIL("%s: group of size 1 sends %d but receives %d", who, send_counts[0],
                          recv_counts[0]);
-        if (send_counts[0] > 0) memmove(recv, send, (size_t)send_counts[0] * sizeof(float));
+        if (send_counts[0] > 0) memmove(recv, send, (size_t)send_counts[0] * esz);
         return;
     }
     MPI_Request req;
-    HP_MPI_CHECK(MPI_Ialltoallv(send, send_counts, sdispl, MPI_FLOAT,
-                                recv, recv_counts, rdispl, MPI_FLOAT, comm->group[g], &req));
+    HP_MPI_CHECK(MPI_Ialltoallv(send, send_counts, sdispl, dt,
+                                recv, recv_counts, rdispl, dt, comm->group[g], &req));
     hp_comm_wait(comm, 1, &req, "all-to-all", hp_group_name(g));
+}
+
+void hp_alltoallv(hp_comm *comm, hp_group_kind g, float *recv, const int *recv_counts,
+                  const float *send, const int *send_counts) {
+    alltoallv(comm, g, recv, recv_counts, send, send_counts, MPI_FLOAT, sizeof(float), "hp_alltoallv");
+}
+
+void hp_alltoallv_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, const int *recv_counts,
+                       const uint16_t *send, const int *send_counts) {
+    alltoallv(comm, g, recv, recv_counts, send, send_counts, MPI_UINT16_T, sizeof(uint16_t),
+              "hp_alltoallv_bf16");
 }
 
 void hp_alltoall_int(hp_comm *comm, hp_group_kind g, int *recv, const int *send, int n_per_rank) {

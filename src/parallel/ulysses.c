@@ -10,9 +10,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/cp.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/memtrack.h"
+#include "hyperpar/structure.h"
 #include "hyperpar/ulysses.h"
 
 struct hp_ulysses_attn {
@@ -22,6 +24,7 @@ struct hp_ulysses_attn {
     float *send, *recv;             // exchange buffers (the largest local tensor)
     float *ke, *ve;                 // (B, Su, Hke, hd) repeated kv heads / their grads
     int *counts;                    // (U) equal element counts of one exchange
+    int wire_bf16;                  // the bf16 policy: exchanges of bf16 values move 2 bytes
 };
 
 int hp_ulysses_kv_repeat(int Hkv, int U) { return Hkv >= U ? 1 : U / Hkv; }
@@ -29,7 +32,8 @@ int hp_ulysses_kv_heads(int Hkv, int U) { return (Hkv >= U ? Hkv : U) / U; }
 
 static float *fbuf(size_t n) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float)); }
 
-hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C) {
+hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C,
+                                      int wire_bf16) {
     if (U < 1 || H % U != 0 || Hkv < 1 || !(Hkv >= U ? Hkv % U == 0 : U % Hkv == 0)) {
         fprintf(stderr, "hp_ulysses_attn_init: heads %d and kv heads %d do not split over ulysses %d\n",
                 H, Hkv, U);
@@ -38,7 +42,8 @@ hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int
     hp_ulysses_attn *ua = hp_mem_alloc(HP_MEM_OTHER, sizeof *ua);
     if (!ua) return NULL;
     *ua = (hp_ulysses_attn){ .B = B, .Su = Su, .H = H, .Hkv = Hkv, .hd = hd, .U = U, .C = C,
-                             .Sc = Su * U, .Hu = H / U, .rep = hp_ulysses_kv_repeat(Hkv, U) };
+                             .Sc = Su * U, .Hu = H / U, .rep = hp_ulysses_kv_repeat(Hkv, U),
+                             .wire_bf16 = wire_bf16 };
     ua->Hke = Hkv * ua->rep;
     ua->Hkvu = ua->Hke / U;
     const size_t nq = (size_t)B * Su * H * hd, nk = (size_t)B * Su * ua->Hke * hd;
@@ -61,13 +66,29 @@ void hp_ulysses_attn_free(hp_ulysses_attn *ua) {
     hp_mem_free(ua);
 }
 
-static void exchange(hp_ulysses_attn *ua, hp_comm *comm, size_t per_member) {
+// The all-to-all of send (per_member elements to each member); returns where the received
+// floats are. bf16 (the policy, and values that are bf16 already, or that the model rounds
+// next with nothing in between): 2 bytes travel, packed in place into send's first half,
+// received into recv's and widened into send, free by then; the same floats arrive.
+static const float *exchange(hp_ulysses_attn *ua, hp_comm *comm, size_t per_member, int bf16,
+                             const char *what) {
     for (int w = 0; w < ua->U; w++) ua->counts[w] = (int)per_member;
-    hp_alltoallv(comm, HP_G_ULYSSES, ua->recv, ua->counts, ua->send, ua->counts);
+    if (!bf16) {
+        hp_alltoallv(comm, HP_G_ULYSSES, ua->recv, ua->counts, ua->send, ua->counts);
+        return ua->recv;
+    }
+    const size_t n = per_member * (size_t)ua->U;
+    hp_bf16 *send16 = (hp_bf16 *)(void *)ua->send, *recv16 = (hp_bf16 *)(void *)ua->recv;
+    if (what) hp_structure_check_bf16_wire(ua->send, n, what);
+    hp_bf16_pack(send16, ua->send, n);
+    hp_alltoallv_bf16(comm, HP_G_ULYSSES, recv16, ua->counts, send16, ua->counts);
+    hp_bf16_unpack(ua->send, recv16, n);
+    return ua->send;
 }
 
 // local (B, Su, nh, hd) -> gathered (B, Sc, nh/U, hd): scatter heads, gather tokens.
-static void heads_to_tokens(hp_ulysses_attn *ua, hp_comm *comm, float *gathered, const float *local, int nh) {
+static void heads_to_tokens(hp_ulysses_attn *ua, hp_comm *comm, float *gathered, const float *local, int nh,
+                            const char *what) {
     const int U = ua->U, B = ua->B, Su = ua->Su, hd = ua->hd, nu = nh / U;
     const size_t run = (size_t)nu * hd, per = (size_t)B * Su * run;
     // (ulysses_all_to_all_layout: the bug sends rank v the heads of rank U-1-v)
@@ -79,27 +100,29 @@ static void heads_to_tokens(hp_ulysses_attn *ua, hp_comm *comm, float *gathered,
                 memcpy(ua->send + (size_t)v * per + ((size_t)b * Su + s) * run,
                        local + (((size_t)b * Su + s) * nh + (size_t)hv * nu) * hd, run * sizeof(float));
     }
-    exchange(ua, comm, per);
+    const float *recv = exchange(ua, comm, per, ua->wire_bf16, what);
     for (int w = 0; w < U; w++)
         for (int b = 0; b < B; b++)
             memcpy(gathered + ((size_t)b * ua->Sc + (size_t)w * Su) * run,
-                   ua->recv + (size_t)w * per + (size_t)b * Su * run, (size_t)Su * run * sizeof(float));
+                   recv + (size_t)w * per + (size_t)b * Su * run, (size_t)Su * run * sizeof(float));
 }
 
 // gathered (B, Sc, nh/U, hd) -> local (B, Su, nh, hd), overwritten or (add) accumulated.
+// bf16: the model rounds what arrives to bf16 next (an output, or a grad added to zeros), so
+// rounding before the exchange instead gives the same floats in 2 bytes.
 static void tokens_to_heads(hp_ulysses_attn *ua, hp_comm *comm, float *local, const float *gathered,
-                            int nh, int add) {
+                            int nh, int add, int bf16) {
     const int U = ua->U, B = ua->B, Su = ua->Su, hd = ua->hd, nu = nh / U;
     const size_t run = (size_t)nu * hd, per = (size_t)B * Su * run;
     for (int v = 0; v < U; v++)
         for (int b = 0; b < B; b++)
             memcpy(ua->send + (size_t)v * per + (size_t)b * Su * run,
                    gathered + ((size_t)b * ua->Sc + (size_t)v * Su) * run, (size_t)Su * run * sizeof(float));
-    exchange(ua, comm, per);
+    const float *recv = exchange(ua, comm, per, bf16, NULL);
     for (int w = 0; w < U; w++)
         for (int b = 0; b < B; b++)
             for (int s = 0; s < Su; s++) {
-                const float *src = ua->recv + (size_t)w * per + ((size_t)b * Su + s) * run;
+                const float *src = recv + (size_t)w * per + ((size_t)b * Su + s) * run;
                 float *dst = local + (((size_t)b * Su + s) * nh + (size_t)w * nu) * hd;
                 if (add) for (size_t i = 0; i < run; i++) dst[i] += src[i];
                 else memcpy(dst, src, run * sizeof(float));
@@ -112,6 +135,26 @@ static void repeat_kv(const hp_ulysses_attn *ua, float *out, const float *in) {
     for (size_t t = 0; t < (size_t)ua->B * ua->Su; t++)
         for (int h = 0; h < ua->Hke; h++)
             memcpy(out + (t * ua->Hke + h) * hd, in + (t * ua->Hkv + h / ua->rep) * hd, hd * sizeof(float));
+}
+
+// The structure check of a repeated kv head's grads (structure.h) under the bf16 policy: its
+// copies enter an fp32 sum, so they must arrive as the attention's fp32 grads, in 4 bytes. If
+// 64 or more nonzero values all have zero low halves, they were rounded on the way (by chance:
+// 2^-16 a value).
+static void check_copies_fp32(const hp_ulysses_attn *ua, const float *dexp, const char *what) {
+    if (!ua->wire_bf16 || !hp_structure_enabled()) return;
+    const size_t n = (size_t)ua->B * ua->Su * ua->Hke * ua->hd;
+    size_t nonzero = 0, rounded = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (dexp[i] == 0.0f) continue;
+        nonzero++;
+        rounded += hp_bf16_round_float(dexp[i]) == dexp[i];
+    }
+    if (nonzero >= 64 && rounded == nonzero)
+        hp_structure_fail(HP_CHECK_WIRE_BF16, "ulysses %s: all %zu nonzero grads of the repeated kv "
+                          "heads' copies arrived as bf16, before their fp32 sum", what, nonzero);
+    else
+        hp_structure_pass(HP_CHECK_WIRE_BF16);
 }
 
 // dkv (B, Su, Hkv, hd) += the sum over each head's copies, in copy order.
@@ -139,12 +182,12 @@ void hp_ulysses_attention_forward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rota
         kx = ua->ke;
         vx = ua->ve;
     }
-    heads_to_tokens(ua, comm, ua->q, q, ua->H);
-    heads_to_tokens(ua, comm, ua->k, kx, ua->Hke);
-    heads_to_tokens(ua, comm, ua->v, vx, ua->Hke);
+    heads_to_tokens(ua, comm, ua->q, q, ua->H, "ulysses q");
+    heads_to_tokens(ua, comm, ua->k, kx, ua->Hke, "ulysses k");
+    heads_to_tokens(ua, comm, ua->v, vx, ua->Hke, "ulysses v");
     hp_cp_attention_forward(comm, rotate, load_balance, ua->out, ua->lse, ua->q, ua->k, ua->v,
                             pos_cp, ua->B, ua->Sc, ua->Hu, ua->Hkvu, ua->hd);
-    tokens_to_heads(ua, comm, out, ua->out, ua->H, 0);
+    tokens_to_heads(ua, comm, out, ua->out, ua->H, 0, ua->wire_bf16);
 }
 
 void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rotate rotate,
@@ -158,18 +201,25 @@ void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rot
         fprintf(stderr, "hp_ulysses_attention_backward: out of memory\n");
         abort();
     }
-    heads_to_tokens(ua, comm, dout_g, dout, ua->H);
+    heads_to_tokens(ua, comm, dout_g, dout, ua->H, "ulysses dout");
     hp_cp_attention_backward(comm, rotate, load_balance, dq_g, dk_g, dv_g, dout_g, ua->out, ua->lse,
                              ua->q, ua->k, ua->v, pos_cp, ua->B, ua->Sc, ua->Hu, ua->Hkvu, ua->hd);
-    tokens_to_heads(ua, comm, dq, dq_g, ua->H, 1);
+    // (dq, dk, dv arrive onto the model's zeros, which it rounds next; the grads of repeated
+    //  kv heads are summed over their copies first, in fp32, so they travel in 4 bytes)
+    tokens_to_heads(ua, comm, dq, dq_g, ua->H, 1, ua->wire_bf16);
     if (ua->rep > 1) {
-        tokens_to_heads(ua, comm, ua->ke, dk_g, ua->Hke, 0);
-        tokens_to_heads(ua, comm, ua->ve, dv_g, ua->Hke, 0);
+        // (the bug of ulysses_bf16_kv_copies: the copies' grads travel in 2 bytes, rounded
+        //  before their sum)
+        const int rounded = ua->wire_bf16 && hp_failpoint(HP_FP_ULYSSES_BF16_KV_COPIES);
+        tokens_to_heads(ua, comm, ua->ke, dk_g, ua->Hke, 0, rounded);
+        tokens_to_heads(ua, comm, ua->ve, dv_g, ua->Hke, 0, rounded);
+        check_copies_fp32(ua, ua->ke, "dk");
+        check_copies_fp32(ua, ua->ve, "dv");
         sum_repeats(ua, dk, ua->ke);
         sum_repeats(ua, dv, ua->ve);
     } else {
-        tokens_to_heads(ua, comm, dk, dk_g, ua->Hke, 1);
-        tokens_to_heads(ua, comm, dv, dv_g, ua->Hke, 1);
+        tokens_to_heads(ua, comm, dk, dk_g, ua->Hke, 1, ua->wire_bf16);
+        tokens_to_heads(ua, comm, dv, dv_g, ua->Hke, 1, ua->wire_bf16);
     }
     hp_mem_free(dout_g); hp_mem_free(dq_g); hp_mem_free(dk_g); hp_mem_free(dv_g);
 }

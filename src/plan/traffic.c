@@ -100,11 +100,15 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     // and four backward (dout in; dq, dk, dv back), each sending (U-1)/U of its buffer:
     // q-sized ones Bl*Sc*(H/T)*hd floats, kv-sized ones Bl*Sc*max(Hkv/T, U)*hd (after repetition)
     const uint64_t hd = (uint64_t)ls.hd, kv_t = (uint64_t)ls.Hkvl;
+    // Under the bf16 policy each moves 2 bytes an element, except dk and dv when kv heads are
+    // repeated (their copies' grads are summed in fp32 after the exchange: 4 bytes).
     if (U > 1) {
         const uint64_t q_n = Bl * Sc * (uint64_t)ls.Hl * hd;
         const uint64_t kv_n = Bl * Sc * (kv_t > (uint64_t)U ? kv_t : (uint64_t)U) * hd;
+        const int bf16 = rc->mp_param == HP_DTYPE_BFLOAT16, repeated = kv_t < (uint64_t)U;
+        const uint64_t act = bf16 ? 2 : F4, dkv = bf16 && !repeated ? 2 : F4;
         bytes[HP_G_ULYSSES][HP_OP_ALLTOALL] +=
-            (uint64_t)L * (4 * q_n + 4 * kv_n) / (uint64_t)U * (uint64_t)(U - 1) * F4;
+            (uint64_t)L * (4 * q_n * act + 2 * kv_n * act + 2 * kv_n * dkv) / (uint64_t)U * (uint64_t)(U - 1);
     }
 
     // ring attention per layer: n = Bl*(S/C)*Hkv_core*hd floats of K (and as many of V), with

@@ -39,7 +39,8 @@ static int attn_state_init(void *ctx, void **state) {
     const hp_attn_style *a = ctx;
     *state = NULL;
     if (a->U <= 1) return 0;
-    *state = hp_ulysses_attn_init(a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl, a->sh.hd, a->U, a->C);
+    *state = hp_ulysses_attn_init(a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl, a->sh.hd, a->U, a->C,
+                                  a->bf16);
     return *state ? 0 : -1;
 }
 static void attn_state_free(void *state) { hp_ulysses_attn_free(state); }
@@ -71,6 +72,7 @@ void hp_attn_style_init(hp_attn_style *a, hp_trainer *tr) {
     *a = (hp_attn_style){
         .comm = tr->comm, .rotate = tr->rc.cp_rotate, .load_balance = tr->rc.cp_load_balance,
         .pos = tr->pos, .pos_cp = tr->pos_cp, .U = tr->d.ulysses, .C = tr->d.cp, .sh = tr->sh,
+        .bf16 = tr->rc.mp_param == HP_DTYPE_BFLOAT16,
     };
 }
 

@@ -25,6 +25,7 @@ typedef struct hp_attn_style {
     const int *pos_cp;   // (Sc_cp) the cp-local positions (Ulysses' exchanged sequence)
     int U, C;
     hp_local_shapes sh;
+    int bf16;            // the bf16 policy: exchanges of bf16 activations move 2 bytes
 } hp_attn_style;
 
 struct hp_trainer {

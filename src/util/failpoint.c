@@ -148,6 +148,10 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
       TINY(1, 4, 1, 1) BF16 " --mixed-precision-reduce bfloat16",
       "structure: gradient reduction",
       "bf16 reduce: each rank sums its chunk in a ring's order (from the next member on), not 0..G-1" },
+    [HP_FP_ULYSSES_BF16_KV_COPIES] = { HP_FP_ULYSSES_BF16_KV_COPIES, "ulysses_bf16_kv_copies", "U3-bf16",
+      U3 BF16,
+      "bytes moved differ from the traffic formula|structure: 2-byte activation exchange",
+      "bf16 Ulysses: the grads of repeated kv heads' copies travel in 2 bytes, rounded before their fp32 sum" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

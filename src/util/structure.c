@@ -3,6 +3,8 @@
 // defines: the functions of structure.h
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/structure.h"
 
 static int enabled;
@@ -43,6 +45,20 @@ const char *hp_structure_name(hp_structure_check k) {
         [HP_CHECK_ACCUMULATE] = "gradient accumulation",
         [HP_CHECK_PARTIAL] = "tp partial sums",
         [HP_CHECK_EXCHANGE] = "pipeline stage exchange",
+        [HP_CHECK_WIRE_BF16] = "2-byte activation exchange",
     };
     return (unsigned)k < HP_CHECK_COUNT ? names[k] : "?";
+}
+
+void hp_structure_check_bf16_wire(const float *x, size_t n, const char *what) {
+    if (!hp_structure_enabled()) return;
+    for (size_t i = 0; i < n; i++) {
+        const float r = hp_bf16_round_float(x[i]);
+        if (memcmp(&r, &x[i], sizeof r) != 0 && x[i] == x[i]) {
+            hp_structure_fail(HP_CHECK_WIRE_BF16, "%s: element %zu is %.9g, not a bf16 value: the "
+                              "2-byte exchange would round it to %.9g", what, i, (double)x[i], (double)r);
+            return;
+        }
+    }
+    hp_structure_pass(HP_CHECK_WIRE_BF16);
 }

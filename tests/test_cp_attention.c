@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/comm.h"
+#include "hyperpar/bf16.h"
 #include "hyperpar/cp.h"
 #include "hyperpar/cp_stats.h"
 #include "hyperpar/kernels.h"
@@ -86,8 +87,8 @@ static void run_case(hp_comm *comm, const full_set *f, hp_cp_rotate rot, int lb,
 
     hp_comm_reset_stats(comm);
     hp_cp_stats_reset();
-    hp_cp_attention_forward(comm, rot, lb, res->out, res->lse, q, k, v, pos, B, Sl, H, Hkv, HD);
-    hp_cp_attention_backward(comm, rot, lb, res->dq, res->dk, res->dv, dout, res->out, res->lse,
+    hp_cp_attention_forward(comm, rot, lb, 0, res->out, res->lse, q, k, v, pos, B, Sl, H, Hkv, HD);
+    hp_cp_attention_backward(comm, rot, lb, 0, res->dq, res->dk, res->dv, dout, res->out, res->lse,
                              q, k, v, pos, B, Sl, H, Hkv, HD);
     hp_cp_stats st;
     hp_cp_stats_get(&st);
@@ -157,13 +158,34 @@ static void run_case(hp_comm *comm, const full_set *f, hp_cp_rotate rot, int lb,
     float *out2 = alloc(nq), *lse2 = alloc(nl), *dq2 = alloc(nq), *dk2 = alloc(nk), *dv2 = alloc(nk);
     for (size_t i = 0; i < nq; i++) dq2[i] = DINIT;
     for (size_t i = 0; i < nk; i++) { dk2[i] = DINIT; dv2[i] = DINIT; }
-    hp_cp_attention_forward(comm, rot, lb, out2, lse2, q, k, v, pos, B, Sl, H, Hkv, HD);
-    hp_cp_attention_backward(comm, rot, lb, dq2, dk2, dv2, dout, out2, lse2, q, k, v, pos,
+    hp_cp_attention_forward(comm, rot, lb, 0, out2, lse2, q, k, v, pos, B, Sl, H, Hkv, HD);
+    hp_cp_attention_backward(comm, rot, lb, 0, dq2, dk2, dv2, dout, out2, lse2, q, k, v, pos,
                              B, Sl, H, Hkv, HD);
     int same = !memcmp(out2, res->out, nq * 4) && !memcmp(lse2, res->lse, nl * 4) &&
                !memcmp(dq2, res->dq, nq * 4) && !memcmp(dk2, res->dk, nk * 4) &&
                !memcmp(dv2, res->dv, nk * 4);
     CHECK(same, "C=%d %s %s: rerun is not bit-identical", C, rname, lname);
+
+    // ---- K/V in 2 bytes (the bf16 policy): with bf16 values k and v, the same bits as the
+    // 4-byte exchange of the same values
+    float *kb = alloc(nk), *vb = alloc(nk);
+    memcpy(kb, k, nk * 4); memcpy(vb, v, nk * 4);
+    hp_bf16_round(kb, nk); hp_bf16_round(vb, nk);
+    float *o[2], *l[2], *gq[2], *gk[2], *gv[2];
+    for (int w = 0; w < 2; w++) {
+        o[w] = alloc(nq); l[w] = alloc(nl); gq[w] = alloc(nq); gk[w] = alloc(nk); gv[w] = alloc(nk);
+        for (size_t i = 0; i < nq; i++) gq[w][i] = DINIT;
+        for (size_t i = 0; i < nk; i++) { gk[w][i] = DINIT; gv[w][i] = DINIT; }
+        hp_cp_attention_forward(comm, rot, lb, w, o[w], l[w], q, kb, vb, pos, B, Sl, H, Hkv, HD);
+        hp_cp_attention_backward(comm, rot, lb, w, gq[w], gk[w], gv[w], dout, o[w], l[w], q, kb, vb,
+                                 pos, B, Sl, H, Hkv, HD);
+    }
+    same = !memcmp(o[0], o[1], nq * 4) && !memcmp(l[0], l[1], nl * 4) && !memcmp(gq[0], gq[1], nq * 4) &&
+           !memcmp(gk[0], gk[1], nk * 4) && !memcmp(gv[0], gv[1], nk * 4);
+    CHECK(same, "C=%d %s %s: K/V in 2 bytes differs from the 4-byte exchange of the same bf16 values",
+          C, rname, lname);
+    for (int w = 0; w < 2; w++) { free(o[w]); free(l[w]); free(gq[w]); free(gk[w]); free(gv[w]); }
+    free(kb); free(vb);
 
     free(out2); free(lse2); free(dq2); free(dk2); free(dv2);
     free(q); free(k); free(v); free(dout);
@@ -196,7 +218,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "bad") == 0) { // an odd local length cannot be cut into head and tail
         float x[2 * 3 * H * HD], l[2 * 3 * H];
         int pos[3] = {0, 1, 2};
-        hp_cp_attention_forward(comm, HP_ROTATE_RING, 1, x, l, x, x, x, pos, 1, 3, H, Hkv, HD);
+        hp_cp_attention_forward(comm, HP_ROTATE_RING, 1, 0, x, l, x, x, x, pos, 1, 3, H, Hkv, HD);
         printf("test_cp_attention: bad arguments were accepted\n");
         MPI_Finalize();
         return 1;
@@ -235,8 +257,8 @@ int main(int argc, char **argv) {
 
     // ---- empty input: nothing to do, nothing sent, no crash (NULL buffers are fine)
     hp_comm_reset_stats(comm);
-    hp_cp_attention_forward(comm, HP_ROTATE_RING, 1, NULL, NULL, NULL, NULL, NULL, NULL, 0, Sl, H, Hkv, HD);
-    hp_cp_attention_backward(comm, HP_ROTATE_ALLGATHER, 1, NULL, NULL, NULL, NULL, NULL, NULL,
+    hp_cp_attention_forward(comm, HP_ROTATE_RING, 1, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, Sl, H, Hkv, HD);
+    hp_cp_attention_backward(comm, HP_ROTATE_ALLGATHER, 1, 0, NULL, NULL, NULL, NULL, NULL, NULL,
                              NULL, NULL, NULL, NULL, B, 0, H, Hkv, HD);
     uint64_t tot = 0;
     for (int op = 0; op < HP_OP_COUNT; op++) tot += hp_comm_calls(comm, HP_G_CP, (hp_op_kind)op);

@@ -99,6 +99,8 @@ void hp_broadcast(hp_comm *comm, hp_group_kind g, float *buf, size_t n, int root
 // Sends n floats to group member dst and receives n floats from member src.
 void hp_sendrecv(hp_comm *comm, hp_group_kind g, float *recv, int src, const float *send,
                  int dst, size_t n);
+void hp_sendrecv_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, int src, const uint16_t *send,
+                      int dst, size_t n);   // n bf16 elements (2 bytes each)
 void hp_barrier(hp_comm *comm, hp_group_kind g);
 
 // Nonblocking gradient reductions (comm_async.c): posted now, completed later, so that an

@@ -83,6 +83,8 @@ typedef enum hp_failpoint_id {
                                        //   from member j+1 on (a ring's order), not 0..G-1
     HP_FP_ULYSSES_BF16_KV_COPIES,      // ulysses.c: the grads of repeated kv heads' copies travel
                                        //   in 2 bytes, rounded before their fp32 sum
+    HP_FP_CP_BF16_DKV_RING,            // cp_attention.c: bf16 ring: the dK/dV accumulators travel
+                                       //   in 2 bytes with the K/V, rounded at every hop
     HP_FP_COUNT
 } hp_failpoint_id;
 

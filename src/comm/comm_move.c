@@ -3,7 +3,7 @@
 // Deterministic by nature, so both modes use the same calls: nonblocking MPI collectives
 // or point-to-point messages, completed by the watchdog (hp_comm_wait). Groups of size 1
 // copy locally (0 bytes).
-// defines: hp_allgather(_int, _bf16), hp_alltoallv(_bf16), hp_alltoall_int, hp_broadcast, hp_sendrecv,
+// defines: hp_allgather(_int, _bf16), hp_alltoallv(_bf16), hp_alltoall_int, hp_broadcast, hp_sendrecv(_bf16),
 //          hp_barrier, hp_gather_to_root(_int), hp_mpi_broadcast_int
 #include <string.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
@@ -144,28 +144,37 @@ void hp_broadcast(hp_comm *comm, hp_group_kind g, float *buf, size_t n, int root
 
 // src and dst are group-local ranks; both sides of a pair must pass the same n.
 // Sending to oneself is a local copy and counts 0 bytes (as in the all-to-all rule).
-void hp_sendrecv(hp_comm *comm, hp_group_kind g, float *recv, int src, const float *send,
-                 int dst, size_t n) {
-    const char *who = "hp_sendrecv";
+static void sendrecv(hp_comm *comm, hp_group_kind g, void *recv, int src, const void *send, int dst,
+                     size_t n, MPI_Datatype dt, size_t esz, const char *who) {
     int size = hp_comm_group_size(comm, g, who);
     if (src < 0 || src >= size || dst < 0 || dst >= size)
         HP_COMM_FAIL("%s: src %d / dst %d out of range for group %s of size %d", who, src, dst,
                      hp_group_name(g), size);
     int me = comm->rank[g];
-    const uint64_t bytes = dst != me ? (uint64_t)n * sizeof(float) : 0;
+    const uint64_t bytes = dst != me ? (uint64_t)n * esz : 0;
     hp_comm_count(comm, g, HP_OP_SENDRECV, bytes, who);
     hp_comm_count_wire(comm, g, HP_OP_SENDRECV, bytes);
     if (n == 0) return;
-    if (src == me && dst == me) { memmove(recv, send, n * sizeof(float)); return; }
+    if (src == me && dst == me) { memmove(recv, send, n * esz); return; }
     for (size_t off = 0; off < n; off += (size_t)INT_MAX) {
         int len = (int)min_sz(n - off, (size_t)INT_MAX);
         MPI_Request req[2];
-        HP_MPI_CHECK(MPI_Irecv(recv + off, len, MPI_FLOAT, src, HP_COMM_TAG_SENDRECV,
+        HP_MPI_CHECK(MPI_Irecv((char *)recv + off * esz, len, dt, src, HP_COMM_TAG_SENDRECV,
                                comm->group[g], &req[0]));
-        HP_MPI_CHECK(MPI_Isend(send + off, len, MPI_FLOAT, dst, HP_COMM_TAG_SENDRECV,
+        HP_MPI_CHECK(MPI_Isend((const char *)send + off * esz, len, dt, dst, HP_COMM_TAG_SENDRECV,
                                comm->group[g], &req[1]));
         hp_comm_wait(comm, 2, req, "send-recv", hp_group_name(g));
     }
+}
+
+void hp_sendrecv(hp_comm *comm, hp_group_kind g, float *recv, int src, const float *send,
+                 int dst, size_t n) {
+    sendrecv(comm, g, recv, src, send, dst, n, MPI_FLOAT, sizeof(float), "hp_sendrecv");
+}
+
+void hp_sendrecv_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, int src, const uint16_t *send,
+                      int dst, size_t n) {
+    sendrecv(comm, g, recv, src, send, dst, n, MPI_UINT16_T, sizeof(uint16_t), "hp_sendrecv_bf16");
 }
 
 void hp_barrier(hp_comm *comm, hp_group_kind g) {

@@ -19,11 +19,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/cp.h"
 #include "hyperpar/cp_stats.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
+#include "hyperpar/structure.h"
 #include "cp_internal.h"
 
 static hp_cp_stats g_stats;
@@ -113,6 +115,26 @@ static void *xmalloc(size_t nbytes, const char *who) {
     return p;
 }
 
+// The K/V moves. kv_bf16 (the bf16 policy: K and V are bf16 values): 2 bytes an element travel,
+// narrowed and widened in place in the same float buffers, and the same floats arrive.
+// all (C, 2n) <- every rank's mine (2n); mine is spent.
+static void gather_kv(hp_comm *comm, float *all, float *mine, size_t n2, int kv_bf16) {
+    if (!kv_bf16) { hp_allgather(comm, HP_G_CP, all, mine, n2); return; }
+    hp_structure_check_bf16_wire(mine, n2, "cp K/V all-gather");
+    hp_bf16_narrow_in_place(mine, n2);
+    hp_allgather_bf16(comm, HP_G_CP, (hp_bf16 *)(void *)all, (const hp_bf16 *)(void *)mine, n2);
+    hp_bf16_widen_in_place(all, (size_t)hp_comm_size(comm, HP_G_CP) * n2);
+}
+// nxt (n2) <- src's cur (n2), cur -> dst; cur is spent.
+static void pass_kv(hp_comm *comm, float *nxt, int src, float *cur, int dst, size_t n2, int kv_bf16,
+                    const char *what) {
+    if (!kv_bf16) { hp_sendrecv(comm, HP_G_CP, nxt, src, cur, dst, n2); return; }
+    hp_structure_check_bf16_wire(cur, n2, what);
+    hp_bf16_narrow_in_place(cur, n2);
+    hp_sendrecv_bf16(comm, HP_G_CP, (hp_bf16 *)(void *)nxt, src, (const hp_bf16 *)(void *)cur, dst, n2);
+    hp_bf16_widen_in_place(nxt, n2);
+}
+
 // ----------------------------------------------------------------------------
 // the blocks of one source
 
@@ -163,7 +185,7 @@ static cp_ctx make_ctx(const int *pos, int load_balance, int C, int B, int Sl, i
 // ----------------------------------------------------------------------------
 // forward
 
-void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balance,
+void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balance, int kv_bf16,
                              float *out, float *lse,
                              const float *q, const float *k, const float *v, const int *pos,
                              int B, int Sl, int H, int Hkv, int hd) {
@@ -186,7 +208,7 @@ void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balanc
         float *all = xmalloc((size_t)C * 2 * n * sizeof *all, who); // (C, 2, n)
         memcpy(mine, k, n * sizeof *mine);
         memcpy(mine + n, v, n * sizeof *mine);
-        hp_allgather(comm, HP_G_CP, all, mine, 2 * n);
+        gather_kv(comm, all, mine, 2 * n, kv_bf16);
         for (int i = 0; i < C; i++) {
             const int s = (r - i + C) % C;
             const float *kv = all + (size_t)s * 2 * n;
@@ -205,7 +227,7 @@ void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balanc
             source_positions(kpos, Sl, C, r, s, load_balance);
             fwd_source(&x, out, lse, q, cur, cur + n, kpos);
             if (i == C - 1) break; // the last block need not move on
-            hp_sendrecv(comm, HP_G_CP, nxt, (r - 1 + C) % C, cur, (r + 1) % C, 2 * n);
+            pass_kv(comm, nxt, (r - 1 + C) % C, cur, (r + 1) % C, 2 * n, kv_bf16, "cp K/V ring");
             float *t = cur; cur = nxt; nxt = t;
         }
         hp_mem_free(nxt);
@@ -217,7 +239,7 @@ void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balanc
 // ----------------------------------------------------------------------------
 // backward
 
-void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balance,
+void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balance, int kv_bf16,
                               float *dq, float *dk, float *dv, const float *dout,
                               const float *out, const float *lse,
                               const float *q, const float *k, const float *v, const int *pos,
@@ -242,7 +264,7 @@ void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balan
         if (!dall) hp_cp_fail("%s: out of memory (%zu floats)", who, (size_t)C * 2 * n);
         memcpy(mine, k, n * sizeof *mine);
         memcpy(mine + n, v, n * sizeof *mine);
-        hp_allgather(comm, HP_G_CP, all, mine, 2 * n);
+        gather_kv(comm, all, mine, 2 * n, kv_bf16);
         for (int i = 0; i < C; i++) {
             const int s = (r - i + C) % C;
             const float *kv = all + (size_t)s * 2 * n;
@@ -271,7 +293,14 @@ void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balan
             const int s = (r - i + C) % C;
             source_positions(kpos, Sl, C, r, s, load_balance);
             bwd_source(&x, dq, cur + 2 * n, cur + 3 * n, dout, out, lse, q, cur, cur + n, kpos);
-            if (i < C - 1) hp_sendrecv(comm, HP_G_CP, nxt, src, cur, dst, 4 * n);
+            if (i < C - 1 && kv_bf16) {   // K/V in 2 bytes, then the fp32 dK/dV accumulators
+                pass_kv(comm, nxt, src, cur, dst, 2 * n, 1, "cp K/V ring");
+                // (the bug of cp_bf16_dkv_ring: the accumulators travel in bf16 too)
+                pass_kv(comm, nxt + 2 * n, src, cur + 2 * n, dst, 2 * n,
+                        hp_failpoint(HP_FP_CP_BF16_DKV_RING), "cp dK/dV ring");
+                hp_structure_check_fp32_arrival(nxt + 2 * n, 2 * n, "cp dK/dV ring");
+            }
+            else if (i < C - 1) hp_sendrecv(comm, HP_G_CP, nxt, src, cur, dst, 4 * n);
             else if (hp_failpoint(HP_FP_RING_LAST_HOP_DROPPED)) break;   // the bug: kept here
             else           hp_sendrecv(comm, HP_G_CP, nxt + 2 * n, src, cur + 2 * n, dst, 2 * n);
             float *t = cur; cur = nxt; nxt = t;

@@ -498,8 +498,8 @@ static void reduce_in_bf16(hp_fsdp_state *fs, const stack_span *sp, float *g) {
                        staged + (size_t)k * n + (fs->pt->p[i].shard_offset - sp->s0), 1);
     if (hp_structure_enabled() && (G > 1 || fs->d.dp_replicate > 1))
         keep_reduce_inputs(fs, sp, staged);
+    hp_bf16_narrow_in_place(staged, G * n);
     hp_bf16 *wire = (hp_bf16 *)(void *)staged, *sum = wire + G * n;
-    hp_bf16_pack(wire, staged, G * n);
     hp_reduce_scatter_bf16(fs->comm, sp->group, sum, wire, n);
     hp_allreduce_sum_bf16(fs->comm, HP_G_DP_REPLICATE, sum, n);
     hp_bf16_unpack(g, sum, n);

@@ -66,10 +66,10 @@ void hp_ulysses_attn_free(hp_ulysses_attn *ua) {
     hp_mem_free(ua);
 }
 
-// The all-to-all of send (per_member elements to each member); returns where the received
-// floats are. bf16 (the policy, and values that are bf16 already, or that the model rounds
-// next with nothing in between): 2 bytes travel, packed in place into send's first half,
-// received into recv's and widened into send, free by then; the same floats arrive.
+// The all-to-all of send (per_member elements to each member) into recv; returns recv.
+// bf16 (the policy, and values that are bf16 already, or that the model rounds next with
+// nothing in between): 2 bytes travel, narrowed in place in send and widened in place in
+// recv; the same floats arrive.
 static const float *exchange(hp_ulysses_attn *ua, hp_comm *comm, size_t per_member, int bf16,
                              const char *what) {
     for (int w = 0; w < ua->U; w++) ua->counts[w] = (int)per_member;
@@ -78,12 +78,12 @@ static const float *exchange(hp_ulysses_attn *ua, hp_comm *comm, size_t per_memb
         return ua->recv;
     }
     const size_t n = per_member * (size_t)ua->U;
-    hp_bf16 *send16 = (hp_bf16 *)(void *)ua->send, *recv16 = (hp_bf16 *)(void *)ua->recv;
     if (what) hp_structure_check_bf16_wire(ua->send, n, what);
-    hp_bf16_pack(send16, ua->send, n);
-    hp_alltoallv_bf16(comm, HP_G_ULYSSES, recv16, ua->counts, send16, ua->counts);
-    hp_bf16_unpack(ua->send, recv16, n);
-    return ua->send;
+    hp_bf16_narrow_in_place(ua->send, n);
+    hp_alltoallv_bf16(comm, HP_G_ULYSSES, (hp_bf16 *)(void *)ua->recv, ua->counts,
+                      (const hp_bf16 *)(void *)ua->send, ua->counts);
+    hp_bf16_widen_in_place(ua->recv, n);
+    return ua->recv;
 }
 
 // local (B, Su, nh, hd) -> gathered (B, Sc, nh/U, hd): scatter heads, gather tokens.
@@ -137,24 +137,11 @@ static void repeat_kv(const hp_ulysses_attn *ua, float *out, const float *in) {
             memcpy(out + (t * ua->Hke + h) * hd, in + (t * ua->Hkv + h / ua->rep) * hd, hd * sizeof(float));
 }
 
-// The structure check of a repeated kv head's grads (structure.h) under the bf16 policy: its
-// copies enter an fp32 sum, so they must arrive as the attention's fp32 grads, in 4 bytes. If
-// 64 or more nonzero values all have zero low halves, they were rounded on the way (by chance:
-// 2^-16 a value).
+// The structure check of a repeated kv head's grads under the bf16 policy: its copies enter
+// an fp32 sum, so they must arrive as the attention's fp32 grads, in 4 bytes.
 static void check_copies_fp32(const hp_ulysses_attn *ua, const float *dexp, const char *what) {
-    if (!ua->wire_bf16 || !hp_structure_enabled()) return;
-    const size_t n = (size_t)ua->B * ua->Su * ua->Hke * ua->hd;
-    size_t nonzero = 0, rounded = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (dexp[i] == 0.0f) continue;
-        nonzero++;
-        rounded += hp_bf16_round_float(dexp[i]) == dexp[i];
-    }
-    if (nonzero >= 64 && rounded == nonzero)
-        hp_structure_fail(HP_CHECK_WIRE_BF16, "ulysses %s: all %zu nonzero grads of the repeated kv "
-                          "heads' copies arrived as bf16, before their fp32 sum", what, nonzero);
-    else
-        hp_structure_pass(HP_CHECK_WIRE_BF16);
+    if (ua->wire_bf16)
+        hp_structure_check_fp32_arrival(dexp, (size_t)ua->B * ua->Su * ua->Hke * ua->hd, what);
 }
 
 // dkv (B, Su, Hkv, hd) += the sum over each head's copies, in copy order.
@@ -185,7 +172,7 @@ void hp_ulysses_attention_forward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rota
     heads_to_tokens(ua, comm, ua->q, q, ua->H, "ulysses q");
     heads_to_tokens(ua, comm, ua->k, kx, ua->Hke, "ulysses k");
     heads_to_tokens(ua, comm, ua->v, vx, ua->Hke, "ulysses v");
-    hp_cp_attention_forward(comm, rotate, load_balance, ua->out, ua->lse, ua->q, ua->k, ua->v,
+    hp_cp_attention_forward(comm, rotate, load_balance, ua->wire_bf16, ua->out, ua->lse, ua->q, ua->k, ua->v,
                             pos_cp, ua->B, ua->Sc, ua->Hu, ua->Hkvu, ua->hd);
     tokens_to_heads(ua, comm, out, ua->out, ua->H, 0, ua->wire_bf16);
 }
@@ -202,7 +189,7 @@ void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rot
         abort();
     }
     heads_to_tokens(ua, comm, dout_g, dout, ua->H, "ulysses dout");
-    hp_cp_attention_backward(comm, rotate, load_balance, dq_g, dk_g, dv_g, dout_g, ua->out, ua->lse,
+    hp_cp_attention_backward(comm, rotate, load_balance, ua->wire_bf16, dq_g, dk_g, dv_g, dout_g, ua->out, ua->lse,
                              ua->q, ua->k, ua->v, pos_cp, ua->B, ua->Sc, ua->Hu, ua->Hkvu, ua->hd);
     // (dq, dk, dv arrive onto the model's zeros, which it rounds next; the grads of repeated
     //  kv heads are summed over their copies first, in fp32, so they travel in 4 bytes)
@@ -213,8 +200,8 @@ void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rot
         const int rounded = ua->wire_bf16 && hp_failpoint(HP_FP_ULYSSES_BF16_KV_COPIES);
         tokens_to_heads(ua, comm, ua->ke, dk_g, ua->Hke, 0, rounded);
         tokens_to_heads(ua, comm, ua->ve, dv_g, ua->Hke, 0, rounded);
-        check_copies_fp32(ua, ua->ke, "dk");
-        check_copies_fp32(ua, ua->ve, "dv");
+        check_copies_fp32(ua, ua->ke, "ulysses dk of repeated kv heads");
+        check_copies_fp32(ua, ua->ve, "ulysses dv of repeated kv heads");
         sum_repeats(ua, dk, ua->ke);
         sum_repeats(ua, dv, ua->ve);
     } else {

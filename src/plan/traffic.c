@@ -116,12 +116,15 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     if (C > 1) {
         const uint64_t kv_core = U > 1 ? (uint64_t)hp_ulysses_kv_heads((int)kv_t, U) : kv_t;
         const uint64_t n = Bl * Sc * (uint64_t)U * kv_core * hd;
+        // K/V move 2 bytes an element under the bf16 policy; the dK/dV sums always 4
+        const uint64_t kv = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : F4;
         if (rc->cp_rotate == HP_ROTATE_ALLGATHER) {
-            bytes[HP_G_CP][HP_OP_ALLGATHER] += (uint64_t)L * 2 * (2 * n * F4);
+            bytes[HP_G_CP][HP_OP_ALLGATHER] += (uint64_t)L * 2 * (2 * n * kv);
             bytes[HP_G_CP][HP_OP_REDUCE_SCATTER] += (uint64_t)L * (uint64_t)C * 2 * n * F4;
-        } else {
+        } else {   // forward: K/V, C-1 hops; backward: K/V and dK/dV C-1 hops, dK/dV once more
             bytes[HP_G_CP][HP_OP_SENDRECV] +=
-                (uint64_t)L * ((uint64_t)(C - 1) * 2 * n + (uint64_t)(C - 1) * 4 * n + 2 * n) * F4;
+                (uint64_t)L * ((uint64_t)(C - 1) * 2 * n * kv + (uint64_t)(C - 1) * 2 * n * (kv + F4) +
+                               2 * n * F4);
         }
     }
 

@@ -39,6 +39,8 @@ void hp_traffic_ac_predict(const hp_model_config *m, const hp_dims *d, const hp_
     const uint64_t Bl = (uint64_t)(rc->batch / hp_dims_batch(d)), Sc = (uint64_t)(rc->seq_len / (C * U));
     const uint64_t D = (uint64_t)m->dim, Nreg = Bl * Sc, Nres = sp ? Nreg / (uint64_t)T : Nreg;
     const uint64_t hd = (uint64_t)hp_model_head_dim(m), kv_t = (uint64_t)(m->n_kv_heads / T);
+    // the forward's activation exchanges move bf16 values in 2 bytes under the bf16 policy
+    const uint64_t act = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : F4;
 
     if (T > 1 && sp) {
         bytes[HP_G_TP][HP_OP_ALLGATHER] += n_ac * 2 * Nres * D * F4;
@@ -49,13 +51,13 @@ void hp_traffic_ac_predict(const hp_model_config *m, const hp_dims *d, const hp_
     if (U > 1) {
         const uint64_t q_n = Bl * Sc * (uint64_t)(m->n_heads / T) * hd;
         const uint64_t kv_n = Bl * Sc * (kv_t > (uint64_t)U ? kv_t : (uint64_t)U) * hd;
-        bytes[HP_G_ULYSSES][HP_OP_ALLTOALL] += n_ac * (2 * q_n + 2 * kv_n) / (uint64_t)U * (uint64_t)(U - 1) * F4;
+        bytes[HP_G_ULYSSES][HP_OP_ALLTOALL] += n_ac * (2 * q_n + 2 * kv_n) / (uint64_t)U * (uint64_t)(U - 1) * act;
     }
     if (C > 1) {
         const uint64_t kv_core = U > 1 ? (uint64_t)hp_ulysses_kv_heads((int)kv_t, U) : kv_t;
         const uint64_t n = Bl * Sc * (uint64_t)U * kv_core * hd;
-        if (rc->cp_rotate == HP_ROTATE_ALLGATHER) bytes[HP_G_CP][HP_OP_ALLGATHER] += n_ac * 2 * n * F4;
-        else bytes[HP_G_CP][HP_OP_SENDRECV] += n_ac * (uint64_t)(C - 1) * 2 * n * F4;
+        if (rc->cp_rotate == HP_ROTATE_ALLGATHER) bytes[HP_G_CP][HP_OP_ALLGATHER] += n_ac * 2 * n * act;
+        else bytes[HP_G_CP][HP_OP_SENDRECV] += n_ac * (uint64_t)(C - 1) * 2 * n * act;
     }
     if (m->num_experts > 0 && d->ep > 1 && n_moe > 0) {
         const uint64_t n = Nreg / (uint64_t)hp_dims_token_split(d), K = (uint64_t)m->top_k;

@@ -52,7 +52,7 @@ static void attn_forward(void *ctx, void *state, float *out, float *lse, const f
         hp_ulysses_attention_forward(state, a->comm, a->rotate, a->load_balance, out, q, k, v,
                                      a->pos_cp);
     else
-        hp_cp_attention_forward(a->comm, a->rotate, a->load_balance, out, lse, q, k, v, a->pos,
+        hp_cp_attention_forward(a->comm, a->rotate, a->load_balance, a->bf16, out, lse, q, k, v, a->pos,
                                 a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl, a->sh.hd);
 }
 static void attn_backward(void *ctx, void *state, float *dq, float *dk, float *dv,
@@ -63,7 +63,7 @@ static void attn_backward(void *ctx, void *state, float *dq, float *dk, float *d
         hp_ulysses_attention_backward(state, a->comm, a->rotate, a->load_balance, dq, dk, dv,
                                       dout, a->pos_cp);
     else
-        hp_cp_attention_backward(a->comm, a->rotate, a->load_balance, dq, dk, dv, dout, out, lse,
+        hp_cp_attention_backward(a->comm, a->rotate, a->load_balance, a->bf16, dq, dk, dv, dout, out, lse,
                                  q, k, v, a->pos, a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl,
                                  a->sh.hd);
 }

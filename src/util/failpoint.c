@@ -152,6 +152,10 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
       U3 BF16,
       "bytes moved differ from the traffic formula|structure: 2-byte activation exchange",
       "bf16 Ulysses: the grads of repeated kv heads' copies travel in 2 bytes, rounded before their fp32 sum" },
+    [HP_FP_CP_BF16_DKV_RING] = { HP_FP_CP_BF16_DKV_RING, "cp_bf16_dkv_ring", "M5-s2-ring-bf16",
+      TINY(1, 2, 2, 1) " --cp-rotate ring" BF16,
+      "bytes moved differ from the traffic formula|structure: 2-byte activation exchange",
+      "bf16 CP ring: the dK/dV accumulators travel in 2 bytes with the K/V, rounded at every hop" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

@@ -62,3 +62,18 @@ void hp_structure_check_bf16_wire(const float *x, size_t n, const char *what) {
     }
     hp_structure_pass(HP_CHECK_WIRE_BF16);
 }
+
+void hp_structure_check_fp32_arrival(const float *x, size_t n, const char *what) {
+    if (!hp_structure_enabled()) return;
+    size_t nonzero = 0, rounded = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (x[i] == 0.0f) continue;
+        nonzero++;
+        rounded += hp_bf16_round_float(x[i]) == x[i];
+    }
+    if (nonzero >= 64 && rounded == nonzero)
+        hp_structure_fail(HP_CHECK_WIRE_BF16, "%s: all %zu nonzero values arrived as bf16, where "
+                          "fp32 partials travel in 4 bytes", what, nonzero);
+    else
+        hp_structure_pass(HP_CHECK_WIRE_BF16);
+}

@@ -2,16 +2,18 @@
 // all-to-all path (TorchTitan's token dispatcher, §4.3) and an all-gather + reduce-scatter
 // path. See ep_dispatch.h for the layout contract, docs/traffic_moe.md for the bytes.
 // defines: hp_ep_init, hp_ep_free, hp_ep_route, hp_ep_dispatch_rows, hp_ep_combine_rows,
-//          hp_ep_dispatch_grad, hp_ep_combine_grad; hp_ep_moe_ops (the MoE block's dispatch
+//          hp_ep_dispatch_grad, hp_ep_combine_grad; hp_ep_moe_ops(_bf16) (the MoE block's dispatch
 //          over a comm), hp_moe_forward, hp_moe_backward (moe.h, over that dispatch)
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ep_dispatch.h"   // defines: hp_ep_dispatch
+#include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/moe.h"
+#include "hyperpar/structure.h"
 
 static void *xcalloc(size_t n, size_t sz) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sz); }
 
@@ -180,6 +182,35 @@ void hp_ep_route(hp_ep_dispatch *d, hp_comm *comm, const int *idx, const float *
 }
 
 // ---------------------------------------------------------------------------------------------
+// the row moves. wire_bf16: token rows (bf16 values, or grads the model rounds to bf16 as they
+// arrive, with nothing in between) travel as 2 bytes, narrowed and widened in place: the same
+// floats arrive. `what` names rows that must be bf16 already (the structure check), or NULL.
+
+// xr <- the all-to-all of xs (rows * D floats each way, d's counts)
+static void move_rows(hp_ep_dispatch *d, hp_comm *comm, float *recv, const int *recv_counts,
+                      float *send, const int *send_counts, int bf16, const char *what) {
+    if (!bf16) { hp_alltoallv(comm, HP_G_EP, recv, recv_counts, send, send_counts); return; }
+    size_t ns = 0, nr = 0;
+    for (int j = 0; j < d->n_ep; j++) { ns += (size_t)send_counts[j]; nr += (size_t)recv_counts[j]; }
+    if (what) hp_structure_check_bf16_wire(send, ns, what);
+    hp_bf16_narrow_in_place(send, ns);
+    hp_alltoallv_bf16(comm, HP_G_EP, (hp_bf16 *)(void *)recv, recv_counts, (const hp_bf16 *)(void *)send,
+                      send_counts);
+    hp_bf16_widen_in_place(recv, nr);
+}
+
+// all (n_ep * n_el) <- every member's mine (n_el), bf16 values under wire_bf16
+static void gather_rows(hp_ep_dispatch *d, hp_comm *comm, float *all, const float *mine, size_t n_el,
+                        const char *what) {
+    if (!d->wire_bf16) { hp_allgather(comm, HP_G_EP, all, mine, n_el); return; }
+    hp_structure_check_bf16_wire(mine, n_el, what);
+    hp_bf16 *all16 = (hp_bf16 *)(void *)all;
+    hp_bf16_pack(all16 + (size_t)d->ep_rank * n_el, mine, n_el);   // in its own slot
+    hp_allgather_bf16(comm, HP_G_EP, all16, all16 + (size_t)d->ep_rank * n_el, n_el);
+    hp_bf16_widen_in_place(all, (size_t)d->n_ep * n_el);
+}
+
+// ---------------------------------------------------------------------------------------------
 // forward
 
 void hp_ep_dispatch_rows(hp_ep_dispatch *d, hp_comm *comm, float *xe, const float *x) {
@@ -187,10 +218,10 @@ void hp_ep_dispatch_rows(hp_ep_dispatch *d, hp_comm *comm, float *xe, const floa
     const size_t row = (size_t)D * sizeof(float);
     if (d->mode == HP_DISPATCH_ALLTOALL) {
         for (int j = 0; j < d->n * K; j++) memcpy(d->xs + (size_t)j * D, x + (size_t)(d->sorted[j] / K) * D, row);
-        hp_alltoallv(comm, HP_G_EP, d->xr, d->recv_counts, d->xs, d->send_counts);
+        move_rows(d, comm, d->xr, d->recv_counts, d->xs, d->send_counts, d->wire_bf16, "ep dispatch rows");
         for (int p = 0; p < d->Mr; p++) memcpy(xe + (size_t)p * D, d->xr + (size_t)d->perm[p] * D, row);
     } else {
-        hp_allgather(comm, HP_G_EP, d->xg, x, (size_t)d->n * D);
+        gather_rows(d, comm, d->xg, x, (size_t)d->n * D, "ep gathered rows");
         for (int p = 0; p < d->Mr; p++) memcpy(xe + (size_t)p * D, d->xg + (size_t)(d->perm[p] / K) * D, row);
     }
 }
@@ -254,11 +285,13 @@ void hp_ep_dispatch_grad(hp_ep_dispatch *d, hp_comm *comm, float *dye, float *dg
             float *dst = d->xs + (size_t)j * D;
             for (int c = 0; c < D; c++) dst[c] = g * go[c];
         }
-        hp_alltoallv(comm, HP_G_EP, d->xr, d->recv_counts, d->xs, d->send_counts);
+        // (the gate-weighted grads are copied out and rounded by the model: 2 bytes give the
+        //  same floats)
+        move_rows(d, comm, d->xr, d->recv_counts, d->xs, d->send_counts, d->wire_bf16, NULL);
         for (int p = 0; p < d->Mr; p++) memcpy(dye + (size_t)p * D, d->xr + (size_t)d->perm[p] * D, row);
     } else {
         const size_t G = (size_t)d->n_ep * n;
-        hp_allgather(comm, HP_G_EP, d->xg, dout, (size_t)n * D);
+        gather_rows(d, comm, d->xg, dout, (size_t)n * D, "ep gathered output grads");
         // each entry's gate grad is computed by its expert's owner, zero elsewhere
         for (size_t i = 0; i < G * K; i++) {
             int p = d->loc[i];
@@ -348,12 +381,24 @@ static void ep_moe_combine_grad(void *self, float *dx, const float *dxe) {
     hp_ep_combine_grad(&s->ep, s->comm, dx, dxe);
 }
 
+static void *ep_moe_init_bf16(void *ctx, hp_dispatcher mode, int n, int K, int E, int El, int e0,
+                              int D, int *cap) {
+    ep_moe *s = ep_moe_init(ctx, mode, n, K, E, El, e0, D, cap);
+    if (s) s->ep.wire_bf16 = 1;
+    return s;
+}
+
 static const hp_moe_dispatch_ops ep_moe_ops = {
     ep_moe_init, ep_moe_free, ep_moe_route, ep_moe_dispatch_rows, ep_moe_combine_rows,
     ep_moe_dispatch_grad, ep_moe_combine_grad,
 };
+static const hp_moe_dispatch_ops ep_moe_ops_bf16 = {
+    ep_moe_init_bf16, ep_moe_free, ep_moe_route, ep_moe_dispatch_rows, ep_moe_combine_rows,
+    ep_moe_dispatch_grad, ep_moe_combine_grad,
+};
 
 const hp_moe_dispatch_ops *hp_ep_moe_ops(void) { return &ep_moe_ops; }
+const hp_moe_dispatch_ops *hp_ep_moe_ops_bf16(void) { return &ep_moe_ops_bf16; }
 
 // The public block over comm: the state dispatches over the first comm it is called with.
 static void use_comm(hp_moe_state *st, hp_comm *comm, const char *who) {

@@ -26,6 +26,8 @@
 
 typedef struct hp_ep_dispatch {
     hp_dispatcher mode;
+    int wire_bf16;         // the bf16 policy: token rows and their grads travel in 2 bytes
+                           // (the experts' outputs and input grads, summed after, in 4)
     int n_ep, ep_rank;     // HP_G_EP group size and this rank's index in it
     int n, K, E, El, e0, D;
     int Mr;                // entries computed here after hp_ep_route (expert-major rows)
@@ -76,5 +78,7 @@ void hp_ep_combine_grad(hp_ep_dispatch *d, hp_comm *comm, float *dx, const float
 // The MoE block's dispatch (moe.h) through the steps above; its context is the hp_comm *.
 struct hp_moe_dispatch_ops;
 const struct hp_moe_dispatch_ops *hp_ep_moe_ops(void);
+// The same with 2-byte token rows (wire_bf16), for the bf16 policy.
+const struct hp_moe_dispatch_ops *hp_ep_moe_ops_bf16(void);
 
 #endif

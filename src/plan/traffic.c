@@ -147,8 +147,10 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         const int n_moe = sh.moe_layers;
         const uint64_t n = Nreg / (uint64_t)ls.token_split, K = (uint64_t)m->top_k;
         const uint64_t n_ep = (uint64_t)d->ep;
+        // (the token rows and output grads gathered move 2 bytes an element under bf16)
+        const uint64_t row = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : F4;
         if (rc->dispatcher == HP_DISPATCH_ALLGATHER) {
-            bytes[HP_G_EP][HP_OP_ALLGATHER] += (uint64_t)n_moe * n * (2 * D + 2 * K) * F4;
+            bytes[HP_G_EP][HP_OP_ALLGATHER] += (uint64_t)n_moe * n * (2 * D * row + 2 * K * F4);
             bytes[HP_G_EP][HP_OP_REDUCE_SCATTER] += (uint64_t)n_moe * n_ep * n * (2 * D + K) * F4;
         } else {
             bytes[HP_G_EP][HP_OP_ALLTOALL] = UINT64_MAX;
@@ -191,9 +193,10 @@ static int routed_tokens(const hp_model_config *m, const hp_dims *d, const hp_ru
 }
 
 // All-to-all bytes of the expert dispatch on `rank`, from the routing of the step: per MoE
-// layer (n_ep-1)*El*4 for the counts exchange plus 2*(S+R)*D*4, where S counts the entries
-// this rank sends to another ep member's experts and R those the others send to its experts;
-// a checkpointed layer (hp_run_ac_block) adds its forward half, (n_ep-1)*El*4 + (S+R)*D*4.
+// layer (n_ep-1)*El*4 for the counts exchange plus 2*(S*e+R*4)*D, where S counts the entries
+// this rank sends to another ep member's experts, R those the others send to its experts and
+// e is 4, or 2 under bf16 (the rows out and their grads; the outputs back stay 4); a
+// checkpointed layer (hp_run_ac_block) adds its forward half, (n_ep-1)*El*4 + (S*e+R*4)*D.
 // The routing is the gathered one (hp_trainer_gather_routing), independent of the counters.
 void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, const int *routing, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]) {
@@ -227,9 +230,12 @@ void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_
         // one counts exchange per microbatch; the rows add up over the step. A checkpointed
         // layer repeats its forward half (counts, dispatch, combine) in its recompute, with
         // the same routing.
+        // Under bf16 the rows sent to the experts (and their grads) move 2 bytes an element,
+        // the experts' outputs and input grads coming back 4.
         const uint64_t counts = (uint64_t)hp_run_microbatches(rc) * (uint64_t)(n_ep - 1) * El * 4;
-        const uint64_t fwd_half = counts + (sent + received) * (uint64_t)m->dim * F4;
-        total += counts + 2 * (sent + received) * (uint64_t)m->dim * F4 +
+        const uint64_t out_e = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : F4;
+        const uint64_t fwd_half = counts + (sent * out_e + received * F4) * (uint64_t)m->dim;
+        total += counts + 2 * (sent * out_e + received * F4) * (uint64_t)m->dim +
                  (hp_run_ac_block(rc, l) ? fwd_half : 0);
     }
     bytes[HP_G_EP][HP_OP_ALLTOALL] = total;

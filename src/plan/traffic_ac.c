@@ -62,7 +62,7 @@ void hp_traffic_ac_predict(const hp_model_config *m, const hp_dims *d, const hp_
     if (m->num_experts > 0 && d->ep > 1 && n_moe > 0) {
         const uint64_t n = Nreg / (uint64_t)hp_dims_token_split(d), K = (uint64_t)m->top_k;
         if (rc->dispatcher == HP_DISPATCH_ALLGATHER) {
-            bytes[HP_G_EP][HP_OP_ALLGATHER] += n_moe * n * (D + 2 * K) * F4;
+            bytes[HP_G_EP][HP_OP_ALLGATHER] += n_moe * n * (D * act + 2 * K * F4);
             bytes[HP_G_EP][HP_OP_REDUCE_SCATTER] += n_moe * (uint64_t)d->ep * n * D * F4;
         } else {
             bytes[HP_G_EP][HP_OP_ALLTOALL] = UINT64_MAX;

@@ -83,6 +83,8 @@ void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
         .region = { &tr->tp, region_enter, region_enter_backward, region_exit,
                     region_exit_backward, region_cross_entropy },
         .attn = { &tr->attn, attn_state_init, attn_state_free, attn_forward, attn_backward },
-        .moe = hp_ep_moe_ops(), .moe_ctx = tr->comm, .moe_mode = tr->rc.dispatcher,
+        // (the bf16 policy's token rows travel in 2 bytes)
+        .moe = tr->rc.mp_param == HP_DTYPE_BFLOAT16 ? hp_ep_moe_ops_bf16() : hp_ep_moe_ops(),
+        .moe_ctx = tr->comm, .moe_mode = tr->rc.dispatcher,
     };
 }

@@ -140,6 +140,7 @@ const hp_recipe hp_recipes[] = {
     { "M6-ag-bf16",   "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, NULL,          EX3, "bf16 on the Titan grid (1,2,2,2)", BF16, 0, 0, NULL },
     { "M7-tp2-bf16",  "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "bf16 HSDP x TP + SP", BF16, 0, 0, NULL },
     { "S1-bf16",      "S1",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        NULL,        L2, NULL,          EX5, "bf16 EP 4 (router in fp32, experts' outputs rounded once)", BF16, 0, 0, NULL },
+    { "S3-S1-bf16",   "S3",  "tiny-moe", 1, 4, 1, 1, -1, 4, 1, NULL,        "allgather", L2, "S1-bf16",     EX5, "bf16 EP 4 through the all-gather dispatcher (2-byte token rows gathered)", BF16, 0, 0, NULL },
     { "S1b-bf16",     "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "bf16 EP borrowing TP", BF16, 0, 0, NULL },
     { "S2-bf16",      "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "bf16 ETP: expert partials summed in fp32 over tp", BF16, 0, 0, NULL },
     { "C2-ep4-ag-bf16","C2", "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, NULL,          EX6, "bf16 on the C-level MoE grid", BF16, 0, 0, NULL },

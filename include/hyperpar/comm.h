@@ -166,6 +166,11 @@ void hp_p2p_isend(hp_comm *comm, hp_group_kind g, const float *buf, size_t n, in
                   MPI_Request *req);
 void hp_p2p_irecv(hp_comm *comm, hp_group_kind g, float *buf, size_t n, int src, int tag,
                   MPI_Request *req);
+// The same with n 2-byte bf16 elements (the bf16 policy's activations).
+void hp_p2p_isend_bf16(hp_comm *comm, hp_group_kind g, const uint16_t *buf, size_t n, int dst, int tag,
+                       MPI_Request *req);
+void hp_p2p_irecv_bf16(hp_comm *comm, hp_group_kind g, uint16_t *buf, size_t n, int src, int tag,
+                       MPI_Request *req);
 void hp_p2p_wait(hp_comm *comm, hp_group_kind g, int n, MPI_Request *reqs, const char *what);
 
 // Diagnostics outside the training step (not counted in the traffic counters): rank 0 of

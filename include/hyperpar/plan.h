@@ -99,6 +99,7 @@ typedef struct hp_plan_activations {
     double slot;            // one microbatch slot under rc->ac_every
     double recompute;       // the shared recompute set (0 when no block here is checkpointed)
     double boundary;        // pp: pipeline_run.c's dh_buf, n_slots * pp_virtual * Nres*D floats
+                            //   (and under bf16 its fwd_wire, as many 2-byte elements)
     int    n_slots;         // 1 at pp 1; the schedule's microbatches in flight under pp
     int    n_checkpointed;  // this rank's checkpointed blocks
     double total;

@@ -160,8 +160,10 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
     }
     out->n_slots = d->pp <= 1 ? 1 : n_slots > 0 ? n_slots : slots_in_flight(&lay, hp_run_microbatches(rc), co.p);
     if (out->n_slots < 0) return -1;
-    // pipeline_run.c's dh_buf: the gradient arriving at each of the rank's stages, per slot
-    if (d->pp > 1) out->boundary = (double)out->n_slots * lay.V * f1(s.res * s.D) * 4;
+    // pipeline_run.c's dh_buf: the gradient arriving at each of the rank's stages, per slot;
+    // under bf16 also fwd_wire, the 2-byte stream each stage sends on
+    const double wire = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : 0;
+    if (d->pp > 1) out->boundary = (double)out->n_slots * lay.V * f1(s.res * s.D) * (4 + wire);
     out->total = out->n_slots * out->slot + out->recompute + out->boundary;
     return 0;
 }

@@ -138,7 +138,9 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
     // rank sends over, and its gradient back (pipeline.md: 2*M*(Bl/M)*S_local*D*4 a boundary)
     if (d->pp > 1) {
         bytes[HP_G_PP][HP_OP_ALLREDUCE] += 8;
-        bytes[HP_G_PP][HP_OP_SENDRECV] += (uint64_t)(sh.sends_fwd + sh.sends_bwd) * Nres * D * F4;
+        // (2 bytes an element under the bf16 policy)
+        const uint64_t stream = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : F4;
+        bytes[HP_G_PP][HP_OP_SENDRECV] += (uint64_t)(sh.sends_fwd + sh.sends_bwd) * Nres * D * stream;
     }
 
     // expert dispatch (docs/traffic_moe.md): the all-gather path moves fixed sizes; the

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/pipeline.h"
@@ -27,7 +28,11 @@ struct hp_pp_state {
     int *slot_of;           // [M] the slot microbatch j uses here
     int *local_index;       // [n_stages] v: the stage's index among this rank's stages
     float **dh_buf;         // [V * n_slots] the gradient a stage hands back (send / local)
-    size_t boundary_bytes;  // what dh_buf holds (activation memory: the planner's boundary)
+    // the bf16 policy: the stream and its gradient (bf16 values) travel in 2 bytes; the
+    // stream a stage hands on is packed into its own buffer, the model keeps the fp32 one
+    int wire_bf16;
+    hp_bf16 **fwd_wire;     // [V * n_slots] under wire_bf16, else NULL
+    size_t boundary_bytes;  // what dh_buf and fwd_wire hold (activation memory: the planner's boundary)
     MPI_Request *fwd_req, *bwd_req;   // [V * n_slots] the pending sends from those buffers
     double busy_ms, step_ms;          // the last step: compute time, and wall time
     float *timeline;                  // [n_act][5] the last step: op, stage, mb, start, end (ms)
@@ -109,17 +114,53 @@ static void check_end(hp_pp_state *st) {
     st->n_check = 0;
 }
 
-// The stage-gradient buffers, one per (stage of this rank, slot).
+// The stage-gradient buffers, one per (stage of this rank, slot), and under bf16 the packed
+// streams sent forward.
 static int alloc_buffers(hp_trainer *tr) {
     hp_pp_state *st = tr->pp;
     const size_t n = (size_t)tr->sh.Nres * tr->sh.D, bufs = (size_t)st->lay.V * tr->n_slots;
     for (size_t i = 0; i < bufs; i++) {
-        if (st->dh_buf[i]) continue;
-        st->dh_buf[i] = hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float));
-        if (!st->dh_buf[i]) return -1;
-        st->boundary_bytes += (n ? n : 1) * sizeof(float);
+        if (!st->dh_buf[i]) {
+            st->dh_buf[i] = hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float));
+            if (!st->dh_buf[i]) return -1;
+            st->boundary_bytes += (n ? n : 1) * sizeof(float);
+        }
+        if (st->wire_bf16 && !st->fwd_wire[i]) {
+            st->fwd_wire[i] = hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(hp_bf16));
+            if (!st->fwd_wire[i]) return -1;
+            st->boundary_bytes += (n ? n : 1) * sizeof(hp_bf16);
+        }
     }
     return 0;
+}
+
+// Receives n stream (or gradient) elements from src into buf, in 2 bytes under bf16 (widened
+// in place), and waits for them.
+static void recv_stream(hp_trainer *tr, float *buf, size_t n, int src, int tag, const char *what) {
+    MPI_Request req;
+    if (tr->pp->wire_bf16) hp_p2p_irecv_bf16(tr->comm, HP_G_PP, (hp_bf16 *)(void *)buf, n, src, tag, &req);
+    else hp_p2p_irecv(tr->comm, HP_G_PP, buf, n, src, tag, &req);
+    hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, what);
+    if (tr->pp->wire_bf16) hp_bf16_widen_in_place(buf, n);
+}
+
+// Sends buffer b's stream forward: the model's buffer itself, or under bf16 its packed copy.
+static void send_stream(hp_trainer *tr, const float *stream, size_t n, int dst, int tag, size_t b) {
+    hp_pp_state *st = tr->pp;
+    if (!st->wire_bf16) { hp_p2p_isend(tr->comm, HP_G_PP, stream, n, dst, tag, &st->fwd_req[b]); return; }
+    hp_structure_check_bf16_wire(stream, n, "pipeline activation");
+    hp_bf16_pack(st->fwd_wire[b], stream, n);
+    hp_p2p_isend_bf16(tr->comm, HP_G_PP, st->fwd_wire[b], n, dst, tag, &st->fwd_req[b]);
+}
+
+// Sends buffer b's gradient (dh_buf[b], not read on this rank again) back, packed in place
+// under bf16.
+static void send_grad(hp_trainer *tr, size_t n, int dst, int tag, size_t b) {
+    hp_pp_state *st = tr->pp;
+    if (!st->wire_bf16) { hp_p2p_isend(tr->comm, HP_G_PP, st->dh_buf[b], n, dst, tag, &st->bwd_req[b]); return; }
+    hp_structure_check_bf16_wire(st->dh_buf[b], n, "pipeline gradient");
+    hp_bf16_narrow_in_place(st->dh_buf[b], n);
+    hp_p2p_isend_bf16(tr->comm, HP_G_PP, (const hp_bf16 *)(void *)st->dh_buf[b], n, dst, tag, &st->bwd_req[b]);
 }
 
 int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
@@ -174,6 +215,11 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
     tr->n_slots = n_slots > 0 ? n_slots : 1;
     const size_t bufs = (size_t)lay->V * tr->n_slots;
     st->dh_buf = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(float *));
+    st->wire_bf16 = tr->rc.mp_param == HP_DTYPE_BFLOAT16;
+    if (st->wire_bf16 && !(st->fwd_wire = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(hp_bf16 *)))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     st->fwd_req = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(MPI_Request));
     st->bwd_req = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(MPI_Request));
     if (!st->dh_buf || !st->fwd_req || !st->bwd_req) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -188,9 +234,11 @@ size_t hp_pp_boundary_bytes(const hp_trainer *tr) { return tr->pp ? tr->pp->boun
 void hp_pp_free(hp_trainer *tr) {
     hp_pp_state *st = tr->pp;
     if (!st) return;
-    if (st->dh_buf)
-        for (size_t i = 0; i < (size_t)st->lay.V * tr->n_slots; i++) hp_mem_free(st->dh_buf[i]);
-    hp_mem_free(st->dh_buf); hp_mem_free(st->fwd_req); hp_mem_free(st->bwd_req);
+    for (size_t i = 0; i < (size_t)st->lay.V * tr->n_slots; i++) {
+        if (st->dh_buf) hp_mem_free(st->dh_buf[i]);
+        if (st->fwd_wire) hp_mem_free(st->fwd_wire[i]);
+    }
+    hp_mem_free(st->dh_buf); hp_mem_free(st->fwd_wire); hp_mem_free(st->fwd_req); hp_mem_free(st->bwd_req);
     hp_mem_free(st->act); hp_mem_free(st->slot_of); hp_mem_free(st->local_index); hp_mem_free(st->timeline);
     if (st->check_comm != MPI_COMM_NULL) MPI_Comm_free(&st->check_comm);
     free(st->check_buf); free(st->check_req);
@@ -215,14 +263,12 @@ double hp_pp_run_step(hp_trainer *tr) {
         tr->tf.mb = j;
         tr->tf.slot = st->slot_of[j];
         const size_t b = (size_t)v * tr->n_slots + tr->tf.slot;
-        MPI_Request req;
         float *tl = st->timeline + (size_t)a * 5;   // what the report's timeline draws
         tl[0] = (float)x->op; tl[1] = (float)s; tl[2] = (float)j;
         if (x->op == HP_PP_F) {
             if (!first && lay->stage_rank[s - 1] != st->p) {
-                hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l0), n,
-                             lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), &req);
-                hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (activation)");
+                recv_stream(tr, hp_transformer_stream(&tr->tf, l0), n, lay->stage_rank[s - 1],
+                            tag_fwd(lay, s, j, M), "pipeline recv (activation)");
                 check_recv(st, hp_transformer_stream(&tr->tf, l0), n, lay->stage_rank[s - 1], tag_fwd(lay, s, j, M),
                            "activation", s, j);
             }
@@ -238,8 +284,8 @@ double hp_pp_run_step(hp_trainer *tr) {
             const int l_sent = hp_failpoint(HP_FP_PP_STAGE_EXCHANGE) ? l1 - 1 : l1;
             const int dropped = hp_failpoint(HP_FP_PP_SEND_DROPPED) && j == M - 1;
             if (!last && lay->stage_rank[s + 1] != st->p && !dropped) {
-                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l_sent), n,
-                             lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
+                send_stream(tr, hp_transformer_stream(&tr->tf, l_sent), n, lay->stage_rank[s + 1],
+                            tag_fwd(lay, s + 1, j, M), b);
                 check_send(st, hp_transformer_stream(&tr->tf, l1), n, lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M));
             }
         } else if (x->op == HP_PP_W) {
@@ -251,9 +297,8 @@ double hp_pp_run_step(hp_trainer *tr) {
             tr->tf.input_only = x->op == HP_PP_I;
             if (!last) {
                 if (lay->stage_rank[s + 1] != st->p) {
-                    hp_p2p_irecv(tr->comm, HP_G_PP, tr->tf.res_b, n, lay->stage_rank[s + 1],
-                                 tag_bwd(lay, s, j, M), &req);
-                    hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (gradient)");
+                    recv_stream(tr, tr->tf.res_b, n, lay->stage_rank[s + 1], tag_bwd(lay, s, j, M),
+                                "pipeline recv (gradient)");
                     check_recv(st, tr->tf.res_b, n, lay->stage_rank[s + 1], tag_bwd(lay, s, j, M), "gradient", s, j);
                 } else {
                     const size_t bn = (size_t)st->local_index[s + 1] * tr->n_slots + tr->tf.slot;
@@ -269,8 +314,7 @@ double hp_pp_run_step(hp_trainer *tr) {
                 hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->bwd_req[b], "pipeline send (gradient)");
                 memcpy(st->dh_buf[b], tr->tf.res_b, n * sizeof(float));
                 if (lay->stage_rank[s - 1] != st->p) {
-                    hp_p2p_isend(tr->comm, HP_G_PP, st->dh_buf[b], n, lay->stage_rank[s - 1],
-                                 tag_bwd(lay, s - 1, j, M), &st->bwd_req[b]);
+                    send_grad(tr, n, lay->stage_rank[s - 1], tag_bwd(lay, s - 1, j, M), b);
                     check_send(st, tr->tf.res_b, n, lay->stage_rank[s - 1], tag_bwd(lay, s - 1, j, M));
                 }
             }
@@ -303,18 +347,15 @@ double hp_pp_run_forward(hp_trainer *tr) {
             if (lay->stage_rank[s] != st->p) continue;
             const int l0 = lay->stage_first[s], l1 = l0 + lay->stage_layers[s];
             const size_t b = (size_t)st->local_index[s] * tr->n_slots;
-            MPI_Request req;
-            if (s > 0 && lay->stage_rank[s - 1] != st->p) {
-                hp_p2p_irecv(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l0), n,
-                             lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), &req);
-                hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, "pipeline recv (activation)");
-            }
+            if (s > 0 && lay->stage_rank[s - 1] != st->p)
+                recv_stream(tr, hp_transformer_stream(&tr->tf, l0), n, lay->stage_rank[s - 1],
+                            tag_fwd(lay, s, j, M), "pipeline recv (activation)");
             hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
             hp_transformer_forward_layers(&tr->tf, l0, l1, s == 0, s == last_stage);
             if (s == last_stage) ce_sum += tr->tf.ce_sum_local;
             if (s < last_stage && lay->stage_rank[s + 1] != st->p)
-                hp_p2p_isend(tr->comm, HP_G_PP, hp_transformer_stream(&tr->tf, l1), n,
-                             lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M), &st->fwd_req[b]);
+                send_stream(tr, hp_transformer_stream(&tr->tf, l1), n, lay->stage_rank[s + 1],
+                            tag_fwd(lay, s + 1, j, M), b);
         }
     }
     hp_p2p_wait(tr->comm, HP_G_PP, (int)((size_t)lay->V * tr->n_slots), st->fwd_req,

@@ -5,7 +5,7 @@
 // It runs in fp32 too: there "prescribed" is the plain value (a cast that is the identity).
 // defines: hp_structure_check, hp_structure_enable/enabled/reset, hp_structure_pass/fail,
 //          hp_structure_checks, hp_structure_failures, hp_structure_first, hp_structure_name,
-//          hp_structure_check_bf16_wire, hp_structure_check_fp32_arrival
+//          hp_structure_check_bf16_wire, hp_structure_looks_rounded, hp_structure_check_fp32_arrival
 //
 //   if (hp_structure_enabled()) {
 //       if (memcmp(got, want, bytes)) hp_structure_fail(HP_CHECK_GATHER, "unit %d, rank %d", u, r);
@@ -41,9 +41,11 @@ const char *hp_structure_name(hp_structure_check k);       // "parameter all-gat
 // already (its low 16 bits zero, NaN aside), so the exchange moves the same floats as a 4-byte
 // one would. `what` names the exchange in the failure text. Nothing when checks are off.
 void hp_structure_check_bf16_wire(const float *x, size_t n, const char *what);
+// 1 when x (n floats), which should be an fp32 result, looks rounded to bf16: 64 or more
+// nonzero values, all bf16-representable (by chance: 2^-16 a value). *nonzero gets their count.
+int hp_structure_looks_rounded(const float *x, size_t n, size_t *nonzero);
 // HP_CHECK_WIRE_BF16 on x (n floats) just received that must be fp32 (partial sums about to
-// be added): 64 or more nonzero values that are all bf16-representable mean they travelled
-// rounded, in 2 bytes (by chance: 2^-16 a value).
+// be added): if it looks rounded, it travelled in 2 bytes.
 void hp_structure_check_fp32_arrival(const float *x, size_t n, const char *what);
 
 #endif

@@ -84,13 +84,8 @@ static void op_out(const hp_transformer *tf, float *x, size_t n) {
 // values all have zero low halves was rounded (by chance: 2^-16 per value).
 static void check_partial(const hp_transformer *tf, const float *x, size_t n, const char *what, int l) {
     if (!hp_structure_enabled()) return;
-    size_t nonzero = 0, rounded = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (x[i] == 0.0f) continue;
-        nonzero++;
-        rounded += hp_bf16_round_float(x[i]) == x[i];
-    }
-    if (nonzero >= 64 && rounded == nonzero)
+    size_t nonzero;
+    if (hp_structure_looks_rounded(x, n, &nonzero))
         hp_structure_fail(HP_CHECK_PARTIAL, "block %d, %s: all %zu nonzero values of the partial "
                           "are bf16 before the fp32 sum over tp (microbatch %d)", l, what, nonzero, tf->mb);
     else

@@ -63,15 +63,21 @@ void hp_structure_check_bf16_wire(const float *x, size_t n, const char *what) {
     hp_structure_pass(HP_CHECK_WIRE_BF16);
 }
 
-void hp_structure_check_fp32_arrival(const float *x, size_t n, const char *what) {
-    if (!hp_structure_enabled()) return;
-    size_t nonzero = 0, rounded = 0;
+int hp_structure_looks_rounded(const float *x, size_t n, size_t *nonzero) {
+    size_t nz = 0, rounded = 0;
     for (size_t i = 0; i < n; i++) {
         if (x[i] == 0.0f) continue;
-        nonzero++;
+        nz++;
         rounded += hp_bf16_round_float(x[i]) == x[i];
     }
-    if (nonzero >= 64 && rounded == nonzero)
+    if (nonzero) *nonzero = nz;
+    return nz >= 64 && rounded == nz;
+}
+
+void hp_structure_check_fp32_arrival(const float *x, size_t n, const char *what) {
+    if (!hp_structure_enabled()) return;
+    size_t nonzero;
+    if (hp_structure_looks_rounded(x, n, &nonzero))
         hp_structure_fail(HP_CHECK_WIRE_BF16, "%s: all %zu nonzero values arrived as bf16, where "
                           "fp32 partials travel in 4 bytes", what, nonzero);
     else

@@ -79,6 +79,8 @@ typedef enum hp_failpoint_id {
     HP_FP_BF16_TP_PARTIAL_ROUNDED,     // transformer.c: a tp partial rounded to bf16 before its sum
     HP_FP_BF16_GRAD_REDUCE,            // fsdp.c: the gradient reduction's result in bf16 (fp32 policy)
     HP_FP_BF16_MICROBATCH_SUM,         // fsdp.c: microbatch gradients summed in bf16
+    HP_FP_FLOAT8_GRAD_E4M3,            // float8_linear.c: tensorwise grad_output cast to e4m3, not e5m2
+    HP_FP_FLOAT8_AMAX_LOCAL_TP,        // trainer_hooks.c: float8 amax not MAX-reduced over tp
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -33,6 +33,7 @@ static int      suspended = 0;
 #define M6ACF TINY(1, 2, 2, 2) " --sp --cp-rotate ring --ac full"
 #define P5    TINY(1, 2, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 #define BF16  " --mixed-precision-param bfloat16"
+#define F8T   " --float8 tensorwise"
 #define GA    TINY(1, 2, 2, 2) " --sp --cp-rotate allgather --microbatches 4"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
@@ -144,6 +145,12 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_BF16_MICROBATCH_SUM] = { HP_FP_BF16_MICROBATCH_SUM, "bf16_microbatch_sum", "GA-bf16", GA BF16,
       "structure: gradient accumulation",
       "bf16: the gradients of the microbatches are summed in bf16, not fp32" },
+    [HP_FP_FLOAT8_GRAD_E4M3] = { HP_FP_FLOAT8_GRAD_E4M3, "float8_grad_e4m3", "M3-tp2-f8t", M3TP2 BF16 F8T,
+      "closeness",
+      "float8: tensorwise grad_output cast to e4m3 (max 448) instead of e5m2" },
+    [HP_FP_FLOAT8_AMAX_LOCAL_TP] = { HP_FP_FLOAT8_AMAX_LOCAL_TP, "float8_amax_local_tp", "M3-tp2-f8t", M3TP2 BF16 F8T,
+      "structure: float8 scales",
+      "float8: amax not MAX-reduced over tp, so the tp ranks cast with different scales" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

@@ -81,6 +81,7 @@ typedef enum hp_failpoint_id {
     HP_FP_BF16_MICROBATCH_SUM,         // fsdp.c: microbatch gradients summed in bf16
     HP_FP_FLOAT8_GRAD_E4M3,            // float8_linear.c: tensorwise grad_output cast to e4m3, not e5m2
     HP_FP_FLOAT8_AMAX_LOCAL_TP,        // trainer_hooks.c: float8 amax not MAX-reduced over tp
+    HP_FP_FLOAT8_RECOMPUTE_SCALE,      // float8_linears.c: an AC recompute takes its amax again, unreduced
     HP_FP_COUNT
 } hp_failpoint_id;
 

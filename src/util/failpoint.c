@@ -34,6 +34,7 @@ static int      suspended = 0;
 #define P5    TINY(1, 2, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 #define BF16  " --mixed-precision-param bfloat16"
 #define F8T   " --float8 tensorwise"
+#define M6ACF2 TINY(1, 1, 1, 2) " --sp --ac full"
 #define GA    TINY(1, 2, 2, 2) " --sp --cp-rotate allgather --microbatches 4"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
@@ -151,6 +152,9 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_FLOAT8_AMAX_LOCAL_TP] = { HP_FP_FLOAT8_AMAX_LOCAL_TP, "float8_amax_local_tp", "M3-tp2-f8t", M3TP2 BF16 F8T,
       "structure: float8 scales",
       "float8: amax not MAX-reduced over tp, so the tp ranks cast with different scales" },
+    [HP_FP_FLOAT8_RECOMPUTE_SCALE] = { HP_FP_FLOAT8_RECOMPUTE_SCALE, "float8_recompute_scale", "M3-tp2-ac-f8t", M6ACF2 BF16 F8T,
+      "structure: activation-checkpointing recompute",
+      "float8: an activation-checkpointing recompute takes its amax again on the local shard, not the forward's scales" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

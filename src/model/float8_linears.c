@@ -1,0 +1,164 @@
+// float8_linears.c - which of the model's linears run in float8 and their amax bookkeeping
+// (precision.md §5.2-5.4, docs/float8.md). The kernels (float8_linear.c) take amax values as
+// inputs; here each is computed on this rank's tensors and, when its dim is a tp shard (the
+// local dim smaller than the model's), handed to the float8 hook to be MAX-reduced, so every
+// scale is the scale of the whole tensor. The forward's amax of x and w are kept per slot,
+// block and linear: the backward's tensorwise casts and an activation-checkpointing recompute
+// reuse them (the recompute casts with the forward's scales, pytorch/torchtitan#1056).
+// defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
+//          hp_float8_linear_bwd
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/failpoint.h"
+#include "hyperpar/kernels.h"
+#include "model/transformer.h"
+
+// The dense linears a block has, in the order their kept amax are stored.
+static const hp_block_param roles[] = { BP_WQ, BP_WK, BP_WV, BP_WO, BP_W1, BP_W2, BP_W3 };
+enum { N_ROLES = (int)(sizeof roles / sizeof roles[0]) };
+
+struct hp_float8_linears {
+    hp_float8_recipe recipe;
+    unsigned char *on;    // (L, N_ROLES) 1: converted
+    float *kept;          // (n_slots, L, N_ROLES, stride): x's amax, then w's
+    size_t stride;        // Nreg + the widest local out
+    float *bwd;           // backward amax scratch: dy (Nreg), wt, dyt, xt (widest dim each)
+    int widest;
+};
+
+// Full (model) and local dims of a role's weight (out, in), and which of them is a tp shard.
+static void role_dims(const hp_transformer *tf, hp_block_param r, int *out, int *in, int *out_l,
+                      int *in_l) {
+    const hp_model_config *m = &tf->m;
+    const int hd = tf->sh.hd, q = m->n_heads * hd, kv = m->n_kv_heads * hd, D = m->dim;
+    const int ql = tf->sh.Hl * hd, kvl = tf->sh.Hkvl * hd;
+    switch (r) {
+    case BP_WQ: *out = q;  *in = D; *out_l = ql;  *in_l = D; break;
+    case BP_WK:
+    case BP_WV: *out = kv; *in = D; *out_l = kvl; *in_l = D; break;
+    case BP_WO: *out = D;  *in = q; *out_l = D;   *in_l = ql; break;
+    case BP_W2: *out = D;  *in = m->ffn_hidden; *out_l = D; *in_l = tf->sh.Fl; break;
+    default:    *out = m->ffn_hidden; *in = D; *out_l = tf->sh.Fl; *in_l = D; break;   // w1, w3
+    }
+}
+
+// TorchTitan's module filter: both dims divisible by 16, the name contains no filter entry;
+// `output` and `router.gate` always stay in the param dtype (they are not block linears here).
+static int converted(const char *fqn, int out, int in, const char *filter) {
+    if (out % 16 != 0 || in % 16 != 0) return 0;
+    for (const char *p = filter; p && *p;) {
+        const char *c = strchr(p, ',');
+        const size_t n = c ? (size_t)(c - p) : strlen(p);
+        char entry[128];
+        snprintf(entry, sizeof entry, "%.*s", (int)(n < sizeof entry ? n : sizeof entry - 1), p);
+        if (entry[0] && strstr(fqn, entry)) return 0;
+        p += n + (c != NULL);
+    }
+    return 1;
+}
+
+int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
+    if (recipe == HP_FLOAT8_OFF) return 0;
+    hp_float8_linears *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    tf->f8 = f;
+    f->recipe = (hp_float8_recipe)recipe;
+    const int L = tf->m.n_layers;
+    int widest = tf->sh.D;
+    f->on = calloc((size_t)L * N_ROLES, 1);
+    if (!f->on) return -1;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < N_ROLES; k++) {
+            int out, in, out_l, in_l;
+            role_dims(tf, roles[k], &out, &in, &out_l, &in_l);
+            if (out_l > widest) widest = out_l;
+            if (in_l > widest) widest = in_l;
+            char fqn[96];
+            snprintf(fqn, sizeof fqn, "layers.%d.%s", l, hp_transformer_role_name(roles[k]));
+            f->on[(size_t)l * N_ROLES + k] = tf->blocks[l].pid[roles[k]] >= 0 &&
+                                             converted(fqn, out, in, filter);
+        }
+    f->widest = widest;
+    f->stride = (size_t)tf->sh.Nreg + (size_t)widest;
+    f->kept = calloc((size_t)tf->n_slots * L * N_ROLES * f->stride, sizeof(float));
+    f->bwd = calloc((size_t)tf->sh.Nreg + 3 * (size_t)widest, sizeof(float));
+    return f->kept && f->bwd ? 0 : -1;
+}
+
+void hp_float8_linears_free(hp_transformer *tf) {
+    hp_float8_linears *f = tf->f8;
+    if (!f) return;
+    free(f->on); free(f->kept); free(f->bwd); free(f);
+    tf->f8 = NULL;
+}
+
+// The converted role of block tf->f8_layer whose weight is w: its index, or -1.
+static int find(const hp_transformer *tf, const float *w) {
+    const int l = tf->f8_layer;
+    if (!tf->f8 || l < 0) return -1;
+    for (int k = 0; k < N_ROLES; k++) {
+        const int pid = tf->blocks[l].pid[roles[k]];
+        if (pid >= 0 && tf->hk.unit.param(tf->hk.unit.ctx, pid) == w)
+            return tf->f8->on[(size_t)l * N_ROLES + k] ? k : -1;
+    }
+    return -1;
+}
+
+static void reduce(const hp_transformer *tf, float *amax, int n, int split) {
+    if (split && n > 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
+}
+
+static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
+    const hp_float8_linears *f = tf->f8;
+    float *base = f->kept + (((size_t)tf->slot * tf->m.n_layers + tf->f8_layer) * N_ROLES + k) * f->stride;
+    return (hp_float8_amax){ .x = base, .w = base + N };
+}
+
+int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
+                         int in, int out) {
+    const int k = find(tf, w);
+    if (k < 0) return 0;
+    hp_float8_amax a = kept_amax(tf, k, N);
+    // (float8_recompute_scale: the bug's recompute takes its amax again, on this rank's shard
+    //  only, and keeps it for the backward: pytorch/torchtitan#1056's recompute that is not
+    //  bitwise, where the scales of a recomputed cast differ from the forward's)
+    const int again = tf->f8_recompute && hp_failpoint(HP_FP_FLOAT8_RECOMPUTE_SCALE);
+    if (!tf->f8_recompute || again) {   // a recompute casts with the forward's scales, kept here
+        int fo, fi, out_l, in_l;
+        role_dims(tf, roles[k], &fo, &fi, &out_l, &in_l);
+        int in_split = in_l < fi, out_split = out_l < fo;
+        const hp_float8_recipe r = tf->f8->recipe;
+        hp_float8_amax_n n;
+        hp_float8_amax_sizes(&n, r, N, in, out);
+        hp_float8_forward_amax(&a, x, w, r, N, in, out);
+        if (again) in_split = out_split = 0;
+        reduce(tf, a.x, n.x, in_split);                                            // x over in
+        reduce(tf, a.w, n.w, r == HP_FLOAT8_TENSORWISE ? in_split || out_split : in_split);
+    }
+    hp_float8_linear_forward(y, x, w, &a, tf->f8->recipe, N, in, out);
+    return 1;
+}
+
+int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const float *dy,
+                         const float *x, const float *w, int N, int in, int out, float dx_beta) {
+    const int k = find(tf, w);
+    if (k < 0) return 0;
+    const hp_float8_linears *f = tf->f8;
+    const hp_float8_recipe r = f->recipe;
+    hp_float8_amax a = kept_amax(tf, k, N);
+    a.dy = f->bwd;
+    a.wt = a.dy + N;
+    a.dyt = a.wt + f->widest;
+    a.xt = a.dyt + f->widest;
+    int fo, fi, out_l, in_l;
+    role_dims(tf, roles[k], &fo, &fi, &out_l, &in_l);
+    const int in_split = in_l < fi, out_split = out_l < fo;
+    hp_float8_amax_n n;
+    hp_float8_amax_sizes(&n, r, N, in, out);
+    hp_float8_backward_amax(&a, dy, x, w, r, N, in, out);
+    reduce(tf, a.dy, n.dy, out_split);                                          // dy over out
+    reduce(tf, a.wt, n.wt, r == HP_FLOAT8_ROWWISE ? out_split : in_split || out_split);
+    // (dyt, xt: amax over N, which no tp rank splits)
+    hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);
+    return 1;
+}

@@ -6,11 +6,12 @@
 // block and linear: the backward's tensorwise casts and an activation-checkpointing recompute
 // reuse them (the recompute casts with the forward's scales, pytorch/torchtitan#1056).
 // defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
-//          hp_float8_linear_bwd
+//          hp_float8_linear_bwd, hp_float8_block_amax_reduced
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
+#include "model/float8_linears.h"
 #include "model/transformer.h"
 
 // The dense linears a block has, in the order their kept amax are stored.
@@ -25,22 +26,6 @@ struct hp_float8_linears {
     float *bwd;           // backward amax scratch: dy (Nreg), wt, dyt, xt (widest dim each)
     int widest;
 };
-
-// Full (model) and local dims of a role's weight (out, in), and which of them is a tp shard.
-static void role_dims(const hp_transformer *tf, hp_block_param r, int *out, int *in, int *out_l,
-                      int *in_l) {
-    const hp_model_config *m = &tf->m;
-    const int hd = tf->sh.hd, q = m->n_heads * hd, kv = m->n_kv_heads * hd, D = m->dim;
-    const int ql = tf->sh.Hl * hd, kvl = tf->sh.Hkvl * hd;
-    switch (r) {
-    case BP_WQ: *out = q;  *in = D; *out_l = ql;  *in_l = D; break;
-    case BP_WK:
-    case BP_WV: *out = kv; *in = D; *out_l = kvl; *in_l = D; break;
-    case BP_WO: *out = D;  *in = q; *out_l = D;   *in_l = ql; break;
-    case BP_W2: *out = D;  *in = m->ffn_hidden; *out_l = D; *in_l = tf->sh.Fl; break;
-    default:    *out = m->ffn_hidden; *in = D; *out_l = tf->sh.Fl; *in_l = D; break;   // w1, w3
-    }
-}
 
 // TorchTitan's module filter: both dims divisible by 16, the name contains no filter entry;
 // `output` and `router.gate` always stay in the param dtype (they are not block linears here).
@@ -57,6 +42,61 @@ static int converted(const char *fqn, int out, int in, const char *filter) {
     return 1;
 }
 
+// Full (model) and local dims of a role's weight (out, in), and which of them is a tp shard.
+static void role_dims(const hp_model_config *m, const hp_local_shapes *sh, hp_block_param r,
+                      int *out, int *in, int *out_l, int *in_l) {
+    const int hd = sh->hd, q = m->n_heads * hd, kv = m->n_kv_heads * hd, D = m->dim;
+    const int ql = sh->Hl * hd, kvl = sh->Hkvl * hd;
+    switch (r) {
+    case BP_WQ: *out = q;  *in = D; *out_l = ql;  *in_l = D; break;
+    case BP_WK:
+    case BP_WV: *out = kv; *in = D; *out_l = kvl; *in_l = D; break;
+    case BP_WO: *out = D;  *in = q; *out_l = D;   *in_l = ql; break;
+    case BP_W2: *out = D;  *in = m->ffn_hidden; *out_l = D; *in_l = sh->Fl; break;
+    default:    *out = m->ffn_hidden; *in = D; *out_l = sh->Fl; *in_l = D; break;   // w1, w3
+    }
+}
+
+// Which amax of a linear are MAX-reduced over tp: the ones over a dim that is a tp shard (the
+// local dim smaller than the model's); an amax per index of a sharded dim covers this rank's
+// indices only and stays. Counts of the values, 0 for the ones not reduced.
+static void reduced(hp_float8_amax_n *red, hp_float8_recipe r, int N, int in, int out,
+                    int in_split, int out_split) {
+    hp_float8_amax_n n;
+    hp_float8_amax_sizes(&n, r, N, in, out);
+    red->x = in_split ? n.x : 0;                                                // x over in
+    red->w = (r == HP_FLOAT8_TENSORWISE ? in_split || out_split : in_split) ? n.w : 0;
+    red->dy = out_split ? n.dy : 0;                                             // dy over out
+    red->wt = (r == HP_FLOAT8_ROWWISE ? out_split : in_split || out_split) ? n.wt : 0;
+    red->dyt = red->xt = 0;                                                     // over N: never split
+}
+
+// A block's dense linears of the model that a float8 filter converts (their full dims and
+// name) and the amax values they MAX-reduce over tp per microbatch.
+static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int l, int k,
+                         const char *filter) {
+    int out, in, out_l, in_l;
+    role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
+    char fqn[96];
+    snprintf(fqn, sizeof fqn, "layers.%d.%s", l, hp_transformer_role_name(roles[k]));
+    return converted(fqn, out, in, filter);
+}
+
+void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
+                                  const char *filter, int l, uint64_t *fwd, uint64_t *bwd) {
+    *fwd = *bwd = 0;
+    if (recipe == HP_FLOAT8_OFF || hp_model_is_moe_layer(m, l)) return;   // (experts: not yet)
+    for (int k = 0; k < N_ROLES; k++) {
+        if (!block_role_on(m, sh, l, k, filter)) continue;
+        int out, in, out_l, in_l;
+        role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
+        hp_float8_amax_n red;
+        reduced(&red, (hp_float8_recipe)recipe, sh->Nreg, in_l, out_l, in_l < in, out_l < out);
+        *fwd += (uint64_t)(red.x + red.w);
+        *bwd += (uint64_t)(red.dy + red.wt);
+    }
+}
+
 int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
     if (recipe == HP_FLOAT8_OFF) return 0;
     hp_float8_linears *f = calloc(1, sizeof *f);
@@ -70,13 +110,11 @@ int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
     for (int l = 0; l < L; l++)
         for (int k = 0; k < N_ROLES; k++) {
             int out, in, out_l, in_l;
-            role_dims(tf, roles[k], &out, &in, &out_l, &in_l);
+            role_dims(&tf->m, &tf->sh, roles[k], &out, &in, &out_l, &in_l);
             if (out_l > widest) widest = out_l;
             if (in_l > widest) widest = in_l;
-            char fqn[96];
-            snprintf(fqn, sizeof fqn, "layers.%d.%s", l, hp_transformer_role_name(roles[k]));
             f->on[(size_t)l * N_ROLES + k] = tf->blocks[l].pid[roles[k]] >= 0 &&
-                                             converted(fqn, out, in, filter);
+                                             block_role_on(&tf->m, &tf->sh, l, k, filter);
         }
     f->widest = widest;
     f->stride = (size_t)tf->sh.Nreg + (size_t)widest;
@@ -104,8 +142,8 @@ static int find(const hp_transformer *tf, const float *w) {
     return -1;
 }
 
-static void reduce(const hp_transformer *tf, float *amax, int n, int split) {
-    if (split && n > 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
+static void reduce(const hp_transformer *tf, float *amax, int n) {
+    if (n > 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
 }
 
 static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
@@ -125,15 +163,13 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
     const int again = tf->f8_recompute && hp_failpoint(HP_FP_FLOAT8_RECOMPUTE_SCALE);
     if (!tf->f8_recompute || again) {   // a recompute casts with the forward's scales, kept here
         int fo, fi, out_l, in_l;
-        role_dims(tf, roles[k], &fo, &fi, &out_l, &in_l);
-        int in_split = in_l < fi, out_split = out_l < fo;
+        role_dims(&tf->m, &tf->sh, roles[k], &fo, &fi, &out_l, &in_l);
         const hp_float8_recipe r = tf->f8->recipe;
-        hp_float8_amax_n n;
-        hp_float8_amax_sizes(&n, r, N, in, out);
+        hp_float8_amax_n red;
+        reduced(&red, r, N, in, out, in_l < fi && !again, out_l < fo && !again);
         hp_float8_forward_amax(&a, x, w, r, N, in, out);
-        if (again) in_split = out_split = 0;
-        reduce(tf, a.x, n.x, in_split);                                            // x over in
-        reduce(tf, a.w, n.w, r == HP_FLOAT8_TENSORWISE ? in_split || out_split : in_split);
+        reduce(tf, a.x, red.x);
+        reduce(tf, a.w, red.w);
     }
     hp_float8_linear_forward(y, x, w, &a, tf->f8->recipe, N, in, out);
     return 1;
@@ -151,14 +187,12 @@ int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const f
     a.dyt = a.wt + f->widest;
     a.xt = a.dyt + f->widest;
     int fo, fi, out_l, in_l;
-    role_dims(tf, roles[k], &fo, &fi, &out_l, &in_l);
-    const int in_split = in_l < fi, out_split = out_l < fo;
-    hp_float8_amax_n n;
-    hp_float8_amax_sizes(&n, r, N, in, out);
+    role_dims(&tf->m, &tf->sh, roles[k], &fo, &fi, &out_l, &in_l);
+    hp_float8_amax_n red;
+    reduced(&red, r, N, in, out, in_l < fi, out_l < fo);
     hp_float8_backward_amax(&a, dy, x, w, r, N, in, out);
-    reduce(tf, a.dy, n.dy, out_split);                                          // dy over out
-    reduce(tf, a.wt, n.wt, r == HP_FLOAT8_ROWWISE ? out_split : in_split || out_split);
-    // (dyt, xt: amax over N, which no tp rank splits)
+    reduce(tf, a.dy, red.dy);
+    reduce(tf, a.wt, red.wt);
     hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);
     return 1;
 }

@@ -246,12 +246,13 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         rc_ref.microbatches = 1;
         hp_failpoint_suspend(1);   // an injected fault (failpoint.h) hits the parallel run only
         record_run(MPI_COMM_SELF, m, &one, &rc_ref, o, &ref, NULL);
-        // bf16: the fp32 process F measures each tensor's bf16 noise
+        // bf16 or float8: the fp32 process F (no float8 either) measures each tensor's noise
         run_record f32;
-        const int bf16 = rc->mp_param == HP_DTYPE_BFLOAT16;
+        const int bf16 = rc->mp_param == HP_DTYPE_BFLOAT16 || rc->float8 != 0;
         if (bf16) {
             hp_run_config rc_f = rc_ref;
             rc_f.mp_param = rc_f.mp_reduce = HP_DTYPE_FLOAT32;
+            rc_f.float8 = 0;
             record_run(MPI_COMM_SELF, m, &one, &rc_f, o, &f32, NULL);
         }
         hp_failpoint_suspend(0);

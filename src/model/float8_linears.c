@@ -11,6 +11,8 @@
 #include <string.h>
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
+#include "hyperpar/structure.h"
+#include "kernels/gemm.h"
 #include "model/float8_linears.h"
 #include "model/transformer.h"
 
@@ -175,6 +177,45 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
     return 1;
 }
 
+// The structure check of a written dgrad (structure.h): dx must be hp_gemm of the casts the
+// recipe's table prescribes (precision.md §5.2: grad_output e5m2 per tensor under tensorwise,
+// e4m3 per row (pow2) under the rowwise recipes; w e4m3 with the forward's scale, per column
+// (pow2) or per tensor (pow2)), each cast redone here with float8.h's quantize / dequantize.
+static void check_dgrad(const hp_transformer *tf, int k, const float *dx, const float *dy,
+                        const float *w, const hp_float8_amax *a, int N, int in, int out) {
+    const hp_float8_recipe r = tf->f8->recipe;
+    const int rw = r != HP_FLOAT8_TENSORWISE;
+    const hp_fp8_format gf = rw ? HP_FP8_E4M3 : HP_FP8_E5M2;
+    float *dyq = malloc((size_t)N * out * sizeof(float)), *wq = malloc((size_t)out * in * sizeof(float));
+    float *want = malloc((size_t)N * in * sizeof(float));
+    hp_fp8 *q = malloc((size_t)(out > in ? out : in) * sizeof(hp_fp8));
+    if (!dyq || !wq || !want || !q) { free(dyq); free(wq); free(want); free(q); return; }
+    for (int i = 0; i < N; i++) {   // dy: row i with its scale (one for all under tensorwise)
+        const float s = hp_fp8_scale(a->dy[rw ? i : 0], gf, rw);
+        hp_fp8_quantize(q, dy + (size_t)i * out, (size_t)out, s, gf);
+        hp_fp8_dequantize(dyq + (size_t)i * out, q, (size_t)out, s, gf);
+    }
+    for (int o = 0; o < out; o++) {   // w: element (o, c) with column c's scale, or the tensor's
+        for (int c = 0; c < in; c++) {
+            const float am = r == HP_FLOAT8_TENSORWISE ? a->w[0] : r == HP_FLOAT8_ROWWISE ? a->wt[c] : a->wt[0];
+            const float s = hp_fp8_scale(am, HP_FP8_E4M3, rw);
+            hp_fp8_quantize(q, w + (size_t)o * in + c, 1, s, HP_FP8_E4M3);
+            hp_fp8_dequantize(wq + (size_t)o * in + c, q, 1, s, HP_FP8_E4M3);
+        }
+    }
+    hp_gemm(HP_GEMM_N, HP_GEMM_N, N, in, out, 1.0f, dyq, out, wq, in, 0.0f, want, in);
+    size_t bad = (size_t)-1;
+    for (size_t i = 0; i < (size_t)N * in && bad == (size_t)-1; i++)
+        if (memcmp(&want[i], &dx[i], sizeof(float)) != 0) bad = i;
+    if (bad != (size_t)-1)
+        hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s, microbatch %d: dgrad element %zu is "
+                          "%.9g, the product of the prescribed casts %.9g", tf->f8_layer,
+                          hp_transformer_role_name(roles[k]), tf->mb, bad, (double)dx[bad], (double)want[bad]);
+    else
+        hp_structure_pass(HP_CHECK_FLOAT8_CAST);
+    free(dyq); free(wq); free(want); free(q);
+}
+
 int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const float *dy,
                          const float *x, const float *w, int N, int in, int out, float dx_beta) {
     const int k = find(tf, w);
@@ -194,5 +235,6 @@ int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const f
     reduce(tf, a.dy, red.dy);
     reduce(tf, a.wt, red.wt);
     hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);
+    if (dx && dx_beta == 0.0f && hp_structure_enabled()) check_dgrad(tf, k, dx, dy, w, &a, N, in, out);
     return 1;
 }

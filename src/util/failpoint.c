@@ -147,7 +147,7 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
       "structure: gradient accumulation",
       "bf16: the gradients of the microbatches are summed in bf16, not fp32" },
     [HP_FP_FLOAT8_GRAD_E4M3] = { HP_FP_FLOAT8_GRAD_E4M3, "float8_grad_e4m3", "M3-tp2-f8t", M3TP2 BF16 F8T,
-      "closeness",
+      "structure: float8 casts",
       "float8: tensorwise grad_output cast to e4m3 (max 448) instead of e5m2" },
     [HP_FP_FLOAT8_AMAX_LOCAL_TP] = { HP_FP_FLOAT8_AMAX_LOCAL_TP, "float8_amax_local_tp", "M3-tp2-f8t", M3TP2 BF16 F8T,
       "structure: float8 scales",

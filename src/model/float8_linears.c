@@ -77,6 +77,8 @@ static void reduced(hp_float8_amax_n *red, hp_float8_recipe r, int N, int in, in
 // name) and the amax values they MAX-reduce over tp per microbatch.
 static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int l, int k,
                          const char *filter) {
+    const int ffn = roles[k] == BP_W1 || roles[k] == BP_W2 || roles[k] == BP_W3;
+    if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (a MoE block's experts: not converted yet)
     int out, in, out_l, in_l;
     role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
     char fqn[96];
@@ -87,7 +89,7 @@ static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, in
 void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
                                   const char *filter, int l, uint64_t *fwd, uint64_t *bwd) {
     *fwd = *bwd = 0;
-    if (recipe == HP_FLOAT8_OFF || hp_model_is_moe_layer(m, l)) return;   // (experts: not yet)
+    if (recipe == HP_FLOAT8_OFF) return;
     for (int k = 0; k < N_ROLES; k++) {
         if (!block_role_on(m, sh, l, k, filter)) continue;
         int out, in, out_l, in_l;

@@ -16,8 +16,10 @@
 #include "model/float8_linears.h"
 #include "model/transformer.h"
 
-// The dense linears a block has, in the order their kept amax are stored.
-static const hp_block_param roles[] = { BP_WQ, BP_WK, BP_WV, BP_WO, BP_W1, BP_W2, BP_W3 };
+// The linears a block may have that the float8 filter converts (the dense FFN in dense blocks,
+// the shared experts in MoE blocks), in the order their kept amax are stored.
+static const hp_block_param roles[] = { BP_WQ, BP_WK, BP_WV, BP_WO, BP_W1, BP_W2, BP_W3,
+                                        BP_SW1, BP_SW2, BP_SW3 };
 enum { N_ROLES = (int)(sizeof roles / sizeof roles[0]) };
 
 struct hp_float8_linears {
@@ -48,8 +50,11 @@ static int converted(const char *fqn, int out, int in, const char *filter) {
 static void role_dims(const hp_model_config *m, const hp_local_shapes *sh, hp_block_param r,
                       int *out, int *in, int *out_l, int *in_l) {
     const int hd = sh->hd, q = m->n_heads * hd, kv = m->n_kv_heads * hd, D = m->dim;
-    const int ql = sh->Hl * hd, kvl = sh->Hkvl * hd;
+    const int ql = sh->Hl * hd, kvl = sh->Hkvl * hd, fs = m->moe_hidden * m->n_shared_experts;
     switch (r) {
+    case BP_SW1:
+    case BP_SW3: *out = fs; *in = D; *out_l = sh->Fsl; *in_l = D; break;
+    case BP_SW2: *out = D; *in = fs; *out_l = D; *in_l = sh->Fsl; break;
     case BP_WQ: *out = q;  *in = D; *out_l = ql;  *in_l = D; break;
     case BP_WK:
     case BP_WV: *out = kv; *in = D; *out_l = kvl; *in_l = D; break;
@@ -78,7 +83,9 @@ static void reduced(hp_float8_amax_n *red, hp_float8_recipe r, int N, int in, in
 static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int l, int k,
                          const char *filter) {
     const int ffn = roles[k] == BP_W1 || roles[k] == BP_W2 || roles[k] == BP_W3;
-    if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (a MoE block's experts: not converted yet)
+    const int shared = roles[k] == BP_SW1 || roles[k] == BP_SW2 || roles[k] == BP_SW3;
+    if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (the routed experts: not converted yet)
+    if (shared && (!hp_model_is_moe_layer(m, l) || m->n_shared_experts == 0)) return 0;
     int out, in, out_l, in_l;
     role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
     char fqn[96];
@@ -239,4 +246,13 @@ int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const f
     hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);
     if (dx && dx_beta == 0.0f && hp_structure_enabled()) check_dgrad(tf, k, dx, dy, w, &a, N, in, out);
     return 1;
+}
+
+int hp_float8_moe_fwd(void *ctx, float *y, const float *x, const float *w, int N, int in, int out) {
+    return hp_float8_linear_fwd(ctx, y, x, w, N, in, out);
+}
+
+int hp_float8_moe_bwd(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+                      const float *w, int N, int in, int out) {
+    return hp_float8_linear_bwd(ctx, dx, dw, dy, x, w, N, in, out, 1.0f);
 }

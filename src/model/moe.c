@@ -178,13 +178,16 @@ static void op_out(const hp_moe_state *st, float *x, size_t n) {
     if (st->md.bf16) hp_bf16_round(x, n);
 }
 
-// The experts' linears (not the router's: fp32), with bf16 operands under the bf16 policy.
+// The experts' linears (not the router's: fp32), with bf16 operands under the bf16 policy, or
+// in float8 where the model converts them (the shared experts).
 static void expert_fwd(const hp_moe_state *st, float *y, const float *x, const float *w, int N, int in, int out) {
+    if (st->md.f8_fwd && st->md.f8_fwd(st->md.f8_ctx, y, x, w, N, in, out)) return;
     if (st->md.bf16) hp_linear_forward_bf16(y, x, w, N, in, out);
     else hp_linear_forward(y, x, w, N, in, out);
 }
 static void expert_bwd(const hp_moe_state *st, float *dx, float *dw, const float *dy, const float *x,
                        const float *w, int N, int in, int out) {
+    if (st->md.f8_bwd && st->md.f8_bwd(st->md.f8_ctx, dx, dw, dy, x, w, N, in, out)) return;
     if (st->md.bf16) hp_linear_backward_bf16(dx, dw, dy, x, w, N, in, out);
     else hp_linear_backward(dx, dw, dy, x, w, N, in, out);
 }

@@ -171,8 +171,8 @@ const hp_recipe hp_recipes[] = {
     { "M6-ag-f8r",    "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX3, "float8 rowwise on the Titan grid (1,2,2,2)", BF16 " " F8R, 0, 0, NULL },
     { "M7-tp2-f8t",   "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 tensorwise, HSDP x TP + SP", BF16 " " F8T, 0, 0, NULL },
     { "M7-tp2-f8r",   "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 rowwise, HSDP x TP + SP", BF16 " " F8R, 0, 0, NULL },
-    { "S2-f8t",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 tensorwise on ETP = TP (dense linears converted; experts stay bf16)", BF16 " " F8T, 0, 0, NULL },
-    { "S2-f8r",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 rowwise on ETP = TP (dense linears converted; experts stay bf16)", BF16 " " F8R, 0, 0, NULL },
+    { "S2-f8t",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 tensorwise on ETP = TP (attention and shared experts converted; routed experts stay bf16)", BF16 " " F8T, 0, 0, NULL },
+    { "S2-f8r",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 rowwise on ETP = TP (attention and shared experts converted; routed experts stay bf16)", BF16 " " F8R, 0, 0, NULL },
     { "K2-bf16",      "K",   "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX0, "bf16 FSDP4 -> TP2 x FSDP2: the fp32 master saved and resharded", ADAMW " " BF16, 0, 0,
       "--model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 " ADAMW " " BF16 },
 };

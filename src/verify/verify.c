@@ -17,6 +17,7 @@
 #include "hyperpar/dump.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/failpoint.h"
+#include "hyperpar/float8.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
 
@@ -268,6 +269,7 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         }
         hp_failpoint_suspend(0);
         res->bf16 = bf16;
+        res->float8 = rc->float8;
         res->closeness = hp_verify_tol.closeness_bf16;
 
         hp_param_table t;
@@ -540,7 +542,13 @@ void hp_verify_print(FILE *out, const hp_verify_result *r) {
             fprintf(out, "verify: structure: %s: %llu mismatches; first: %s\n",
                     hp_structure_name((hp_structure_check)k),
                     (unsigned long long)r->structure_failures[k], r->structure_first[k]);
-    if (r->bf16)
+    if (r->bf16 && r->float8)   // (docs/float8.md: the loss's noise is its RMS over the steps)
+        fprintf(out, "verify: float8 %s closeness (precision.md §4.2, docs/float8.md): ratio = ||parallel - "
+                     "one process, same recipe|| / ||that process - one fp32 process||, pass <= %g; loss fp32 "
+                     "%.9f, ratio %.3f (noise: RMS over the steps); grad norm fp32 %.6f, ratio %.3f\n",
+                hp_float8_recipe_name((hp_float8_recipe)r->float8), r->closeness, r->loss_fp32,
+                r->loss_ratio, r->grad_norm_fp32, r->grad_norm_ratio);
+    else if (r->bf16)
         fprintf(out, "verify: bf16 closeness (precision.md §4.2): ratio = ||parallel - one bf16 process|| "
                      "/ ||one bf16 process - one fp32 process||, pass <= %g; loss fp32 %.9f, ratio %.3f; "
                      "grad norm fp32 %.6f, ratio %.3f\n", r->closeness, r->loss_fp32, r->loss_ratio,

@@ -159,6 +159,7 @@ static hp_moe_weights moe_weights(hp_transformer *tf, int l) {
     hp_moe_weights w = {
         .gate = PARAM(l, BP_GATE),
         .w1 = PARAM(l, BP_EW1), .w2 = PARAM(l, BP_EW2), .w3 = PARAM(l, BP_EW3),
+        .f8_fwd = hp_float8_moe_fwd, .f8_bwd = hp_float8_moe_bwd, .f8_ctx = tf,
     };
     if (tf->m.n_shared_experts > 0) {
         w.sw1 = PARAM(l, BP_SW1);
@@ -232,7 +233,6 @@ static int alloc_moe(hp_transformer *tf, hp_block_acts *A) {
         .token_split = sh->token_split, .token_rank = sh->token_rank,
         .score_func = m->score_func, .route_norm = m->route_norm,
         .route_scale = m->route_scale, .dispatcher = tf->hk.moe_mode, .bf16 = tf->bf16,
-        .f8_fwd = hp_float8_moe_fwd, .f8_bwd = hp_float8_moe_bwd, .f8_ctx = tf,
     };
     // token_split_offset (#3604): tp rank t takes the S_local rows at t*S_local, the
     // split of one sequence; right only for a local batch of 1

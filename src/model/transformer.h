@@ -123,7 +123,7 @@ int    hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, 
                             int N, int in, int out);
 int    hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const float *dy,
                             const float *x, const float *w, int N, int in, int out, float dx_beta);
-// The same as hp_moe_dims's f8_fwd / f8_bwd (ctx: the hp_transformer; the backward adds).
+// The same as hp_moe_weights's f8_fwd / f8_bwd (ctx: the hp_transformer; the backward adds).
 int    hp_float8_moe_fwd(void *ctx, float *y, const float *x, const float *w, int N, int in, int out);
 int    hp_float8_moe_bwd(void *ctx, float *dx, float *dw, const float *dy, const float *x,
                          const float *w, int N, int in, int out);   // block l's input (l == L: the head's)

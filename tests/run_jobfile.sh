@@ -25,7 +25,11 @@ python3 - "$T/a/config.toml" "$T/schema.md" "$T/a" <<'PY' || exit 1
 import sys, tomllib
 cfg = tomllib.load(open(sys.argv[1], "rb"))
 keys = [l.split("|")[1].strip() for l in open(sys.argv[2]) if l.startswith("| ") and "." in l.split("|")[1]]
-flat = {f"{s}.{k}": v for s, t in cfg.items() for k, v in t.items()}
+def leaves(t, pre=""):   # nested sections ([quantize.linear.float8]) flattened to dotted keys
+    for k, v in t.items():
+        if isinstance(v, dict): yield from leaves(v, f"{pre}{k}.")
+        else: yield f"{pre}{k}", v
+flat = dict(leaves(cfg))
 missing = [k for k in keys if k != "job.config_file" and k not in flat]
 if missing: sys.exit(f"FAIL: config.toml lacks {missing}")
 want = {"training.steps": 5, "optimizer.name": "AdamW", "optimizer.lr": 8e-4, "parallelism.data_parallel_shard_degree": 2,

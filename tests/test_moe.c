@@ -111,7 +111,7 @@ static void lmodel_free(lmodel *L) {
 }
 static hp_moe_weights lweights(const lmodel *L) {
     hp_moe_weights w = { L->gate, L->w1, L->w2, L->w3, L->Fsl ? L->sw1 : NULL, L->Fsl ? L->sw2 : NULL,
-                         L->Fsl ? L->sw3 : NULL };
+                         L->Fsl ? L->sw3 : NULL, NULL, NULL, NULL };   // (no float8)
     return w;
 }
 static hp_moe_grads lgrads(lmodel *L) {

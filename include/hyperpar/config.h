@@ -116,6 +116,14 @@ typedef struct hp_run_config {
     // dtype of the gradient reduction and the accumulation over microbatches
     hp_mp_dtype  mp_param;        // default float32
     hp_mp_dtype  mp_reduce;       // default float32; bfloat16 needs mp_param bfloat16
+    // float8 linears (precision.md §5, docs/float8.md): torchao's recipe (hp_float8_recipe of
+    // hyperpar/float8.h: 0 off, 1 tensorwise, 2 rowwise, 3 rowwise-gw-hp); filter: a comma
+    // list, a linear whose name contains one of them stays in the param dtype (TorchTitan's
+    // filter_fqns; `output` and `router.gate` always stay); fsdp_all_gather: torchao's
+    // enable_fsdp_float8_all_gather (tensorwise only; not implemented yet)
+    int          float8;               // default 0 (off)
+    char         float8_filter[256];   // default ""
+    int          float8_fsdp_all_gather;   // default 0
 } hp_run_config;
 
 void hp_run_config_default(hp_run_config *rc);

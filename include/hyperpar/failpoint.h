@@ -85,6 +85,9 @@ typedef enum hp_failpoint_id {
                                        //   in 2 bytes, rounded before their fp32 sum
     HP_FP_CP_BF16_DKV_RING,            // cp_attention.c: bf16 ring: the dK/dV accumulators travel
                                        //   in 2 bytes with the K/V, rounded at every hop
+    HP_FP_FLOAT8_GRAD_E4M3,            // float8_linear.c: tensorwise grad_output cast to e4m3, not e5m2
+    HP_FP_FLOAT8_AMAX_LOCAL_TP,        // trainer_hooks.c: float8 amax not MAX-reduced over tp
+    HP_FP_FLOAT8_RECOMPUTE_SCALE,      // float8_linears.c: an AC recompute takes its amax again, unreduced
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -8,7 +8,8 @@
 // +-max before the cast, so a finite value or an infinity lands on +-max, never on NaN or inf;
 // a NaN stays a NaN (sign kept). fp8 -> fp32 is exact.
 // defines: hp_fp8, hp_fp8_format, hp_fp8_max, hp_fp8_from_float, hp_fp8_to_float,
-//          hp_fp8_scale, hp_fp8_quantize, hp_fp8_dequantize
+//          hp_fp8_scale, hp_fp8_quantize, hp_fp8_dequantize, hp_float8_recipe,
+//          hp_float8_recipe_parse, hp_float8_recipe_name
 //
 //   const float s = hp_fp8_scale(amax, HP_FP8_E4M3, 0);   // 448 / amax, in float64, once rounded
 //   hp_fp8_quantize(q, x, n, s, HP_FP8_E4M3);               // q[i] = cast(x[i] * s)
@@ -32,5 +33,17 @@ float hp_fp8_scale(double amax, hp_fp8_format f, int pow2);
 // dst[i] = cast(src[i] * scale) (the product in fp32); dst[i] = value(src[i]) / scale
 void hp_fp8_quantize(hp_fp8 *dst, const float *src, size_t n, float scale, hp_fp8_format f);
 void hp_fp8_dequantize(float *dst, const hp_fp8 *src, size_t n, float scale, hp_fp8_format f);
+
+// torchao's Float8LinearRecipeName (precision.md §5.2); HP_FLOAT8_OFF: no float8 linears.
+typedef enum {
+    HP_FLOAT8_OFF = 0,
+    HP_FLOAT8_TENSORWISE,      // e4m3 x, w; e5m2 grad_output; one scale per tensor
+    HP_FLOAT8_ROWWISE,         // e4m3 everywhere; a pow2 scale per row outside the contraction
+    HP_FLOAT8_ROWWISE_GW_HP,   // rowwise; weight per tensor for dgrad; wgrad in high precision
+} hp_float8_recipe;
+
+// "tensorwise", "rowwise", "rowwise-gw-hp" (and "off") -> 0 and *out; else -1.
+int hp_float8_recipe_parse(const char *name, hp_float8_recipe *out);
+const char *hp_float8_recipe_name(hp_float8_recipe r);
 
 #endif

@@ -2,11 +2,13 @@
 // Conventions: outputs first, grads have a `d` prefix, dims last; every backward
 // ACCUMULATES (+=) into its grads. Shapes are in the comments; all row-major.
 // defines: linear, embedding, rmsnorm, rope, attention (blockwise, log-sum-exp merge),
-//          swiglu, router scores / top-k, cross-entropy pieces (vocab-parallel), optimisers
+//          swiglu, router scores / top-k, cross-entropy pieces (vocab-parallel), optimisers,
+//          float8 linear (emulated torchao recipes)
 #ifndef HYPERPAR_KERNELS_H
 #define HYPERPAR_KERNELS_H
 #include <stddef.h>
 #include <stdint.h>
+#include "hyperpar/float8.h"
 
 // ---- linear: y = x @ w^T  (w is [out, in] like torch.nn.Linear) ----------------------
 void hp_linear_forward(float *y,            // (N, out)  overwritten
@@ -35,6 +37,43 @@ void hp_linear_backward_bf16(float *dx, float *dw, const float *dy, const float 
                              int N, int in, int out);
 void hp_linear_backward_first_bf16(float *dx, float *dw, const float *dy, const float *x,
                                    const float *w, int N, int in, int out);
+
+// ---- float8 linear (precision.md §5, float8_linear.c): torchao's recipes, emulated ----------
+// Every fp8 operand of the three GEMMs is cast with scale = fp8_max / amax (hp_fp8_scale; the
+// rowwise recipes floor it to 2^k) and dequantised; the GEMM is hp_gemm of the dequantised
+// operands (fp32), its output left for the caller to round once to the param dtype. The amax
+// values are inputs: the caller computes them on its local tensors (hp_float8_*_amax) and may
+// MAX-reduce those over a dim split across ranks before the product, so the kernel never
+// knows about ranks. Which amax covers what (the counts: hp_float8_amax_sizes):
+typedef struct hp_float8_amax {
+    float *x;     // forward x (N, in):  tensorwise (1); rowwise (N): row i over in
+    float *w;     // forward w (out, in): tensorwise (1); rowwise (out): row o over in
+    float *dy;    // dgrad dy (N, out):  tensorwise (1, e5m2); rowwise (N): row i over out
+    float *wt;    // dgrad w: rowwise (in): column k over out; rowwise-gw-hp (1); tensorwise: w's
+    float *dyt;   // wgrad dy: rowwise (out): column o over N; else none
+    float *xt;    // wgrad x:  rowwise (in): column k over N; else none (tensorwise: x's)
+} hp_float8_amax;
+typedef struct { int x, w, dy, wt, dyt, xt; } hp_float8_amax_n;   // the counts, 0: unused
+void hp_float8_amax_sizes(hp_float8_amax_n *n, hp_float8_recipe recipe, int N, int in, int out);
+// The local amax of x and w (a->x, a->w), and of the backward's operands (a->dy, wt, dyt, xt).
+void hp_float8_forward_amax(hp_float8_amax *a, const float *x, const float *w, hp_float8_recipe recipe,
+                            int N, int in, int out);
+void hp_float8_backward_amax(hp_float8_amax *a, const float *dy, const float *x, const float *w,
+                             hp_float8_recipe recipe, int N, int in, int out);
+// The format grad_output is cast to: e5m2 under tensorwise, e4m3 under the rowwise recipes.
+hp_fp8_format hp_float8_grad_format(hp_float8_recipe recipe);
+void hp_float8_linear_forward(float *y,             // (N, out) overwritten, fp32
+                              const float *x,       // (N, in)
+                              const float *w,       // (out, in)
+                              const hp_float8_amax *a, hp_float8_recipe recipe, int N, int in, int out);
+// dx (N, in) = dy w (dx_beta 0) or += (dx_beta 1), may be NULL; dw (out, in) += dy^T x, may be
+// NULL. rowwise-gw-hp's wgrad is the high-precision product: hp_gemm_bf16 when hp_bf16 (x and
+// dy bf16-valued), else hp_gemm.
+void hp_float8_linear_backward(float *dx, float *dw,
+                               const float *dy,     // (N, out)
+                               const float *x, const float *w, const hp_float8_amax *a,
+                               hp_float8_recipe recipe, int hp_bf16, float dx_beta,
+                               int N, int in, int out);
 
 // ---- embedding over a vocab slice [v0, v0+Vl) (rowwise TP); other ids give zero rows --
 void hp_embedding_forward(float *out,        // (N, D) overwritten

@@ -24,6 +24,8 @@ typedef enum hp_structure_check {
     HP_CHECK_PARTIAL,      // a row-parallel output entering its tp sum is the GEMM's fp32 result
     HP_CHECK_EXCHANGE,     // what a pipeline stage receives = what its neighbour's schedule hands on
     HP_CHECK_WIRE_BF16,    // what a 2-byte activation exchange sends is bf16 already: packing is exact
+    HP_CHECK_FLOAT8_SCALE, // a float8 amax (so its scale) = the MAX over its tp group of the locals
+    HP_CHECK_FLOAT8_CAST,  // a float8 dgrad = the product of the recipe's casts, recomputed here
     HP_CHECK_COUNT
 } hp_structure_check;
 

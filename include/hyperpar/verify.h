@@ -65,6 +65,7 @@ typedef struct hp_verify_result {
     char    structure_first[HP_CHECK_COUNT][200];
     char    structure_text[260];                // the failure line that names the first one
     int     bf16;                               // closeness check (tensor ratio <= closeness)
+    int     float8;                             // the float8 recipe (hyperpar/float8.h; 0 off)
     double  closeness;                          // its c
     double  loss_fp32, grad_norm_fp32;          // F's (bf16 only)
     double  loss_ratio, grad_norm_ratio;        // their closeness ratios

@@ -207,6 +207,15 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->mp_reduce == HP_DTYPE_BFLOAT16 && rc->mp_param != HP_DTYPE_BFLOAT16)
         return fail(err, n, "--mixed-precision-reduce bfloat16 needs --mixed-precision-param bfloat16 "
                     "(a float32 policy has nothing in bf16 to reduce)");
+    if ((unsigned)rc->float8 > 3)
+        return fail(err, n, "float8 recipes are off (0), tensorwise (1), rowwise (2) or rowwise-gw-hp (3): %d",
+                    rc->float8);
+    if (rc->float8_fsdp_all_gather && rc->float8 != 1)
+        return fail(err, n, "--float8-fsdp-all-gather (torchao's enable_fsdp_float8_all_gather) needs "
+                    "--float8 tensorwise: float8 = %d", rc->float8);
+    if (rc->float8_fsdp_all_gather)
+        return fail(err, n, "--float8-fsdp-all-gather (the fp8 parameter all-gather) is not implemented yet; "
+                    "--float8 tensorwise without it casts the gathered weight");
     if ((unsigned)rc->reshard_after_forward > HP_RESHARD_NEVER)
         return fail(err, n, "reshard_after_forward is default (0), always (1) or never (2): %d",
                     (int)rc->reshard_after_forward);

@@ -1,7 +1,7 @@
 // float8.c - float8.h: the e4m3fn and e5m2 casts by integer rounding (one rule for both
 // formats, from the table below), and torchao's scale and scaled casts.
 // defines: hp_fp8_max, hp_fp8_from_float, hp_fp8_to_float, hp_fp8_scale, hp_fp8_quantize,
-//          hp_fp8_dequantize
+//          hp_fp8_dequantize, hp_float8_recipe_parse, hp_float8_recipe_name
 #include <math.h>
 #include <string.h>
 #include "hyperpar/float8.h"
@@ -86,4 +86,19 @@ void hp_fp8_quantize(hp_fp8 *dst, const float *src, size_t n, float scale, hp_fp
 
 void hp_fp8_dequantize(float *dst, const hp_fp8 *src, size_t n, float scale, hp_fp8_format f) {
     for (size_t i = 0; i < n; i++) dst[i] = hp_fp8_to_float(src[i], f) / scale;
+}
+
+static const char *const recipe_names[] = {
+    [HP_FLOAT8_OFF] = "off", [HP_FLOAT8_TENSORWISE] = "tensorwise",
+    [HP_FLOAT8_ROWWISE] = "rowwise", [HP_FLOAT8_ROWWISE_GW_HP] = "rowwise-gw-hp",
+};
+
+int hp_float8_recipe_parse(const char *name, hp_float8_recipe *out) {
+    for (int r = HP_FLOAT8_OFF; r <= HP_FLOAT8_ROWWISE_GW_HP; r++)
+        if (name && strcmp(name, recipe_names[r]) == 0) { *out = (hp_float8_recipe)r; return 0; }
+    return -1;
+}
+
+const char *hp_float8_recipe_name(hp_float8_recipe r) {
+    return r >= HP_FLOAT8_OFF && r <= HP_FLOAT8_ROWWISE_GW_HP ? recipe_names[r] : "?";
 }

@@ -99,6 +99,9 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->reshard_after_forward = HP_RESHARD_DEFAULT;
     rc->mp_param = HP_DTYPE_FLOAT32;
     rc->mp_reduce = HP_DTYPE_FLOAT32;
+    rc->float8 = 0;
+    rc->float8_filter[0] = '\0';
+    rc->float8_fsdp_all_gather = 0;
 }
 
 static const char *const dtype_names[] = { "float32", "bfloat16" };

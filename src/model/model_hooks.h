@@ -49,6 +49,16 @@ typedef struct hp_attention_hooks {
                      const float *v);
 } hp_attention_hooks;
 
+// Float8 linears (precision.md §5.4): amax_reduce turns the local amax values (n) of an
+// operand into the ones of the whole tensor over the ranks the amax's dim is split across (a
+// MAX all-reduce over tp); the model calls it only for an amax over a dim that is a tp shard
+// (local dims smaller than the model's), the same calls in the same order on every tp rank.
+// NULL: one rank holds every dim.
+typedef struct hp_float8_hooks {
+    void *ctx;
+    void (*amax_reduce)(void *ctx, float *amax, int n);
+} hp_float8_hooks;
+
 typedef struct hp_model_hooks {
     hp_unit_hooks unit;
     hp_region_hooks region;
@@ -56,6 +66,7 @@ typedef struct hp_model_hooks {
     const hp_moe_dispatch_ops *moe;   // MoE dispatch / combine, its context and algorithm
     void *moe_ctx;
     hp_dispatcher moe_mode;
+    hp_float8_hooks float8;
 } hp_model_hooks;
 
 #endif

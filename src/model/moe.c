@@ -178,13 +178,17 @@ static void op_out(const hp_moe_state *st, float *x, size_t n) {
     if (st->md.bf16) hp_bf16_round(x, n);
 }
 
-// The experts' linears (not the router's: fp32), with bf16 operands under the bf16 policy.
-static void expert_fwd(const hp_moe_state *st, float *y, const float *x, const float *w, int N, int in, int out) {
+// The experts' linears (not the router's: fp32), with bf16 operands under the bf16 policy, or
+// in float8 where the model converts them (the shared experts).
+static void expert_fwd(const hp_moe_state *st, const hp_moe_weights *W, float *y, const float *x, const float *w,
+                       int N, int in, int out) {
+    if (W->f8_fwd && W->f8_fwd(W->f8_ctx, y, x, w, N, in, out)) return;
     if (st->md.bf16) hp_linear_forward_bf16(y, x, w, N, in, out);
     else hp_linear_forward(y, x, w, N, in, out);
 }
-static void expert_bwd(const hp_moe_state *st, float *dx, float *dw, const float *dy, const float *x,
-                       const float *w, int N, int in, int out) {
+static void expert_bwd(const hp_moe_state *st, const hp_moe_weights *W, float *dx, float *dw, const float *dy,
+                       const float *x, const float *w, int N, int in, int out) {
+    if (W->f8_bwd && W->f8_bwd(W->f8_ctx, dx, dw, dy, x, w, N, in, out)) return;
     if (st->md.bf16) hp_linear_backward_bf16(dx, dw, dy, x, w, N, in, out);
     else hp_linear_backward(dx, dw, dy, x, w, N, in, out);
 }
@@ -210,8 +214,8 @@ void hp_moe_block_forward(hp_moe_state *st, float *out, const float *x, const hp
     for (int l = 0; l < m->El; l++) {
         const int o = st->off[l], c = st->off[l + 1] - o;
         const size_t we = (size_t)l * F * D;
-        expert_fwd(st, st->h1 + (size_t)o * F, st->xe + (size_t)o * D, w->w1 + we, c, D, F);
-        expert_fwd(st, st->h3 + (size_t)o * F, st->xe + (size_t)o * D, w->w3 + we, c, D, F);
+        expert_fwd(st, w, st->h1 + (size_t)o * F, st->xe + (size_t)o * D, w->w1 + we, c, D, F);
+        expert_fwd(st, w, st->h3 + (size_t)o * F, st->xe + (size_t)o * D, w->w3 + we, c, D, F);
     }
     op_out(st, st->h1, (size_t)st->Mr * F);
     op_out(st, st->h3, (size_t)st->Mr * F);
@@ -219,7 +223,7 @@ void hp_moe_block_forward(hp_moe_state *st, float *out, const float *x, const hp
     op_out(st, st->act, (size_t)st->Mr * F);
     for (int l = 0; l < m->El; l++) {
         const int o = st->off[l], c = st->off[l + 1] - o;
-        expert_fwd(st, st->ye + (size_t)o * D, st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
+        expert_fwd(st, w, st->ye + (size_t)o * D, st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
     }
     // rows handled by another tp rank stay 0 here: the output is a true partial sum over tp
     memset(out, 0, (size_t)N * D * sizeof(float));
@@ -227,13 +231,13 @@ void hp_moe_block_forward(hp_moe_state *st, float *out, const float *x, const hp
 
     // shared experts on all N rows (hidden dim split over tp, output partial)
     if (Fs > 0) {
-        expert_fwd(st, st->sh1, x, w->sw1, N, D, Fs);
-        expert_fwd(st, st->sh3, x, w->sw3, N, D, Fs);
+        expert_fwd(st, w, st->sh1, x, w->sw1, N, D, Fs);
+        expert_fwd(st, w, st->sh3, x, w->sw3, N, D, Fs);
         op_out(st, st->sh1, (size_t)N * Fs);
         op_out(st, st->sh3, (size_t)N * Fs);
         hp_swiglu_forward(st->sact, st->sh1, st->sh3, (size_t)N * Fs);
         op_out(st, st->sact, (size_t)N * Fs);
-        expert_fwd(st, st->sy, st->sact, w->sw2, N, Fs, D);
+        expert_fwd(st, w, st->sy, st->sact, w->sw2, N, Fs, D);
         for (size_t i = 0; i < (size_t)N * D; i++) out[i] += st->sy[i];
     }
     st->forwarded = 1;
@@ -259,7 +263,7 @@ void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const f
     memset(st->dact, 0, MF * sizeof(float));
     for (int l = 0; l < m->El; l++) {
         const int o = st->off[l], c = st->off[l + 1] - o;
-        expert_bwd(st, st->dact + (size_t)o * F, at(g->w2, (size_t)l * D * F), st->dye + (size_t)o * D,
+        expert_bwd(st, w, st->dact + (size_t)o * F, at(g->w2, (size_t)l * D * F), st->dye + (size_t)o * D,
                            st->act + (size_t)o * F, w->w2 + (size_t)l * D * F, c, F, D);
     }
     op_out(st, st->dact, MF);
@@ -270,9 +274,9 @@ void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const f
     for (int l = 0; l < m->El; l++) {
         const int o = st->off[l], c = st->off[l + 1] - o;
         const size_t we = (size_t)l * F * D;
-        expert_bwd(st, st->dxe + (size_t)o * D, at(g->w1, we), st->dh1 + (size_t)o * F,
+        expert_bwd(st, w, st->dxe + (size_t)o * D, at(g->w1, we), st->dh1 + (size_t)o * F,
                            st->xe + (size_t)o * D, w->w1 + we, c, D, F);
-        expert_bwd(st, st->dxe + (size_t)o * D, at(g->w3, we), st->dh3 + (size_t)o * F,
+        expert_bwd(st, w, st->dxe + (size_t)o * D, at(g->w3, we), st->dh3 + (size_t)o * F,
                            st->xe + (size_t)o * D, w->w3 + we, c, D, F);
     }
     st->ops->combine_grad(st->disp, dx + (size_t)r0 * D, st->dxe);
@@ -289,12 +293,12 @@ void hp_moe_block_backward(hp_moe_state *st, float *dx, hp_moe_grads *g, const f
     if (Fs > 0) {
         const size_t NF = (size_t)N * Fs;
         memset(st->dsact, 0, NF * sizeof(float));
-        expert_bwd(st, st->dsact, g->sw2, dout, st->sact, w->sw2, N, Fs, D);
+        expert_bwd(st, w, st->dsact, g->sw2, dout, st->sact, w->sw2, N, Fs, D);
         op_out(st, st->dsact, NF);
         hp_swiglu_backward(st->dsh1, st->dsh3, st->dsact, st->sh1, st->sh3, NF);
         op_out(st, st->dsh1, NF);
         op_out(st, st->dsh3, NF);
-        expert_bwd(st, dx, g->sw1, st->dsh1, st->x, w->sw1, N, D, Fs);
-        expert_bwd(st, dx, g->sw3, st->dsh3, st->x, w->sw3, N, D, Fs);
+        expert_bwd(st, w, dx, g->sw1, st->dsh1, st->x, w->sw1, N, D, Fs);
+        expert_bwd(st, w, dx, g->sw3, st->dsh3, st->x, w->sw3, N, D, Fs);
     }
 }

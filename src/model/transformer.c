@@ -98,20 +98,32 @@ static void partial_out(const hp_transformer *tf, float *x, size_t n) {
     if (tf->bf16 && hp_failpoint(HP_FP_BF16_TP_PARTIAL_ROUNDED)) hp_bf16_round(x, n);
 }
 
-// The linears of the model, with bf16 operands under the bf16 policy.
+// The linears of the model, with bf16 operands under the bf16 policy; converted ones in float8.
 static void linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
                        int in, int out) {
+    if (tf->f8 && hp_float8_linear_fwd(tf, y, x, w, N, in, out)) return;
     if (tf->bf16) hp_linear_forward_bf16(y, x, w, N, in, out);
     else hp_linear_forward(y, x, w, N, in, out);
 }
 static void linear_bwd_add(const hp_transformer *tf, float *dx, float *dw, const float *dy,
                            const float *x, const float *w, int N, int in, int out) {
+    if (tf->f8 && hp_float8_linear_bwd(tf, dx, dw, dy, x, w, N, in, out, 1.0f)) return;
     if (tf->bf16) hp_linear_backward_bf16(dx, dw, dy, x, w, N, in, out);
     else hp_linear_backward(dx, dw, dy, x, w, N, in, out);
 }
 
 // The activations of block l for the running microbatch's slot (pipeline stages keep several
 // microbatches in flight; without pp there is one slot).
+const char *hp_transformer_role_name(hp_block_param r) {
+    static char names[BP_COUNT][48];
+    if (!names[r][0]) {
+        snprintf(names[r], sizeof names[r], "%s", block_suffix[r]);
+        char *dot = strstr(names[r], ".weight");
+        if (dot) *dot = '\0';
+    }
+    return names[r];
+}
+
 static hp_block_acts *acts(hp_transformer *tf, int l) {
     return &tf->blocks[(size_t)tf->slot * tf->m.n_layers + l];
 }
@@ -142,6 +154,7 @@ static hp_moe_weights moe_weights(hp_transformer *tf, int l) {
     hp_moe_weights w = {
         .gate = PARAM(l, BP_GATE),
         .w1 = PARAM(l, BP_EW1), .w2 = PARAM(l, BP_EW2), .w3 = PARAM(l, BP_EW3),
+        .f8_fwd = hp_float8_moe_fwd, .f8_bwd = hp_float8_moe_bwd, .f8_ctx = tf,
     };
     if (tf->m.n_shared_experts > 0) {
         w.sw1 = PARAM(l, BP_SW1);
@@ -265,6 +278,7 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     tf->n_slots = n_slots < 1 ? 1 : n_slots;
     tf->split_backward = split_backward;
     tf->ac_every = ac_every;
+    tf->f8_layer = -1;
     const int L = m->n_layers;
     const size_t D = (size_t)sh->D, res = (size_t)sh->Nres, reg = (size_t)sh->Nreg;
     const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
@@ -346,6 +360,7 @@ void hp_transformer_free(hp_transformer *tf) {
         }
         hp_mem_free(tf->heads);
     }
+    hp_float8_linears_free(tf);
     hp_mem_free(tf->layer_local);
     hp_mem_free(tf->dlogits);
     hp_mem_free(tf->res_a); hp_mem_free(tf->res_b); hp_mem_free(tf->reg_a); hp_mem_free(tf->reg_b);
@@ -412,6 +427,8 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_block_acts *A = block_work(tf, l);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nres = (size_t)tf->sh.Nres * D;
+    tf->f8_layer = l;
+    tf->f8_recompute = recompute;
 
     // h_mid = h_in + Attention(RMSNorm(h_in))
     const size_t nq = (size_t)Nr * qd, nkv = (size_t)Nr * kvd, nf = (size_t)Nr * tf->sh.Fl;
@@ -459,6 +476,8 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     op_out(tf, tf->res_a, nres);
     add_into(h_out, A->h_mid, tf->res_a, nres);
     op_out(tf, h_out, nres);
+    tf->f8_layer = -1;
+    tf->f8_recompute = 0;
 }
 
 // The residual stream entering block l of the running slot (l == L: the head's input).
@@ -519,6 +538,7 @@ static void linear_bwd(hp_transformer *tf, int dx_first, float *dx, float *dw, f
         dw = NULL;
     }
     if (!dx_first)    linear_bwd_add(tf, dx, dw, dy, x, w, N, in, out);
+    else if (tf->f8 && hp_float8_linear_bwd(tf, dx, dw, dy, x, w, N, in, out, 0.0f)) return;
     else if (tf->bf16) hp_linear_backward_first_bf16(dx, dw, dy, x, w, N, in, out);
     else              hp_linear_backward_first(dx, dw, dy, x, w, N, in, out);
 }
@@ -559,6 +579,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     hp_block_acts *A = block_work(tf, l);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl, nres = (size_t)tf->sh.Nres * D;
+    tf->f8_layer = l;
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
     region_exit_backward(tf, tf->reg_a, dh, D);
@@ -612,6 +633,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tf->res_a, A->h_in,
                         PARAM(l, BP_ATTN_NORM), A->rstd1, tf->sh.Nres, D);  // dh_in
     op_out(tf, dh, nres);
+    tf->f8_layer = -1;
 }
 
 void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int first, int last) {
@@ -674,6 +696,7 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
     }
     for (int l = l1 - 1; l >= l0; l--) {
         hp_block_acts *A = acts(tf, l);
+        tf->f8_layer = l;
         if (!A->moe) {   // a MoE block ran its whole backward in the I
             linear_bwd_add(tf, NULL, GRAD(l, BP_W2), A->dy_w2, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
             linear_bwd_add(tf, NULL, GRAD(l, BP_W1), A->dy_w1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
@@ -683,6 +706,7 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
             linear_bwd_add(tf, NULL, GRAD(l, BP_WK), A->dy_k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
             linear_bwd_add(tf, NULL, GRAD(l, BP_WV), A->dy_v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
         }
+        tf->f8_layer = -1;
         unit_reduce(tf, 1 + l);
     }
     if (first) {

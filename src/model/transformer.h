@@ -49,6 +49,8 @@ typedef struct hp_head_acts {
     float *dy_embed;         // zbv: (reg, D) the embedding output's gradient (first stage)
 } hp_head_acts;
 
+typedef struct hp_float8_linears hp_float8_linears;   // float8_linears.c
+
 typedef struct hp_transformer {
     hp_model_config m;
     hp_local_shapes sh;
@@ -87,6 +89,10 @@ typedef struct hp_transformer {
     float *reg_f1, *reg_f2, *reg_f3;          // (reg, Fl) backward scratch
     double loss_local;         // this rank's share of the loss (sum CE / N_global)
     double ce_sum_local;       // the sum of CE over the last forward's microbatch
+    // float8 linears (float8_linears.c; NULL: off): the block whose linears run now (-1: none,
+    // e.g. the head) and whether it is a recompute (which casts with the forward's scales)
+    hp_float8_linears *f8;
+    int f8_layer, f8_recompute;
 } hp_transformer;
 
 // Sizes every activation slot for the shapes and the AC mode (ac_every as hp_run_config's);
@@ -105,7 +111,22 @@ void   hp_transformer_backward(hp_transformer *tf);    // leaves reduced gradien
 // included) from its kept input into the recompute set.
 void   hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first, int last);
 void   hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int first, int last);
-float *hp_transformer_stream(hp_transformer *tf, int l);   // block l's input (l == L: the head's)
+float *hp_transformer_stream(hp_transformer *tf, int l);
+// "attention.wq.weight"'s role name without ".weight" ("attention.wq"), for filters.
+const char *hp_transformer_role_name(hp_block_param r);
+// Float8 linears (precision.md §5): after hp_transformer_init, converts the block linears the
+// filter leaves (float8.h recipe; filter: TorchTitan's filter_fqns as a comma list). 0 or -1.
+int    hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter);
+void   hp_float8_linears_free(hp_transformer *tf);
+// The float8 path of a linear of block tf->f8_layer: 1 when w is a converted one (done), else 0.
+int    hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w,
+                            int N, int in, int out);
+int    hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const float *dy,
+                            const float *x, const float *w, int N, int in, int out, float dx_beta);
+// The same as hp_moe_weights's f8_fwd / f8_bwd (ctx: the hp_transformer; the backward adds).
+int    hp_float8_moe_fwd(void *ctx, float *y, const float *x, const float *w, int N, int in, int out);
+int    hp_float8_moe_bwd(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+                         const float *w, int N, int in, int out);   // block l's input (l == L: the head's)
 // zbv's W of a stage: the linears' weight grads from what the stage's I kept, then (after the
 // last microbatch) the units' reduction. The I is hp_transformer_backward_layers with
 // tf->input_only set.

@@ -10,6 +10,7 @@
 #include "hyperpar/traffic.h"
 #include "hyperpar/traffic_ac.h"
 #include "hyperpar/ulysses.h"
+#include "model/float8_linears.h"
 
 #define F4 ((uint64_t)sizeof(float))
 
@@ -94,6 +95,23 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         }
         // loss parallel: max, sum of exponentials, target logit (the head's stage)
         if (sh.head) bytes[HP_G_TP][HP_OP_ALLREDUCE] += 3 * Nreg * F4;
+    }
+
+    // float8 (precision.md §5.4, §8): each amax over a tp-sharded dim MAX-reduced over tp, 4
+    // bytes a value, per microbatch; zbv runs each linear's backward twice (its I and its W)
+    if (T > 1 && rc->float8) {
+        hp_pp_layout lay;
+        if (hp_pp_layout_init(&lay, d, m->n_layers) == 0) {
+            const uint64_t bwds = d->pp > 1 && d->pp_schedule == HP_PP_ZBV ? 2 : 1;
+            for (int s = 0; s < lay.n_stages; s++) {
+                if (lay.stage_rank[s] != co.p) continue;
+                for (int l = lay.stage_first[s]; l < lay.stage_first[s] + lay.stage_layers[s]; l++) {
+                    uint64_t f, b;
+                    hp_float8_block_amax_reduced(m, &ls, rc->float8, rc->float8_filter, l, &f, &b);
+                    bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)M * (f + bwds * b) * F4;
+                }
+            }
+        }
     }
 
     // Ulysses per layer (ulysses.md): four all-to-alls forward (q, k, v in; the output back)

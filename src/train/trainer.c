@@ -52,6 +52,7 @@ static int setup_model(hp_trainer *tr) {
                             tr->split_backward, tr->rc.ac_every,
                             tr->rc.mp_param == HP_DTYPE_BFLOAT16) != 0)
         return -1;
+    if (hp_float8_linears_init(&tr->tf, tr->rc.float8, tr->rc.float8_filter) != 0) return -1;
     tr->tf.routing = tr->routing_step;   // the forwards record every microbatch's routing
     tr->tf.pos = tr->pos;
     tr->tf.rope = tr->rope;

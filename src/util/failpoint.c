@@ -33,6 +33,8 @@ static int      suspended = 0;
 #define M6ACF TINY(1, 2, 2, 2) " --sp --cp-rotate ring --ac full"
 #define P5    TINY(1, 2, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 #define BF16  " --mixed-precision-param bfloat16"
+#define F8T   " --float8 tensorwise"
+#define M6ACF2 TINY(1, 1, 1, 2) " --sp --ac full"
 #define GA    TINY(1, 2, 2, 2) " --sp --cp-rotate allgather --microbatches 4"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
@@ -156,6 +158,15 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
       TINY(1, 2, 2, 1) " --cp-rotate ring" BF16,
       "bytes moved differ from the traffic formula|structure: 2-byte activation exchange",
       "bf16 CP ring: the dK/dV accumulators travel in 2 bytes with the K/V, rounded at every hop" },
+    [HP_FP_FLOAT8_GRAD_E4M3] = { HP_FP_FLOAT8_GRAD_E4M3, "float8_grad_e4m3", "M3-tp2-f8t", M3TP2 BF16 F8T,
+      "structure: float8 casts",
+      "float8: tensorwise grad_output cast to e4m3 (max 448) instead of e5m2" },
+    [HP_FP_FLOAT8_AMAX_LOCAL_TP] = { HP_FP_FLOAT8_AMAX_LOCAL_TP, "float8_amax_local_tp", "M3-tp2-f8t", M3TP2 BF16 F8T,
+      "structure: float8 scales",
+      "float8: amax not MAX-reduced over tp, so the tp ranks cast with different scales" },
+    [HP_FP_FLOAT8_RECOMPUTE_SCALE] = { HP_FP_FLOAT8_RECOMPUTE_SCALE, "float8_recompute_scale", "M3-tp2-ac-f8t", M6ACF2 BF16 F8T,
+      "structure: activation-checkpointing recompute",
+      "float8: an activation-checkpointing recompute takes its amax again on the local shard, not the forward's scales" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

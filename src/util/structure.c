@@ -46,6 +46,8 @@ const char *hp_structure_name(hp_structure_check k) {
         [HP_CHECK_PARTIAL] = "tp partial sums",
         [HP_CHECK_EXCHANGE] = "pipeline stage exchange",
         [HP_CHECK_WIRE_BF16] = "2-byte activation exchange",
+        [HP_CHECK_FLOAT8_SCALE] = "float8 scales",
+        [HP_CHECK_FLOAT8_CAST] = "float8 casts",
     };
     return (unsigned)k < HP_CHECK_COUNT ? names[k] : "?";
 }

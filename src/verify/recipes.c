@@ -30,6 +30,9 @@
 #define TEXT  "--data /usr/share/common-licenses/GPL-3"
 #define BF16  "--mixed-precision-param bfloat16"
 #define BF16R BF16 " --mixed-precision-reduce bfloat16"
+#define F8T   "--float8 tensorwise"
+#define F8R   "--float8 rowwise"
+#define F8G   "--float8 rowwise-gw-hp"
 #define PP4   "--layers 4 --pp-schedule"
 
 //  id               row    model       R  S  C  T  sp  EP ET rotate       dispatcher   level same_as          example
@@ -161,6 +164,22 @@ const hp_recipe hp_recipes[] = {
     { "M4-s4-bf16r",  "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX3, "bf16 reduce: a 2-byte reduce-scatter, each add rounded (error beside M4-s4-bf16's)", BF16R, 0, 0, NULL },
     { "M7-tp2-bf16r", "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "bf16 reduce over HSDP x TP: reduce-scatter then all-reduce in bf16", BF16R, 0, 0, NULL },
     { "GA-bf16r",     "GA",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX3, "bf16 reduce with accumulation: the microbatch sum kept in bf16", "--microbatches 4 " BF16R, 0, 0, NULL },
+    // float8 linears (precision.md §5, docs/float8.md): torchao's recipes inside the bf16 policy,
+    // amax MAX-reduced over tp (structure: every scale the whole tensor's, every dgrad the
+    // product of the prescribed casts), closeness against one process with the same recipe
+    { "M3-tp2-f8t",   "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "float8 tensorwise, TP + SP 2: amax MAX-reduced over tp", BF16 " " F8T, 0, 0, NULL },
+    { "M3-tp2-ac-f8t","M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, NULL,          EX2, "float8 tensorwise with every block recomputed: the recompute casts with the forward's scales", "--ac full " BF16 " " F8T, 0, 0, NULL },
+    { "M3-tp4-f8t",   "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX2, "float8 tensorwise, TP + SP 4", BF16 " " F8T, 0, 0, NULL },
+    { "M3-tp4-f8r",   "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX2, "float8 rowwise, TP + SP 4: K-split rows (wo, w2) take their amax over tp", BF16 " " F8R, 0, 0, NULL },
+    { "M3-tp4-f8g",   "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX2, "float8 rowwise-gw-hp, TP + SP 4: weight per tensor for dgrad, wgrad in bf16", BF16 " " F8G, 0, 0, NULL },
+    { "B2-f8t",       "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 tensorwise, TP + SP + FSDP2 (activation amax per local batch)", BF16 " " F8T, 0, 0, NULL },
+    { "B2-f8r",       "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 rowwise, TP + SP + FSDP2", BF16 " " F8R, 0, 0, NULL },
+    { "M6-ag-f8t",    "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX3, "float8 tensorwise on the Titan grid (1,2,2,2)", BF16 " " F8T, 0, 0, NULL },
+    { "M6-ag-f8r",    "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX3, "float8 rowwise on the Titan grid (1,2,2,2)", BF16 " " F8R, 0, 0, NULL },
+    { "M7-tp2-f8t",   "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 tensorwise, HSDP x TP + SP", BF16 " " F8T, 0, 0, NULL },
+    { "M7-tp2-f8r",   "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 rowwise, HSDP x TP + SP", BF16 " " F8R, 0, 0, NULL },
+    { "S2-f8t",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 tensorwise on ETP = TP (attention and shared experts converted; routed experts stay bf16)", BF16 " " F8T, 0, 0, NULL },
+    { "S2-f8r",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 rowwise on ETP = TP (attention and shared experts converted; routed experts stay bf16)", BF16 " " F8R, 0, 0, NULL },
     { "K2-bf16",      "K",   "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX0, "bf16 FSDP4 -> TP2 x FSDP2: the fp32 master saved and resharded", ADAMW " " BF16, 0, 0,
       "--model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 " ADAMW " " BF16 },
 };

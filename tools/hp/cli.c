@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli_table.h"
+#include "hyperpar/float8.h"
 #include "hyperpar/pipeline.h"
 
 // The table: every job key (a dotted name: the TOML key of a job file and its --section.key
@@ -194,6 +195,13 @@ const tool_flag_def tool_flags[] = {
     KEY("validation.steps", F_VAL_STEPS, V_INT, "-1", "-1"),
     // multi-host: hp plan's node size (docs/multi_host.md)
     { "--ranks-per-node", F_RANKS_PER_NODE, 1, FOR_PLAN, 0, 0, 0, 0 },
+    // float8 linears: precision.md §1, §5, docs/float8.md (TorchTitan's [quantize.linear.float8])
+    KEY("quantize.linear.float8.recipe_name", F_FLOAT8, V_STRING, "off", NULL),
+    KEY("quantize.linear.float8.filter_fqns", F_FLOAT8_FILTER, V_LIST, "", ""),
+    KEY("quantize.linear.float8.enable_fsdp_float8_all_gather", F_FLOAT8_FSDP_AG, V_BOOL, "false", "false"),
+    { "--float8", F_FLOAT8, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--float8-filter", F_FLOAT8_FILTER, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--float8-fsdp-all-gather", F_FLOAT8_FSDP_AG, 0, FOR_ALL, 0, 0, 0, "true" },
     // ---- end of rows of other features
 };
 const int tool_n_flags = (int)(sizeof tool_flags / sizeof tool_flags[0]);
@@ -273,6 +281,11 @@ void tool_cli_print_common_help(FILE *out) {
         "  --mixed-precision-reduce DTYPE\n"
         "                     float32 | bfloat16: the gradient reduction and accumulation\n"
         "                     (bfloat16 needs bfloat16 params; default float32)\n"
+        "  --float8 RECIPE    tensorwise | rowwise | rowwise-gw-hp | off: torchao's float8 linears,\n"
+        "                     emulated (docs/float8.md; default off)\n"
+        "  --float8-filter LIST\n"
+        "                     linears whose name contains one of these stay in the param dtype\n"
+        "                     (TorchTitan's filter_fqns; output and router.gate always do)\n"
         "launch and output:\n"
         "  --nproc N          ranks to launch (plan: the world; default: the product of degrees)\n"
         "  --rank N           plan: the rank whose local shapes are shown (default 0)\n"
@@ -675,6 +688,22 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
     case F_PRINT_CONFIG: return parse_bool(flag, v, &cli->print_config);
     case F_DETERMINISTIC: { int b; return parse_bool(flag, v, &b); }   // hp is always bitwise repeatable
     case F_HELP: case F_HELP_CONFIG: case F_TT_ONLY: case F_IGNORED: case F_COUNT_: return 0;
+    case F_FLOAT8: {
+        hp_float8_recipe r;
+        if (hp_float8_recipe_parse(v, &r) == 0) { cli->run.float8 = (int)r; return 0; }
+        fprintf(stderr, "hp: %s takes tensorwise, rowwise, rowwise-gw-hp or off (torchao's recipe "
+                "names): '%s'\n", flag, v);
+        return HP_EXIT_CONFIG;
+    }
+    case F_FLOAT8_FILTER:
+        if (strlen(v) < sizeof cli->run.float8_filter) {
+            snprintf(cli->run.float8_filter, sizeof cli->run.float8_filter, "%s", v);
+            return 0;
+        }
+        fprintf(stderr, "hp: %s: the list is %zu characters, at most %zu\n", flag, strlen(v),
+                sizeof cli->run.float8_filter - 1);
+        return HP_EXIT_CONFIG;
+    case F_FLOAT8_FSDP_AG: return parse_bool(flag, v, &cli->run.float8_fsdp_all_gather);
     case F_RANKS_PER_NODE: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->ranks_per_node);
     }
     return 0;

@@ -1,0 +1,258 @@
+// float8_linears.c - which of the model's linears run in float8 and their amax bookkeeping
+// (precision.md §5.2-5.4, docs/float8.md). The kernels (float8_linear.c) take amax values as
+// inputs; here each is computed on this rank's tensors and, when its dim is a tp shard (the
+// local dim smaller than the model's), handed to the float8 hook to be MAX-reduced, so every
+// scale is the scale of the whole tensor. The forward's amax of x and w are kept per slot,
+// block and linear: the backward's tensorwise casts and an activation-checkpointing recompute
+// reuse them (the recompute casts with the forward's scales, pytorch/torchtitan#1056).
+// defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
+//          hp_float8_linear_bwd, hp_float8_block_amax_reduced
+#include <stdlib.h>
+#include <string.h>
+#include "hyperpar/failpoint.h"
+#include "hyperpar/kernels.h"
+#include "hyperpar/structure.h"
+#include "kernels/gemm.h"
+#include "model/float8_linears.h"
+#include "model/transformer.h"
+
+// The linears a block may have that the float8 filter converts (the dense FFN in dense blocks,
+// the shared experts in MoE blocks), in the order their kept amax are stored.
+static const hp_block_param roles[] = { BP_WQ, BP_WK, BP_WV, BP_WO, BP_W1, BP_W2, BP_W3,
+                                        BP_SW1, BP_SW2, BP_SW3 };
+enum { N_ROLES = (int)(sizeof roles / sizeof roles[0]) };
+
+struct hp_float8_linears {
+    hp_float8_recipe recipe;
+    unsigned char *on;    // (L, N_ROLES) 1: converted
+    float *kept;          // (n_slots, L, N_ROLES, stride): x's amax, then w's
+    size_t stride;        // Nreg + the widest local out
+    float *bwd;           // backward amax scratch: dy (Nreg), wt, dyt, xt (widest dim each)
+    int widest;
+};
+
+// TorchTitan's module filter: both dims divisible by 16, the name contains no filter entry;
+// `output` and `router.gate` always stay in the param dtype (they are not block linears here).
+static int converted(const char *fqn, int out, int in, const char *filter) {
+    if (out % 16 != 0 || in % 16 != 0) return 0;
+    for (const char *p = filter; p && *p;) {
+        const char *c = strchr(p, ',');
+        const size_t n = c ? (size_t)(c - p) : strlen(p);
+        char entry[128];
+        snprintf(entry, sizeof entry, "%.*s", (int)(n < sizeof entry ? n : sizeof entry - 1), p);
+        if (entry[0] && strstr(fqn, entry)) return 0;
+        p += n + (c != NULL);
+    }
+    return 1;
+}
+
+// Full (model) and local dims of a role's weight (out, in), and which of them is a tp shard.
+static void role_dims(const hp_model_config *m, const hp_local_shapes *sh, hp_block_param r,
+                      int *out, int *in, int *out_l, int *in_l) {
+    const int hd = sh->hd, q = m->n_heads * hd, kv = m->n_kv_heads * hd, D = m->dim;
+    const int ql = sh->Hl * hd, kvl = sh->Hkvl * hd, fs = m->moe_hidden * m->n_shared_experts;
+    switch (r) {
+    case BP_SW1:
+    case BP_SW3: *out = fs; *in = D; *out_l = sh->Fsl; *in_l = D; break;
+    case BP_SW2: *out = D; *in = fs; *out_l = D; *in_l = sh->Fsl; break;
+    case BP_WQ: *out = q;  *in = D; *out_l = ql;  *in_l = D; break;
+    case BP_WK:
+    case BP_WV: *out = kv; *in = D; *out_l = kvl; *in_l = D; break;
+    case BP_WO: *out = D;  *in = q; *out_l = D;   *in_l = ql; break;
+    case BP_W2: *out = D;  *in = m->ffn_hidden; *out_l = D; *in_l = sh->Fl; break;
+    default:    *out = m->ffn_hidden; *in = D; *out_l = sh->Fl; *in_l = D; break;   // w1, w3
+    }
+}
+
+// Which amax of a linear are MAX-reduced over tp: the ones over a dim that is a tp shard (the
+// local dim smaller than the model's); an amax per index of a sharded dim covers this rank's
+// indices only and stays. Counts of the values, 0 for the ones not reduced.
+static void reduced(hp_float8_amax_n *red, hp_float8_recipe r, int N, int in, int out,
+                    int in_split, int out_split) {
+    hp_float8_amax_n n;
+    hp_float8_amax_sizes(&n, r, N, in, out);
+    red->x = in_split ? n.x : 0;                                                // x over in
+    red->w = (r == HP_FLOAT8_TENSORWISE ? in_split || out_split : in_split) ? n.w : 0;
+    red->dy = out_split ? n.dy : 0;                                             // dy over out
+    red->wt = (r == HP_FLOAT8_ROWWISE ? out_split : in_split || out_split) ? n.wt : 0;
+    red->dyt = red->xt = 0;                                                     // over N: never split
+}
+
+// A block's dense linears of the model that a float8 filter converts (their full dims and
+// name) and the amax values they MAX-reduce over tp per microbatch.
+static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int l, int k,
+                         const char *filter) {
+    const int ffn = roles[k] == BP_W1 || roles[k] == BP_W2 || roles[k] == BP_W3;
+    const int shared = roles[k] == BP_SW1 || roles[k] == BP_SW2 || roles[k] == BP_SW3;
+    if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (the routed experts: not converted yet)
+    if (shared && (!hp_model_is_moe_layer(m, l) || m->n_shared_experts == 0)) return 0;
+    int out, in, out_l, in_l;
+    role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
+    char fqn[96];
+    snprintf(fqn, sizeof fqn, "layers.%d.%s", l, hp_transformer_role_name(roles[k]));
+    return converted(fqn, out, in, filter);
+}
+
+void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
+                                  const char *filter, int l, uint64_t *fwd, uint64_t *bwd) {
+    *fwd = *bwd = 0;
+    if (recipe == HP_FLOAT8_OFF) return;
+    for (int k = 0; k < N_ROLES; k++) {
+        if (!block_role_on(m, sh, l, k, filter)) continue;
+        int out, in, out_l, in_l;
+        role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
+        hp_float8_amax_n red;
+        reduced(&red, (hp_float8_recipe)recipe, sh->Nreg, in_l, out_l, in_l < in, out_l < out);
+        *fwd += (uint64_t)(red.x + red.w);
+        *bwd += (uint64_t)(red.dy + red.wt);
+    }
+}
+
+int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
+    if (recipe == HP_FLOAT8_OFF) return 0;
+    hp_float8_linears *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    tf->f8 = f;
+    f->recipe = (hp_float8_recipe)recipe;
+    const int L = tf->m.n_layers;
+    int widest = tf->sh.D;
+    f->on = calloc((size_t)L * N_ROLES, 1);
+    if (!f->on) return -1;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < N_ROLES; k++) {
+            int out, in, out_l, in_l;
+            role_dims(&tf->m, &tf->sh, roles[k], &out, &in, &out_l, &in_l);
+            if (out_l > widest) widest = out_l;
+            if (in_l > widest) widest = in_l;
+            f->on[(size_t)l * N_ROLES + k] = tf->blocks[l].pid[roles[k]] >= 0 &&
+                                             block_role_on(&tf->m, &tf->sh, l, k, filter);
+        }
+    f->widest = widest;
+    f->stride = (size_t)tf->sh.Nreg + (size_t)widest;
+    f->kept = calloc((size_t)tf->n_slots * L * N_ROLES * f->stride, sizeof(float));
+    f->bwd = calloc((size_t)tf->sh.Nreg + 3 * (size_t)widest, sizeof(float));
+    return f->kept && f->bwd ? 0 : -1;
+}
+
+void hp_float8_linears_free(hp_transformer *tf) {
+    hp_float8_linears *f = tf->f8;
+    if (!f) return;
+    free(f->on); free(f->kept); free(f->bwd); free(f);
+    tf->f8 = NULL;
+}
+
+// The converted role of block tf->f8_layer whose weight is w: its index, or -1.
+static int find(const hp_transformer *tf, const float *w) {
+    const int l = tf->f8_layer;
+    if (!tf->f8 || l < 0) return -1;
+    for (int k = 0; k < N_ROLES; k++) {
+        const int pid = tf->blocks[l].pid[roles[k]];
+        if (pid >= 0 && tf->hk.unit.param(tf->hk.unit.ctx, pid) == w)
+            return tf->f8->on[(size_t)l * N_ROLES + k] ? k : -1;
+    }
+    return -1;
+}
+
+static void reduce(const hp_transformer *tf, float *amax, int n) {
+    if (n > 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
+}
+
+static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
+    const hp_float8_linears *f = tf->f8;
+    float *base = f->kept + (((size_t)tf->slot * tf->m.n_layers + tf->f8_layer) * N_ROLES + k) * f->stride;
+    return (hp_float8_amax){ .x = base, .w = base + N };
+}
+
+int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
+                         int in, int out) {
+    const int k = find(tf, w);
+    if (k < 0) return 0;
+    hp_float8_amax a = kept_amax(tf, k, N);
+    // (float8_recompute_scale: the bug's recompute takes its amax again, on this rank's shard
+    //  only, and keeps it for the backward: pytorch/torchtitan#1056's recompute that is not
+    //  bitwise, where the scales of a recomputed cast differ from the forward's)
+    const int again = tf->f8_recompute && hp_failpoint(HP_FP_FLOAT8_RECOMPUTE_SCALE);
+    if (!tf->f8_recompute || again) {   // a recompute casts with the forward's scales, kept here
+        int fo, fi, out_l, in_l;
+        role_dims(&tf->m, &tf->sh, roles[k], &fo, &fi, &out_l, &in_l);
+        const hp_float8_recipe r = tf->f8->recipe;
+        hp_float8_amax_n red;
+        reduced(&red, r, N, in, out, in_l < fi && !again, out_l < fo && !again);
+        hp_float8_forward_amax(&a, x, w, r, N, in, out);
+        reduce(tf, a.x, red.x);
+        reduce(tf, a.w, red.w);
+    }
+    hp_float8_linear_forward(y, x, w, &a, tf->f8->recipe, N, in, out);
+    return 1;
+}
+
+// The structure check of a written dgrad (structure.h): dx must be hp_gemm of the casts the
+// recipe's table prescribes (precision.md §5.2: grad_output e5m2 per tensor under tensorwise,
+// e4m3 per row (pow2) under the rowwise recipes; w e4m3 with the forward's scale, per column
+// (pow2) or per tensor (pow2)), each cast redone here with float8.h's quantize / dequantize.
+static void check_dgrad(const hp_transformer *tf, int k, const float *dx, const float *dy,
+                        const float *w, const hp_float8_amax *a, int N, int in, int out) {
+    const hp_float8_recipe r = tf->f8->recipe;
+    const int rw = r != HP_FLOAT8_TENSORWISE;
+    const hp_fp8_format gf = rw ? HP_FP8_E4M3 : HP_FP8_E5M2;
+    float *dyq = malloc((size_t)N * out * sizeof(float)), *wq = malloc((size_t)out * in * sizeof(float));
+    float *want = malloc((size_t)N * in * sizeof(float));
+    hp_fp8 *q = malloc((size_t)(out > in ? out : in) * sizeof(hp_fp8));
+    if (!dyq || !wq || !want || !q) { free(dyq); free(wq); free(want); free(q); return; }
+    for (int i = 0; i < N; i++) {   // dy: row i with its scale (one for all under tensorwise)
+        const float s = hp_fp8_scale(a->dy[rw ? i : 0], gf, rw);
+        hp_fp8_quantize(q, dy + (size_t)i * out, (size_t)out, s, gf);
+        hp_fp8_dequantize(dyq + (size_t)i * out, q, (size_t)out, s, gf);
+    }
+    for (int o = 0; o < out; o++) {   // w: element (o, c) with column c's scale, or the tensor's
+        for (int c = 0; c < in; c++) {
+            const float am = r == HP_FLOAT8_TENSORWISE ? a->w[0] : r == HP_FLOAT8_ROWWISE ? a->wt[c] : a->wt[0];
+            const float s = hp_fp8_scale(am, HP_FP8_E4M3, rw);
+            hp_fp8_quantize(q, w + (size_t)o * in + c, 1, s, HP_FP8_E4M3);
+            hp_fp8_dequantize(wq + (size_t)o * in + c, q, 1, s, HP_FP8_E4M3);
+        }
+    }
+    hp_gemm(HP_GEMM_N, HP_GEMM_N, N, in, out, 1.0f, dyq, out, wq, in, 0.0f, want, in);
+    size_t bad = (size_t)-1;
+    for (size_t i = 0; i < (size_t)N * in && bad == (size_t)-1; i++)
+        if (memcmp(&want[i], &dx[i], sizeof(float)) != 0) bad = i;
+    if (bad != (size_t)-1)
+        hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s, microbatch %d: dgrad element %zu is "
+                          "%.9g, the product of the prescribed casts %.9g", tf->f8_layer,
+                          hp_transformer_role_name(roles[k]), tf->mb, bad, (double)dx[bad], (double)want[bad]);
+    else
+        hp_structure_pass(HP_CHECK_FLOAT8_CAST);
+    free(dyq); free(wq); free(want); free(q);
+}
+
+int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const float *dy,
+                         const float *x, const float *w, int N, int in, int out, float dx_beta) {
+    const int k = find(tf, w);
+    if (k < 0) return 0;
+    const hp_float8_linears *f = tf->f8;
+    const hp_float8_recipe r = f->recipe;
+    hp_float8_amax a = kept_amax(tf, k, N);
+    a.dy = f->bwd;
+    a.wt = a.dy + N;
+    a.dyt = a.wt + f->widest;
+    a.xt = a.dyt + f->widest;
+    int fo, fi, out_l, in_l;
+    role_dims(&tf->m, &tf->sh, roles[k], &fo, &fi, &out_l, &in_l);
+    hp_float8_amax_n red;
+    reduced(&red, r, N, in, out, in_l < fi, out_l < fo);
+    hp_float8_backward_amax(&a, dy, x, w, r, N, in, out);
+    reduce(tf, a.dy, red.dy);
+    reduce(tf, a.wt, red.wt);
+    hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);
+    if (dx && dx_beta == 0.0f && hp_structure_enabled()) check_dgrad(tf, k, dx, dy, w, &a, N, in, out);
+    return 1;
+}
+
+int hp_float8_moe_fwd(void *ctx, float *y, const float *x, const float *w, int N, int in, int out) {
+    return hp_float8_linear_fwd(ctx, y, x, w, N, in, out);
+}
+
+int hp_float8_moe_bwd(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+                      const float *w, int N, int in, int out) {
+    return hp_float8_linear_bwd(ctx, dx, dw, dy, x, w, N, in, out, 1.0f);
+}

@@ -1,0 +1,17 @@
+// float8_linears.h - what the plan layer needs of the model's float8 linears (float8_linears.c):
+// the amax values one block MAX-reduces over tp, for the traffic formula (precision.md §8:
+// 4 bytes a value). The model's own entry points are in transformer.h.
+// defines: hp_float8_block_amax_reduced
+#ifndef HP_MODEL_FLOAT8_LINEARS_H
+#define HP_MODEL_FLOAT8_LINEARS_H
+#include <stdint.h>
+#include "hyperpar/config.h"
+#include "hyperpar/shapes.h"
+
+// Block l under recipe (hyperpar/float8.h) and filter (a comma list), per microbatch: *fwd
+// values reduced by its forward, *bwd by one backward (zbv's I and W each run one; an
+// activation-checkpointing recompute reduces none: it reuses the forward's).
+void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
+                                  const char *filter, int l, uint64_t *fwd, uint64_t *bwd);
+
+#endif

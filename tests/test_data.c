@@ -190,7 +190,7 @@ static void test_formats(void) {
     expect_refused(at("nothing_*.bin"), HP_DATA_AUTO, V, "no file matches");
     write_llmc(at("v1_shard2.bin"), 20240801, 7, ids, 30, 0, 0);
     expect_refused(at("v1*.bin"), HP_DATA_AUTO, V, "share one format and width");
-    expect_refused(at("train.u16"), HP_DATA_AUTO, V, "needs training.dataset_format");
+    expect_refused(at("train.u16"), HP_DATA_AUTO, V, "needs the dataset_format");
     expect_refused(at("train.u16"), HP_DATA_LLMC, V, "bad magic");
     write_llmc(at("badver.bin"), 20240520, 7, ids, N, 0, 0);
     expect_refused(at("badver.bin"), HP_DATA_AUTO, V, "bad version 7");

@@ -164,7 +164,7 @@ static int check_index(const char *step_dir, const hp_ck_index *ix, const hp_mod
     }
     if (ix->data_text) {
         hp_data *data = hp_data_open(rc->data_path, rc->data_format, m->vocab_size, why, sizeof why);
-        if (!data) { snprintf(err, errlen, "--data: %s", why); return HP_EXIT_CONFIG; }
+        if (!data) { snprintf(err, errlen, "training.dataset_path (--data): %s", why); return HP_EXIT_CONFIG; }
         const int64_t windows = hp_data_windows(data, rc->seq_len);
         const int other = ix->data_format[0] ? other_dataset(data, ix, why, sizeof why) : 0;
         hp_data_close(data);

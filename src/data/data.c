@@ -129,8 +129,8 @@ static int open_shard(hp_data *d, int k, const char *path, hp_data_format format
         if (seen == HP_DATA_LLMC) format = HP_DATA_LLMC;
         else if (format == HP_DATA_AUTO_BYTES) format = HP_DATA_BYTES;
         else {
-            snprintf(err, errlen, "%s: no llm.c or Megatron header: a headerless file needs training.dataset_format "
-                     "uint16, uint32 or bytes", path);
+            snprintf(err, errlen, "%s: no llm.c or Megatron header: a headerless file needs the dataset_format "
+                     "uint16, uint32 or bytes (training. or validation.dataset_format)", path);
             return -1;
         }
     }

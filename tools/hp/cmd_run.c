@@ -308,11 +308,11 @@ int tool_cmd_run(int argc, char **argv) {
         // input files too: one line and exit 2 before any rank starts
         if (cli.run.data_path) {
             hp_data *data = hp_data_open(cli.run.data_path, cli.run.data_format, cli.model.vocab_size, err, sizeof err);
-            if (!data) { fprintf(stderr, "hp: --data: %s\n", err); return HP_EXIT_CONFIG; }
+            if (!data) { fprintf(stderr, "hp: training.dataset_path (--data): %s\n", err); return HP_EXIT_CONFIG; }
             const int short_data = hp_data_check_batch(data, cli.run.seq_len, cli.run.batch, err, sizeof err);
             const int64_t nw = hp_data_windows(data, cli.run.seq_len);
             hp_data_close(data);
-            if (short_data) { fprintf(stderr, "hp: --data: %s\n", err); return HP_EXIT_CONFIG; }   // Nw < B
+            if (short_data) { fprintf(stderr, "hp: training.dataset_path (--data): %s\n", err); return HP_EXIT_CONFIG; }   // Nw < B
             if ((int64_t)cli.run.steps * cli.run.batch > nw)   // past Nw: a new epoch (training-job.md §4)
                 fprintf(stderr, "hp: note: %lld windows of seq_len+1 = %d tokens hold %lld full steps of %d sequences; "
                         "in step %lld the windows wrap to 0 (a new epoch)\n", (long long)nw, cli.run.seq_len + 1,

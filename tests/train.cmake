@@ -14,6 +14,16 @@ if(Python3_FOUND)
   set_tests_properties(run_dump_readable PROPERTIES LABELS L0 TIMEOUT 120)
 endif()
 
+# a --dump that rank 0 cannot write (its model.safetensors is a folder) ends every rank at
+# once with exit 1 and the one line, not the other ranks waiting in step 2's collectives
+# until the watchdog (HP_TIMEOUT 60 > the CTest timeout: a hang fails the test)
+add_test(NAME run_dump_write_fails
+         COMMAND sh -c "rm -rf \"$1\" && mkdir -p \"$1/model.safetensors\" && shift && exec \"$@\""
+                 sh ${CMAKE_CURRENT_BINARY_DIR}/dump_unwritable
+                 sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 1 "hp: --dump: .*model.safetensors: cannot open for writing" --
+                 $<TARGET_FILE:hp> run --dp-shard 2 --steps 5 --dump ${CMAKE_CURRENT_BINARY_DIR}/dump_unwritable)
+set_tests_properties(run_dump_write_fails PROPERTIES LABELS L0 TIMEOUT 30 ENVIRONMENT HP_TIMEOUT=60)
+
 # training on a real text (GPL-3, on every Debian machine) makes the loss fall
 if(EXISTS /usr/share/common-licenses/GPL-3)
   add_test(NAME run_real_text_learns

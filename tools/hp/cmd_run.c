@@ -208,10 +208,12 @@ static int train(const tool_cli *cli, const float *init, int rank) {
             hp_trainer_gather_params(tr, p0);
             st.loss = hp_trainer_forward_backward(tr);
             hp_trainer_gather_grads(tr, g);
-            if (hp_dump_step1(tr, cli->dump_dir, p0, g, st.loss, err, sizeof err) != 0) {
-                fprintf(stderr, "hp: --dump: %s\n", err);
-                rc = HP_EXIT_FAIL;   // rank 0 only writes; the others finish the step alike
-            }
+            // rank 0 alone writes; every rank learns whether it could, so that all of them
+            // stop here together instead of the others waiting in the next step's collectives
+            int dump_failed = hp_dump_step1(tr, cli->dump_dir, p0, g, st.loss, err, sizeof err) != 0;
+            if (dump_failed) fprintf(stderr, "hp: --dump: %s\n", err);
+            hp_mpi_allreduce(MPI_COMM_WORLD, &dump_failed, 1, MPI_INT, MPI_MAX, "dump-verdict");
+            if (dump_failed) rc = HP_EXIT_FAIL;
             st.grad_norm = hp_trainer_clip(tr);
             st.step = 1; st.ms = 0; st.tokens_per_s = 0;
             if (hp_step_finite(st.loss, st.grad_norm)) hp_trainer_optimizer_step(tr);

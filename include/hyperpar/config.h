@@ -116,6 +116,10 @@ typedef struct hp_run_config {
     // dtype of the gradient reduction and the accumulation over microbatches
     hp_mp_dtype  mp_param;        // default float32
     hp_mp_dtype  mp_reduce;       // default float32; bfloat16 needs mp_param bfloat16
+    // async TP (TorchTitan parallelism.enable_async_tensor_parallel, docs/async_tp.md): the SP
+    // all-gather overlapped with the GEMMs it feeds, the reduce-scatter with the GEMM producing
+    // it; bitwise the plain path. Needs tp > 1 and SP on.
+    int          async_tp;        // default 0
 } hp_run_config;
 
 void hp_run_config_default(hp_run_config *rc);

@@ -79,6 +79,8 @@ typedef enum hp_failpoint_id {
     HP_FP_BF16_TP_PARTIAL_ROUNDED,     // transformer.c: a tp partial rounded to bf16 before its sum
     HP_FP_BF16_GRAD_REDUCE,            // fsdp.c: the gradient reduction's result in bf16 (fp32 policy)
     HP_FP_BF16_MICROBATCH_SUM,         // fsdp.c: microbatch gradients summed in bf16
+    HP_FP_ASYNC_TP_CHUNK_OFFSET,       // tp.c: async TP places and consumes the first peer's
+                                       //   all-gathered chunk at the next member's row offset
     HP_FP_COUNT
 } hp_failpoint_id;
 

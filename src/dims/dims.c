@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "hyperpar/dims.h"
 #include "hyperpar/pipeline.h"
+#include "hyperpar/shapes.h"
 
 hp_dims hp_dims_default(void) {
     hp_dims d = { .dp_replicate = 1, .dp_shard = -1, .ulysses = 1, .cp = 1, .tp = 1, .pp = 1,
@@ -210,6 +211,12 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->mp_reduce == HP_DTYPE_BFLOAT16 && rc->mp_param != HP_DTYPE_BFLOAT16)
         return fail(err, n, "--mixed-precision-reduce bfloat16 needs --mixed-precision-param bfloat16 "
                     "(a float32 policy has nothing in bf16 to reduce)");
+    if (rc->async_tp && T == 1)
+        return fail(err, n, "--async-tp needs tp > 1: it overlaps the sequence-parallel all-gather and "
+                    "reduce-scatter of the tp regions, and tp = 1 has none");
+    if (rc->async_tp && !hp_dims_sp_on(d))
+        return fail(err, n, "--async-tp needs sequence parallel: it overlaps the SP all-gather and "
+                    "reduce-scatter, and --no-sp at tp %d has none", T);
     if ((unsigned)rc->reshard_after_forward > HP_RESHARD_NEVER)
         return fail(err, n, "reshard_after_forward is default (0), always (1) or never (2): %d",
                     (int)rc->reshard_after_forward);

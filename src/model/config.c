@@ -99,6 +99,7 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->reshard_after_forward = HP_RESHARD_DEFAULT;
     rc->mp_param = HP_DTYPE_FLOAT32;
     rc->mp_reduce = HP_DTYPE_FLOAT32;
+    rc->async_tp = 0;
 }
 
 static const char *const dtype_names[] = { "float32", "bfloat16" };

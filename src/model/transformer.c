@@ -60,6 +60,14 @@ static void region_enter_backward(hp_transformer *tf, float *din, float *dout, i
 static void region_exit(hp_transformer *tf, float *out, float *in, int D) {
     tf->hk.region.exit(tf->hk.region.ctx, out, in, D);
 }
+static void region_enter_consume(hp_transformer *tf, float *out, const float *in, int D,
+                                 hp_region_rows_fn *rows, void *rows_ctx) {
+    tf->hk.region.enter_consume(tf->hk.region.ctx, out, in, D, rows, rows_ctx);
+}
+static void region_exit_produce(hp_transformer *tf, float *out, float *partial, int D,
+                                hp_region_rows_fn *rows, void *rows_ctx) {
+    tf->hk.region.exit_produce(tf->hk.region.ctx, out, partial, D, rows, rows_ctx);
+}
 static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D) {
     tf->hk.region.exit_backward(tf->hk.region.ctx, din, dout, D);
 }
@@ -410,6 +418,52 @@ static void keep_routing(hp_transformer *tf, int l, const hp_moe_state *st, int 
         }
 }
 
+// The GEMMs a region's collective feeds or drains, by row block (region_enter_consume /
+// region_exit_produce: async TP overlaps each block with the exchange). Each block is the
+// linears of its rows: row r of every output reads row r of the input only.
+typedef struct {
+    const hp_transformer *tf;
+    hp_block_acts *A;
+    const float *w[3];   // the weights of the consumers (wq, wk, wv / w1, w3 / output)
+    float *partial;      // exit_produce: the partial's rows
+    int l;
+} rows_job;
+
+static void qkv_rows(void *ctx, int r0, int n) {   // q, k, v of rows [r0, r0+n) of g1
+    const rows_job *j = ctx;
+    const hp_local_shapes *sh = &j->tf->sh;
+    const size_t D = (size_t)sh->D, qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
+    const float *x = j->A->g1 + (size_t)r0 * D;
+    linear_fwd(j->tf, j->A->q + (size_t)r0 * qd, x, j->w[0], n, (int)D, (int)qd);
+    linear_fwd(j->tf, j->A->k + (size_t)r0 * kvd, x, j->w[1], n, (int)D, (int)kvd);
+    linear_fwd(j->tf, j->A->v + (size_t)r0 * kvd, x, j->w[2], n, (int)D, (int)kvd);
+}
+
+static void wo_rows(void *ctx, int r0, int n) {     // the attention output's partial (wo)
+    const rows_job *j = ctx;
+    const hp_local_shapes *sh = &j->tf->sh;
+    const size_t D = (size_t)sh->D, qd = (size_t)sh->Hl * sh->hd;
+    linear_fwd(j->tf, j->partial + (size_t)r0 * D, j->A->att + (size_t)r0 * qd, j->w[0], n, (int)qd, (int)D);
+    partial_out(j->tf, j->partial + (size_t)r0 * D, (size_t)n * D);
+}
+
+static void w13_rows(void *ctx, int r0, int n) {    // a1, a3 of rows of g2
+    const rows_job *j = ctx;
+    const hp_local_shapes *sh = &j->tf->sh;
+    const size_t D = (size_t)sh->D, fl = (size_t)sh->Fl;
+    const float *x = j->A->g2 + (size_t)r0 * D;
+    linear_fwd(j->tf, j->A->a1 + (size_t)r0 * fl, x, j->w[0], n, (int)D, (int)fl);
+    linear_fwd(j->tf, j->A->a3 + (size_t)r0 * fl, x, j->w[1], n, (int)D, (int)fl);
+}
+
+static void w2_rows(void *ctx, int r0, int n) {     // the FFN output's partial (w2)
+    const rows_job *j = ctx;
+    const hp_local_shapes *sh = &j->tf->sh;
+    const size_t D = (size_t)sh->D, fl = (size_t)sh->Fl;
+    linear_fwd(j->tf, j->partial + (size_t)r0 * D, j->A->act + (size_t)r0 * fl, j->w[0], n, (int)fl, (int)D);
+    partial_out(j->tf, j->partial + (size_t)r0 * D, (size_t)n * D);
+}
+
 // Block l's forward from its h_in into h_out. recompute: a checkpointed block's rerun in
 // its backward (every collective again, the routing checked against the forward's).
 static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute) {
@@ -423,20 +477,17 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, PARAM(l, BP_ATTN_NORM), m->norm_eps,
                        tf->sh.Nres, D);
     op_out(tf, A->n1, nres);
-    region_enter(tf, A->g1, A->n1, D);
-    linear_fwd(tf, A->q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
-    linear_fwd(tf, A->k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
-    linear_fwd(tf, A->v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
+    rows_job job = { tf, A, { PARAM(l, BP_WQ), PARAM(l, BP_WK), PARAM(l, BP_WV) }, tf->reg_a, l };
+    region_enter_consume(tf, A->g1, A->n1, D, qkv_rows, &job);
     op_out(tf, A->q, nq); op_out(tf, A->k, nkv); op_out(tf, A->v, nkv);
     hp_rope_forward(A->q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
     hp_rope_forward(A->k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
     op_out(tf, A->q, nq); op_out(tf, A->k, nkv);
     tf->hk.attn.forward(tf->hk.attn.ctx, A->attn, A->att, A->lse, A->q, A->k, A->v);
     op_out(tf, A->att, nq);   // (under cp the partial outputs and lse stay fp32: one rounding)
-    linear_fwd(tf, tf->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
-    partial_out(tf, tf->reg_a, (size_t)Nr * D);
+    job.w[0] = PARAM(l, BP_WO);
+    region_exit_produce(tf, tf->res_a, tf->reg_a, D, wo_rows, &job);   // (reads, never writes, reg_a)
     check_partial(tf, tf->reg_a, (size_t)Nr * D, "attention output (wo)", l);
-    region_exit(tf, tf->res_a, tf->reg_a, D);
     op_out(tf, tf->res_a, nres);
     add_into(A->h_mid, A->h_in, tf->res_a, nres);
     op_out(tf, A->h_mid, nres);
@@ -445,25 +496,40 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, PARAM(l, BP_FFN_NORM), m->norm_eps,
                        tf->sh.Nres, D);
     op_out(tf, A->n2, nres);
-    region_enter(tf, A->g2, A->n2, D);
-    if (hp_model_is_moe_layer(m, l)) {
+    if (hp_model_is_moe_layer(m, l)) {   // (MoE: plain regions; async TP fuses dense GEMMs only)
+        region_enter(tf, A->g2, A->n2, D);
         hp_moe_weights w = moe_weights(tf, l);
         hp_moe_block_forward(A->moe, tf->reg_a, A->g2, &w);
         keep_routing(tf, l, A->moe, recompute);
+        partial_out(tf, tf->reg_a, (size_t)Nr * D);
+        check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
+        region_exit(tf, tf->res_a, tf->reg_a, D);
     } else {
-        linear_fwd(tf, A->a1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
-        linear_fwd(tf, A->a3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
+        job.w[0] = PARAM(l, BP_W1); job.w[1] = PARAM(l, BP_W3);
+        region_enter_consume(tf, A->g2, A->n2, D, w13_rows, &job);
         op_out(tf, A->a1, nf); op_out(tf, A->a3, nf);
         hp_swiglu_forward(A->act, A->a1, A->a3, nf);
         op_out(tf, A->act, nf);
-        linear_fwd(tf, tf->reg_a, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
+        job.w[0] = PARAM(l, BP_W2);
+        region_exit_produce(tf, tf->res_a, tf->reg_a, D, w2_rows, &job);
+        check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
     }
-    partial_out(tf, tf->reg_a, (size_t)Nr * D);
-    check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
-    region_exit(tf, tf->res_a, tf->reg_a, D);
     op_out(tf, tf->res_a, nres);
     add_into(h_out, A->h_mid, tf->res_a, nres);
     op_out(tf, h_out, nres);
+}
+
+// The head's output GEMM by row block of gf (region_enter_consume).
+typedef struct {
+    const hp_transformer *tf;
+    hp_head_acts *H;
+    const float *w;
+} head_job;
+
+static void logits_rows(void *ctx, int r0, int n) {
+    const head_job *j = ctx;
+    const size_t D = (size_t)j->tf->sh.D, Vl = (size_t)j->tf->sh.Vl;
+    linear_fwd(j->tf, j->H->logits + (size_t)r0 * Vl, j->H->gf + (size_t)r0 * D, j->w, n, (int)D, (int)Vl);
 }
 
 // The residual stream entering block l of the running slot (l == L: the head's input).
@@ -496,8 +562,8 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     hp_rmsnorm_forward(H->nf, H->rstdf, H->h_final, TOP_PARAM(pid_norm), m->norm_eps,
                        tf->sh.Nres, D);
     op_out(tf, H->nf, (size_t)tf->sh.Nres * D);
-    region_enter(tf, H->gf, H->nf, D);
-    linear_fwd(tf, H->logits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
+    head_job hj = { tf, H, TOP_PARAM(pid_out) };
+    region_enter_consume(tf, H->gf, H->nf, D, logits_rows, &hj);
     op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
     unit_after_forward(tf, L + 1);

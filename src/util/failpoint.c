@@ -144,6 +144,9 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_BF16_MICROBATCH_SUM] = { HP_FP_BF16_MICROBATCH_SUM, "bf16_microbatch_sum", "GA-bf16", GA BF16,
       "structure: gradient accumulation",
       "bf16: the gradients of the microbatches are summed in bf16, not fp32" },
+    [HP_FP_ASYNC_TP_CHUNK_OFFSET] = { HP_FP_ASYNC_TP_CHUNK_OFFSET, "async_tp_chunk_offset", "M3-tp2-async",
+      M3TP2 " --async-tp", "loss of step 1",
+      "async TP: the first peer's all-gathered chunk placed and consumed at the next member's row offset" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

@@ -32,6 +32,7 @@ typedef enum {
     F_DATA_FORMAT,
     F_LOG_FREQ, F_PEAK_TFLOPS, F_VAL_ENABLE, F_VAL_PATH, F_VAL_FORMAT, F_VAL_FREQ, F_VAL_STEPS,
     F_RANKS_PER_NODE,
+    F_ASYNC_TP,
     F_COUNT_
 } tool_flag_id;
 

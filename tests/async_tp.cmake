@@ -1,0 +1,8 @@
+# async_tp.cmake - async TP (docs/async_tp.md): bitwise the plain TP path on every TP recipe row
+# that has an -async variant (M3, B2, M6, M7-tp2, S2, C4, C5; fp32 and bf16), and the refusals.
+add_test(NAME async_tp_equals_tp
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_async_tp_equal.sh $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/async_tp_equals_tp
+                 M3-tp2 M3-tp4 M3-tp4-bf16 B2 B2-bf16 M6-ag M6-ag-bf16 M7-tp2 M7-tp2-bf16
+                 S2 S2-bf16 C4 C4-bf16 C5 C5-bf16)
+set_tests_properties(async_tp_equals_tp PROPERTIES LABELS L1 TIMEOUT 600 PROCESSORS 2)

@@ -238,12 +238,14 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         one.dp_shard = 1;
         one.world = 1;
         char err[256];
-        if (hp_dims_validate(&one, m, rc, err, sizeof err) != 0)
-            hp_fail_line_and_abort(1, "hp: reference: %s", err);
         // the reference is the plain step: one process, one microbatch (a bug in the
-        // accumulation, like TorchTitan #1733's double averaging, cannot hide in it)
+        // accumulation, like TorchTitan #1733's double averaging, cannot hide in it), no tp
+        // and so no async TP
         hp_run_config rc_ref = *rc;
         rc_ref.microbatches = 1;
+        rc_ref.async_tp = 0;
+        if (hp_dims_validate(&one, m, &rc_ref, err, sizeof err) != 0)
+            hp_fail_line_and_abort(1, "hp: reference: %s", err);
         hp_failpoint_suspend(1);   // an injected fault (failpoint.h) hits the parallel run only
         record_run(MPI_COMM_SELF, m, &one, &rc_ref, o, &ref, NULL);
         // bf16: the fp32 process F measures each tensor's bf16 noise

@@ -6,3 +6,12 @@ add_test(NAME async_tp_equals_tp
                  M3-tp2 M3-tp4 M3-tp4-bf16 B2 B2-bf16 M6-ag M6-ag-bf16 M7-tp2 M7-tp2-bf16
                  S2 S2-bf16 C4 C4-bf16 C5 C5-bf16)
 set_tests_properties(async_tp_equals_tp PROPERTIES LABELS L1 TIMEOUT 600 PROCESSORS 2)
+
+# the same comparison catches a chunk consumed at the wrong row offset (failpoint
+# async_tp_chunk_offset): the async dump differs from the plain one, and the script exits 1
+add_test(NAME async_tp_equals_tp_catches_chunk_offset
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 1 - "FAIL: M3-tp2: .* differs under --async-tp"
+                 -- sh ${CMAKE_SOURCE_DIR}/tests/run_async_tp_equal.sh $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/async_tp_equals_tp_fault M3-tp2)
+set_tests_properties(async_tp_equals_tp_catches_chunk_offset PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 2
+                     ENVIRONMENT "HP_FAILPOINT=async_tp_chunk_offset")

@@ -28,6 +28,8 @@ typedef struct hp_unit_hooks {
 // entered rows [row0, +nrows), once per row block (async TP overlaps them with the gather);
 // exit_produce: rows() writes the partial's rows, then exit (async TP: each member's rows
 // leave as soon as they are computed). The blocks cover all reg rows exactly once.
+// exit_backward_consume / enter_backward_produce: the same around the backward's collectives
+// (the gathered dout feeding input-gradient GEMMs; the input gradient's rows before its sum).
 typedef void hp_region_rows_fn(void *rows_ctx, int row0, int nrows);
 typedef struct hp_region_hooks {
     void *ctx;
@@ -40,6 +42,10 @@ typedef struct hp_region_hooks {
                           void *rows_ctx);
     void (*exit_produce)(void *ctx, float *out, float *partial, int D, hp_region_rows_fn *rows,
                          void *rows_ctx);
+    void (*exit_backward_consume)(void *ctx, float *din, const float *dout, int D,
+                                  hp_region_rows_fn *rows, void *rows_ctx);
+    void (*enter_backward_produce)(void *ctx, float *din, float *dout, int D,
+                                   hp_region_rows_fn *rows, void *rows_ctx);
 } hp_region_hooks;
 
 // The attention core on this rank's q (reg, Hl*hd), k, v (reg, Hkvl*hd) after RoPE: plain

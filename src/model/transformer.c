@@ -68,6 +68,14 @@ static void region_exit_produce(hp_transformer *tf, float *out, float *partial, 
                                 hp_region_rows_fn *rows, void *rows_ctx) {
     tf->hk.region.exit_produce(tf->hk.region.ctx, out, partial, D, rows, rows_ctx);
 }
+static void region_exit_backward_consume(hp_transformer *tf, float *din, const float *dout, int D,
+                                         hp_region_rows_fn *rows, void *rows_ctx) {
+    tf->hk.region.exit_backward_consume(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
+}
+static void region_enter_backward_produce(hp_transformer *tf, float *din, float *dout, int D,
+                                          hp_region_rows_fn *rows, void *rows_ctx) {
+    tf->hk.region.enter_backward_produce(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
+}
 static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D) {
     tf->hk.region.exit_backward(tf->hk.region.ctx, din, dout, D);
 }
@@ -581,17 +589,37 @@ double hp_transformer_forward(hp_transformer *tf) {
 
 static void zeros(float *x, size_t n) { hp_par_zero(x, n); }
 
-// A linear's backward: dx now; dw now, or under zbv's I later (W) from the kept copy of dy.
-// dx_first = 1: the first product into dx writes it (no zero-fill), later ones add.
-static void linear_bwd(hp_transformer *tf, int dx_first, float *dx, float *dw, float *keep_dy,
-                       const float *dy, const float *x, const float *w, int N, int in, int out) {
+// A linear's backward in two halves, because a region's collective sits between them (async
+// TP): the input gradient dx by row block (dx_rows, called by region_*_backward_*: rows of dx
+// read rows of dy only; the first product into dx writes it, no zero-fill, later ones add), and
+// the weight gradient dw in one call over all rows (it sums over the rows: never split), or
+// under zbv's I later (W) from the kept copy of dy.
+static void linear_bwd_dw(hp_transformer *tf, float *dw, float *keep_dy, const float *dy,
+                          const float *x, int N, int in, int out) {
     if (tf->input_only && keep_dy) {
         memcpy(keep_dy, dy, (size_t)N * out * sizeof(float));
-        dw = NULL;
+        return;
     }
-    if (!dx_first)    linear_bwd_add(tf, dx, dw, dy, x, w, N, in, out);
-    else if (tf->bf16) hp_linear_backward_first_bf16(dx, dw, dy, x, w, N, in, out);
-    else              hp_linear_backward_first(dx, dw, dy, x, w, N, in, out);
+    linear_bwd_add(tf, NULL, dw, dy, x, NULL, N, in, out);
+}
+
+// dx (N, in) rows [r0, r0+n) = sum over i of dy_i rows @ w_i (written by the first, in order).
+typedef struct {
+    const hp_transformer *tf;
+    float *dx;
+    const float *dy[3], *w[3];
+    int n_terms, in, out[3];
+} dx_job;
+
+static void dx_rows(void *ctx, int r0, int n) {
+    const dx_job *j = ctx;
+    float *dx = j->dx + (size_t)r0 * j->in;
+    for (int i = 0; i < j->n_terms; i++) {
+        const float *dy = j->dy[i] + (size_t)r0 * j->out[i];
+        if (i > 0)            linear_bwd_add(j->tf, dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
+        else if (j->tf->bf16) hp_linear_backward_first_bf16(dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
+        else                  hp_linear_backward_first(dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
+    }
 }
 
 // The structure check of a recompute (structure.h): the rerun's output (in res_a) must be the
@@ -632,33 +660,36 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl, nres = (size_t)tf->sh.Nres * D;
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
-    region_exit_backward(tf, tf->reg_a, dh, D);
-    if (hp_model_is_moe_layer(m, l)) {
+    if (hp_model_is_moe_layer(m, l)) {   // (MoE: plain regions, as in the forward)
+        region_exit_backward(tf, tf->reg_a, dh, D);
         hp_moe_weights w = moe_weights(tf, l);
         hp_moe_grads g = moe_grads(tf, l);
         zeros(tf->reg_b, nreg);
         hp_moe_block_backward(A->moe, tf->reg_b, &g, tf->reg_a, &w);
+        region_enter_backward(tf, tf->res_a, tf->reg_b, D);
     } else {   // (the buffers are written by their first product: no zero-fills)
-        linear_bwd(tf, 1, tf->reg_f3, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act,
-                   PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
+        const int Fl = tf->sh.Fl;
+        dx_job w2 = { tf, tf->reg_f3, { tf->reg_a }, { PARAM(l, BP_W2) }, 1, Fl, { D } };
+        region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &w2);
+        linear_bwd_dw(tf, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act, Nr, Fl, D);
         op_out(tf, tf->reg_f3, nf);
         hp_swiglu_backward(tf->reg_f1, tf->reg_f2, tf->reg_f3, A->a1, A->a3, nf);
         op_out(tf, tf->reg_f1, nf); op_out(tf, tf->reg_f2, nf);
-        linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_W1), A->dy_w1, tf->reg_f1, A->g2,
-                   PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
-        linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_W3), A->dy_w3, tf->reg_f2, A->g2,
-                   PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
+        linear_bwd_dw(tf, GRAD(l, BP_W1), A->dy_w1, tf->reg_f1, A->g2, Nr, D, Fl);
+        linear_bwd_dw(tf, GRAD(l, BP_W3), A->dy_w3, tf->reg_f2, A->g2, Nr, D, Fl);
+        dx_job w13 = { tf, tf->reg_b, { tf->reg_f1, tf->reg_f2 }, { PARAM(l, BP_W1), PARAM(l, BP_W3) },
+                       2, D, { Fl, Fl } };
+        region_enter_backward_produce(tf, tf->res_a, tf->reg_b, D, dx_rows, &w13);
     }
-    region_enter_backward(tf, tf->res_a, tf->reg_b, D);
     op_out(tf, tf->res_a, nres);
     hp_rmsnorm_backward(dh, GRAD(l, BP_FFN_NORM), tf->res_a, A->h_mid,
                         PARAM(l, BP_FFN_NORM), A->rstd2, tf->sh.Nres, D);   // dh is now dh_mid
     op_out(tf, dh, nres);
 
     // attention branch
-    region_exit_backward(tf, tf->reg_a, dh, D);
-    linear_bwd(tf, 1, tf->reg_att, GRAD(l, BP_WO), A->dy_wo, tf->reg_a, A->att,
-               PARAM(l, BP_WO), Nr, qd, D);
+    dx_job wo = { tf, tf->reg_att, { tf->reg_a }, { PARAM(l, BP_WO) }, 1, qd, { D } };
+    region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &wo);
+    linear_bwd_dw(tf, GRAD(l, BP_WO), A->dy_wo, tf->reg_a, A->att, Nr, qd, D);
     op_out(tf, tf->reg_att, (size_t)Nr * qd);
     zeros(tf->reg_q, (size_t)Nr * qd);
     zeros(tf->reg_k, (size_t)Nr * kvd);
@@ -672,13 +703,12 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     hp_rope_backward(tf->reg_k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
     op_out(tf, tf->reg_q, (size_t)Nr * qd);
     op_out(tf, tf->reg_k, (size_t)Nr * kvd);
-    linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_WQ), A->dy_q, tf->reg_q, A->g1,
-               PARAM(l, BP_WQ), Nr, D, qd);
-    linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WK), A->dy_k, tf->reg_k, A->g1,
-               PARAM(l, BP_WK), Nr, D, kvd);
-    linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WV), A->dy_v, tf->reg_v, A->g1,
-               PARAM(l, BP_WV), Nr, D, kvd);
-    region_enter_backward(tf, tf->res_a, tf->reg_b, D);
+    linear_bwd_dw(tf, GRAD(l, BP_WQ), A->dy_q, tf->reg_q, A->g1, Nr, D, qd);
+    linear_bwd_dw(tf, GRAD(l, BP_WK), A->dy_k, tf->reg_k, A->g1, Nr, D, kvd);
+    linear_bwd_dw(tf, GRAD(l, BP_WV), A->dy_v, tf->reg_v, A->g1, Nr, D, kvd);
+    dx_job qkv = { tf, tf->reg_b, { tf->reg_q, tf->reg_k, tf->reg_v },
+                   { PARAM(l, BP_WQ), PARAM(l, BP_WK), PARAM(l, BP_WV) }, 3, D, { qd, kvd, kvd } };
+    region_enter_backward_produce(tf, tf->res_a, tf->reg_b, D, dx_rows, &qkv);
     op_out(tf, tf->res_a, nres);
     hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tf->res_a, A->h_in,
                         PARAM(l, BP_ATTN_NORM), A->rstd1, tf->sh.Nres, D);  // dh_in
@@ -701,9 +731,9 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         hp_ce_backward(tf->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tf), tf->sh.v0,
                        (float)(1.0 / ((double)tf->n_valid_global * scale)), tf->sh.Nreg, tf->sh.Vl);
         op_out(tf, tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl);
-        linear_bwd(tf, 1, tf->reg_a, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf,
-                   TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
-        region_enter_backward(tf, tf->res_a, tf->reg_a, D);
+        linear_bwd_dw(tf, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf, tf->sh.Nreg, D, tf->sh.Vl);
+        dx_job out = { tf, tf->reg_a, { tf->dlogits }, { TOP_PARAM(pid_out) }, 1, D, { tf->sh.Vl } };
+        region_enter_backward_produce(tf, tf->res_a, tf->reg_a, D, dx_rows, &out);
         op_out(tf, tf->res_a, nres);
         zeros(dh, nres);
         hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tf->res_a, H->h_final, TOP_PARAM(pid_norm),

@@ -137,16 +137,26 @@ static void take_shard(const hp_tp_state *st, float *blocks, const float *seq, i
                seq + ((size_t)b * st->sh.Sc + (size_t)t * st->sh.Ss) * D, run * sizeof(float));
 }
 
-void hp_tp_region_enter_consume(hp_tp_state *st, float *out, const float *in, int D,
-                                hp_rows_fn *consume, void *ctx) {
+// The blocking collective of a region, and the one it is on the other side of the model:
+// enter (all-gather) and exit_backward (all-gather of dout) move res -> reg; exit
+// (reduce-scatter) and enter_backward (reduce-scatter of dx) reg -> res.
+typedef void region_fn(hp_tp_state *st, float *out, float *in, int D);
+static void enter_fn(hp_tp_state *st, float *out, float *in, int D) { hp_tp_region_enter(st, out, in, D); }
+static void exit_backward_fn(hp_tp_state *st, float *out, float *in, int D) {
+    hp_tp_region_exit_backward(st, out, in, D);
+}
+
+// out (reg) = the SP all-gather of in (res), consume() over out's rows (see tp.h).
+static void gather_consume(hp_tp_state *st, float *out, const float *in, int D, hp_rows_fn *consume,
+                           void *ctx, region_fn *plain) {
     const int T = st->sh.T;
     if (!sp_on(st) || T == 1) {
-        hp_tp_region_enter(st, out, in, D);
+        plain(st, out, (float *)in, D);
         consume(ctx, 0, st->sh.Nreg);
         return;
     }
     if (!st->async) {
-        hp_tp_region_enter(st, out, in, D);
+        plain(st, out, (float *)in, D);
         for (int t = 0; t < T; t++) run_blocks(st, t, consume, ctx);
         return;
     }
@@ -166,17 +176,18 @@ void hp_tp_region_enter_consume(hp_tp_state *st, float *out, const float *in, in
     st->async_ops++;
 }
 
-void hp_tp_region_exit_produce(hp_tp_state *st, float *out, float *partial, int D,
-                               hp_rows_fn *produce, void *ctx) {
+// out (res) = the SP reduce-scatter of partial (reg), whose rows produce() writes (see tp.h).
+static void produce_scatter(hp_tp_state *st, float *out, float *partial, int D, hp_rows_fn *produce,
+                            void *ctx, region_fn *plain, int forward) {
     const int T = st->sh.T;
     if (!sp_on(st) || T == 1) {
         produce(ctx, 0, st->sh.Nreg);
-        hp_tp_region_exit(st, out, partial, D);
+        plain(st, out, partial, D);
         return;
     }
     if (!st->async) {
         for (int t = 0; t < T; t++) run_blocks(st, t, produce, ctx);
-        hp_tp_region_exit(st, out, partial, D);
+        plain(st, out, partial, D);
         return;
     }
     const size_t nres = (size_t)st->sh.Nres * D;
@@ -190,9 +201,29 @@ void hp_tp_region_exit_produce(hp_tp_state *st, float *out, float *partial, int 
     }
     hp_reduce_scatter_finish(st->comm, HP_G_TP, out, st->rs_rows, st->buf + (size_t)me * nres,
                              nres, st->reqs);
-    if (hp_failpoint(HP_FP_SP_REDUCE_SCATTER_MEAN))   // (the plain path's bug, kept on both)
+    if (forward && hp_failpoint(HP_FP_SP_REDUCE_SCATTER_MEAN))   // (the plain exit's bug, kept)
         for (size_t i = 0; i < nres; i++) out[i] /= (float)T;
     st->async_ops++;
+}
+
+void hp_tp_region_enter_consume(hp_tp_state *st, float *out, const float *in, int D,
+                                hp_rows_fn *consume, void *ctx) {
+    gather_consume(st, out, in, D, consume, ctx, enter_fn);
+}
+
+void hp_tp_region_exit_produce(hp_tp_state *st, float *out, float *partial, int D,
+                               hp_rows_fn *produce, void *ctx) {
+    produce_scatter(st, out, partial, D, produce, ctx, hp_tp_region_exit, 1);
+}
+
+void hp_tp_region_exit_backward_consume(hp_tp_state *st, float *din, const float *dout, int D,
+                                        hp_rows_fn *consume, void *ctx) {
+    gather_consume(st, din, dout, D, consume, ctx, exit_backward_fn);
+}
+
+void hp_tp_region_enter_backward_produce(hp_tp_state *st, float *din, float *dout, int D,
+                                         hp_rows_fn *produce, void *ctx) {
+    produce_scatter(st, din, dout, D, produce, ctx, hp_tp_region_enter_backward, 0);
 }
 
 // Loss parallel: each tp rank holds the logits of its vocab slice; the full-vocab max,

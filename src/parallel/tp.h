@@ -46,6 +46,13 @@ void hp_tp_region_enter_consume(hp_tp_state *st, float *out, const float *in, in
 // computed and sent at step s, own last, then the member-ordered fp32 sum (bitwise the same).
 void hp_tp_region_exit_produce(hp_tp_state *st, float *out, float *partial, int D,
                                hp_rows_fn *produce, void *ctx);
+// The same two on the backward's side: din (reg) = all-gather of dout (res) under SP (a copy
+// without), then consume() over its rows; produce() writes dout (reg) by rows, then din (res) =
+// its reduce-scatter under SP (an all-reduce without).
+void hp_tp_region_exit_backward_consume(hp_tp_state *st, float *din, const float *dout, int D,
+                                        hp_rows_fn *consume, void *ctx);
+void hp_tp_region_enter_backward_produce(hp_tp_state *st, float *din, float *dout, int D,
+                                         hp_rows_fn *produce, void *ctx);
 // Fused ops run overlapped since the last call (and resets the count).
 long hp_tp_take_async_ops(hp_tp_state *st);
 // Vocab-parallel cross-entropy of logits (reg, Vl): returns sum of CE over valid rows; keeps

@@ -15,3 +15,11 @@ add_test(NAME async_tp_equals_tp_catches_chunk_offset
                  ${CMAKE_CURRENT_BINARY_DIR}/async_tp_equals_tp_fault M3-tp2)
 set_tests_properties(async_tp_equals_tp_catches_chunk_offset PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 2
                      ENVIRONMENT "HP_FAILPOINT=async_tp_chunk_offset")
+
+# the oneDNN backend picks its blocking from the shape: equal too, because both paths issue the
+# same row-block GEMM calls (docs/async_tp.md)
+add_test(NAME async_tp_equals_tp_onednn
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_async_tp_equal.sh $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/async_tp_equals_tp_onednn B2 B2-bf16 M3-tp4)
+set_tests_properties(async_tp_equals_tp_onednn PROPERTIES LABELS L1 TIMEOUT 300 PROCESSORS 2
+                     ENVIRONMENT "EXTRA=--gemm onednn")

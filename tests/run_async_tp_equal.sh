@@ -4,6 +4,7 @@
 # step-1 dumps (batch, parameters, gathered gradients, result) must be the same bytes, the
 # three losses the same doubles, the traffic counters the same bytes, and the async run's plan
 # check must pass (docs/async_tp.md). Exit 0 when every ID passes, 1 otherwise.
+# EXTRA (environment): more flags for both runs, e.g. EXTRA="--gemm onednn".
 set -eu
 hp=$1 dir=$2; shift 2
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
@@ -15,9 +16,9 @@ for id in "$@"; do
   flags=$(awk -F'\t' -v id="$id" '$1 == "recipe" && $2 == id { print $5 }' "$list")
   [ -n "$flags" ] || { echo "FAIL: no recipe $id"; exit 1; }
   # shellcheck disable=SC2086
-  "$hp" run $flags --steps 3 --quiet --dump "$dir/$id-plain" --json "$dir/$id-plain.json"
+  "$hp" run $flags ${EXTRA:-} --steps 3 --quiet --dump "$dir/$id-plain" --json "$dir/$id-plain.json"
   # shellcheck disable=SC2086
-  "$hp" run $flags --steps 3 --dump "$dir/$id-async" --json "$dir/$id-async.json" --async-tp >"$dir/$id-async.log"
+  "$hp" run $flags ${EXTRA:-} --steps 3 --dump "$dir/$id-async" --json "$dir/$id-async.json" --async-tp >"$dir/$id-async.log"
   grep -q "^async tp: step 3: [1-9][0-9]* fused ops overlapped" "$dir/$id-async.log" || {
     cat "$dir/$id-async.log"; echo "FAIL: $id: no fused ops logged for step 3"; exit 1; }
   for f in "$dir/$id-plain"/*; do

@@ -434,7 +434,6 @@ typedef struct {
     hp_block_acts *A;
     const float *w[3];   // the weights of the consumers (wq, wk, wv / w1, w3 / output)
     float *partial;      // exit_produce: the partial's rows
-    int l;
 } rows_job;
 
 static void qkv_rows(void *ctx, int r0, int n) {   // q, k, v of rows [r0, r0+n) of g1
@@ -485,7 +484,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, PARAM(l, BP_ATTN_NORM), m->norm_eps,
                        tf->sh.Nres, D);
     op_out(tf, A->n1, nres);
-    rows_job job = { tf, A, { PARAM(l, BP_WQ), PARAM(l, BP_WK), PARAM(l, BP_WV) }, tf->reg_a, l };
+    rows_job job = { tf, A, { PARAM(l, BP_WQ), PARAM(l, BP_WK), PARAM(l, BP_WV) }, tf->reg_a };
     region_enter_consume(tf, A->g1, A->n1, D, qkv_rows, &job);
     op_out(tf, A->q, nq); op_out(tf, A->k, nkv); op_out(tf, A->v, nkv);
     hp_rope_forward(A->q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);

@@ -156,7 +156,7 @@ const hp_recipe hp_recipes[] = {
     { "M6-ac-full-bf16","M6","tiny",     1, 2, 2, 2,  1, 1, 1, "ring",      NULL,        L1, "M6-ag-bf16",  EX3, "bf16 with every block recomputed: the recompute equals its forward bit for bit", "--ac full " BF16, 0, 0, NULL },
     // async TP (docs/async_tp.md): each plain TP + SP recipe again with --async-tp; bitwise the
     // plain one (the CTest async_tp_equals_tp compares their dumps), and its trajectory here
-    { "M3-tp2-async", "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "M3-tp2",      EX2, "async TP 2: all-gather overlapped with wq/wk/wv, w1/w3, output; wo, w2 with the reduce-scatter", "--async-tp", 0, 0, NULL },
+    { "M3-tp2-async", "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "M3-tp2",      EX2, "async TP 2: each SP all-gather and reduce-scatter overlapped with its GEMMs, forward and backward", "--async-tp", 0, 0, NULL },
     { "M3-tp4-async", "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, "M3-tp4",      EX2, "async TP 4: peers consumed in the order r+1, r+2, r+3", "--async-tp", 0, 0, NULL },
     { "M3-tp4-bf16-async","M3","tiny",   1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, "M3-tp4-bf16", EX2, "bf16 async TP 4: fp32 partials sent, summed in rank order", BF16 " --async-tp", 0, 0, NULL },
     { "B2-async",     "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "B2",          EX3, "async TP + SP + FSDP2", "--async-tp", 0, 0, NULL },

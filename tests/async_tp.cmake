@@ -23,3 +23,12 @@ add_test(NAME async_tp_equals_tp_onednn
                  ${CMAKE_CURRENT_BINARY_DIR}/async_tp_equals_tp_onednn B2 B2-bf16 M3-tp4)
 set_tests_properties(async_tp_equals_tp_onednn PROPERTIES LABELS L1 TIMEOUT 300 PROCESSORS 2
                      ENVIRONMENT "EXTRA=--gemm onednn")
+
+# torchtitan#3869: --async-tp accepted but never applied (failpoint async_tp_not_applied) fails
+# `hp run` with one line naming the step (the verifier's case is failpoint_async_tp_not_applied)
+add_test(NAME async_tp_unapplied_fails_run
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 1
+                 "--async-tp: step 1 ran 0 fused ops overlapped on some rank .*async TP was not applied"
+                 -- $<TARGET_FILE:hp> run --model tiny --tp 2 --async-tp --steps 2)
+set_tests_properties(async_tp_unapplied_fails_run PROPERTIES LABELS L1 TIMEOUT 60 PROCESSORS 2
+                     ENVIRONMENT "HP_FAILPOINT=async_tp_not_applied")

@@ -81,6 +81,7 @@ typedef enum hp_failpoint_id {
     HP_FP_BF16_MICROBATCH_SUM,         // fsdp.c: microbatch gradients summed in bf16
     HP_FP_ASYNC_TP_CHUNK_OFFSET,       // tp.c: async TP places and consumes the first peer's
                                        //   all-gathered chunk at the next member's row offset
+    HP_FP_ASYNC_TP_NOT_APPLIED,        // tp.c: --async-tp accepted, every region runs plain
     HP_FP_COUNT
 } hp_failpoint_id;
 

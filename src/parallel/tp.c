@@ -32,7 +32,8 @@ void hp_tp_free(hp_tp_state *st) {
 }
 
 int hp_tp_set_async(hp_tp_state *st, int on) {
-    st->async = on && st->sh.sp && st->sh.T > 1;
+    // (async_tp_not_applied, torchtitan#3869's shape: the flag accepted, the plain path run)
+    st->async = on && st->sh.sp && st->sh.T > 1 && !hp_failpoint(HP_FP_ASYNC_TP_NOT_APPLIED);
     if (!st->async) return 0;
     const size_t full = (size_t)st->sh.T * st->sh.Nres * st->sh.D;
     st->rs_rows = hp_mem_alloc(HP_MEM_SCRATCH, (full + 1) * sizeof(float));

@@ -147,6 +147,9 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_ASYNC_TP_CHUNK_OFFSET] = { HP_FP_ASYNC_TP_CHUNK_OFFSET, "async_tp_chunk_offset", "M3-tp2-async",
       M3TP2 " --async-tp", "loss of step 1",
       "async TP: the first peer's all-gathered chunk placed and consumed at the next member's row offset" },
+    [HP_FP_ASYNC_TP_NOT_APPLIED] = { HP_FP_ASYNC_TP_NOT_APPLIED, "async_tp_not_applied", "M3-tp2-async",
+      M3TP2 " --async-tp", "async TP not applied",
+      "async TP: --async-tp accepted, but every region runs the plain path (torchtitan#3869)" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

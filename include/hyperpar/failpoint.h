@@ -82,6 +82,8 @@ typedef enum hp_failpoint_id {
     HP_FP_ASYNC_TP_CHUNK_OFFSET,       // tp.c: async TP places and consumes the first peer's
                                        //   all-gathered chunk at the next member's row offset
     HP_FP_ASYNC_TP_NOT_APPLIED,        // tp.c: --async-tp accepted, every region runs plain
+    HP_FP_ASYNC_TP_SCATTER_DIM,        // tp.c: async reduce-scatter splits the partial along its
+                                       //   last dim, not the sequence (pytorch/pytorch#153595)
     HP_FP_COUNT
 } hp_failpoint_id;
 

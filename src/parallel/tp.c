@@ -133,6 +133,16 @@ static void place_shard(const hp_tp_state *st, float *seq, const float *blocks, 
 // Member t's rows of seq into its block of blocks ([Bl][Ss][D] at t*nres).
 static void take_shard(const hp_tp_state *st, float *blocks, const float *seq, int t, int D) {
     const size_t run = (size_t)st->sh.Ss * (size_t)D;
+    if (hp_failpoint(HP_FP_ASYNC_TP_SCATTER_DIM) && D % st->sh.T == 0) {
+        // (async_tp_scatter_dim, pytorch/pytorch#153595's shape: the partial scattered along
+        //  its last dim - every row's columns [t*D/T, (t+1)*D/T) - not along the sequence; the
+        //  same count, so nothing but the values shows it)
+        const int Dt = D / st->sh.T;
+        float *out = blocks + (size_t)t * st->sh.Bl * run;
+        for (int r = 0; r < st->sh.Nreg; r++)
+            memcpy(out + (size_t)r * Dt, seq + (size_t)r * D + (size_t)t * Dt, (size_t)Dt * sizeof(float));
+        return;
+    }
     for (int b = 0; b < st->sh.Bl; b++)
         memcpy(blocks + ((size_t)t * st->sh.Bl + b) * run,
                seq + ((size_t)b * st->sh.Sc + (size_t)t * st->sh.Ss) * D, run * sizeof(float));

@@ -1,6 +1,6 @@
 // comm.h - collectives over one MPI sub-communicator per mesh group.
 // defines: hp_comm (opaque), hp_comm_init/free, collectives (blocking; nonblocking gradient
-//          reductions), traffic counters (logical
+//          reductions; the all-gather and reduce-scatter of async TP cut open), traffic counters (logical
 //          and wire), the watchdog's timeout and step, diagnostic gathers, the bytes of
 //          the layer's own buffers (hp_comm_fixed_scratch_bytes, hp_comm_async_floats)
 //

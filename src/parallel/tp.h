@@ -1,6 +1,8 @@
 // tp.h - tensor parallel + sequence parallel + loss parallel (tp.c): the state of one rank's
 // tp regions and vocab-parallel cross-entropy, over the HP_G_TP group of its comm.
-// defines: hp_tp_state, hp_tp_init/free, hp_tp_region_enter/exit (+ backward), hp_tp_cross_entropy
+// defines: hp_tp_state, hp_rows_fn, hp_tp_init/free, hp_tp_set_async, hp_tp_region_enter/exit
+//          (+ backward), their _consume / _produce forms (async TP), hp_tp_take_async_ops,
+//          hp_tp_cross_entropy
 #ifndef HP_PARALLEL_TP_H
 #define HP_PARALLEL_TP_H
 #include "hyperpar/comm.h"

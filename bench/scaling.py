@@ -46,6 +46,7 @@ HP_CASES = [
     ("FSDP", "weak", 2, ["--dp-shard", "2"], 2),
     ("HSDP", "weak", 4, ["--dp-replicate", "2", "--dp-shard", "2"], 4),
     ("TP (+SP)", "strong", 2, ["--tp", "2", "--dp-shard", "1"], 1),
+    ("TP async", "strong", 2, ["--tp", "2", "--dp-shard", "1", "--async-tp"], 1),
 ]
 
 

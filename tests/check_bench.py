@@ -349,7 +349,7 @@ def scaling(hp, out):
     table = json.load(open(out))["table"]
     cases = {(r["impl"], r["case"]) for r in table}
     want = {("hyperpar", "DDP"), ("hyperpar", "FSDP"), ("hyperpar", "HSDP"), ("hyperpar", "TP (+SP)"),
-            ("machine", "2 x 1")}
+            ("hyperpar", "TP async"), ("machine", "2 x 1")}
     check(cases == want, f"the table's cases: {sorted(cases)}")
     for r in table:
         t1, tn = r["ms_1_median"], r["ms_n_median"]

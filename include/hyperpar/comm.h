@@ -1,6 +1,6 @@
 // comm.h - collectives over one MPI sub-communicator per mesh group.
 // defines: hp_comm (opaque), hp_comm_init/free, collectives (blocking; nonblocking gradient
-//          reductions), traffic counters (logical
+//          reductions; the all-gather and reduce-scatter of async TP cut open), traffic counters (logical
 //          and wire), the watchdog's timeout and step, diagnostic gathers, the bytes of
 //          the layer's own buffers (hp_comm_fixed_scratch_bytes, hp_comm_async_floats)
 //
@@ -172,6 +172,25 @@ void hp_p2p_isend_bf16(hp_comm *comm, hp_group_kind g, const uint16_t *buf, size
 void hp_p2p_irecv_bf16(hp_comm *comm, hp_group_kind g, uint16_t *buf, size_t n, int src, int tag,
                        MPI_Request *req);
 void hp_p2p_wait(hp_comm *comm, hp_group_kind g, int n, MPI_Request *reqs, const char *what);
+
+// The all-gather and reduce-scatter of async TP, cut open (comm_overlap.c): bytes, wire bytes,
+// calls and bits of hp_allgather / hp_reduce_scatter (a member-ordered fp32 sum); reqs holds
+// 2*size requests of the caller. The caller computes between the calls:
+//   hp_allgather_post(comm, HP_G_TP, full, shard, n, reqs);     // own shard copied in at once
+//   hp_allgather_wait_member(comm, HP_G_TP, reqs, j);           // member j's shard has landed
+//   hp_allgather_finish(comm, HP_G_TP, reqs);                   // sends done too
+//   hp_reduce_scatter_post(comm, HP_G_TP, rows, n, reqs);       // rows (size*n): receives
+//   hp_reduce_scatter_send(comm, HP_G_TP, block_j, n, j, reqs); // member j's block, once each
+//   hp_reduce_scatter_finish(comm, HP_G_TP, recv, rows, own, n, reqs);  // sum 0..size-1
+void hp_allgather_post(hp_comm *comm, hp_group_kind g, float *recv, const float *send, size_t n,
+                       MPI_Request *reqs);
+void hp_allgather_wait_member(hp_comm *comm, hp_group_kind g, MPI_Request *reqs, int j);
+void hp_allgather_finish(hp_comm *comm, hp_group_kind g, MPI_Request *reqs);
+void hp_reduce_scatter_post(hp_comm *comm, hp_group_kind g, float *rows, size_t n, MPI_Request *reqs);
+void hp_reduce_scatter_send(hp_comm *comm, hp_group_kind g, const float *block, size_t n, int dst,
+                            MPI_Request *reqs);
+void hp_reduce_scatter_finish(hp_comm *comm, hp_group_kind g, float *recv, const float *rows,
+                              const float *own, size_t n, MPI_Request *reqs);
 
 // Diagnostics outside the training step (not counted in the traffic counters): rank 0 of
 // the communicator handed to hp_comm_init receives every rank's n elements, in rank order

@@ -124,6 +124,10 @@ typedef struct hp_run_config {
     int          float8;               // default 0 (off)
     char         float8_filter[256];   // default ""
     int          float8_fsdp_all_gather;   // default 0
+    // async TP (TorchTitan parallelism.enable_async_tensor_parallel, docs/async_tp.md): the SP
+    // all-gather overlapped with the GEMMs it feeds, the reduce-scatter with the GEMM producing
+    // it; bitwise the plain path. Needs tp > 1 and SP on.
+    int          async_tp;        // default 0
 } hp_run_config;
 
 void hp_run_config_default(hp_run_config *rc);

@@ -47,6 +47,10 @@ void   hp_trainer_optimizer_step(hp_trainer *tr);
 // so every rank decides alike) is not finite: then the optimiser step is skipped, the
 // parameters stay as they were, and the caller stops (TorchTitan's rule).
 int    hp_trainer_step(hp_trainer *tr, hp_step_stats *st);
+// Async TP (--async-tp, docs/async_tp.md): the fused ops (an all-gather with its GEMMs, a
+// GEMM with its reduce-scatter) this rank ran overlapped in the last forward_backward; 0
+// without --async-tp.
+long   hp_trainer_async_tp_ops(const hp_trainer *tr);
 // 1 when a step with this loss and grad norm may update the parameters.
 static inline int hp_step_finite(double loss, double grad_norm) {
     return isfinite(loss) && isfinite(grad_norm);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "hyperpar/dims.h"
 #include "hyperpar/pipeline.h"
+#include "hyperpar/shapes.h"
 
 hp_dims hp_dims_default(void) {
     hp_dims d = { .dp_replicate = 1, .dp_shard = -1, .ulysses = 1, .cp = 1, .tp = 1, .pp = 1,
@@ -216,6 +217,16 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->float8_fsdp_all_gather)
         return fail(err, n, "--float8-fsdp-all-gather (the fp8 parameter all-gather) is not implemented yet; "
                     "--float8 tensorwise without it casts the gathered weight");
+    if (rc->async_tp && rc->float8)
+        return fail(err, n, "--async-tp with --float8 is not composed yet: a float8 linear takes its amax "
+                    "over the whole gathered tensor, which the row blocks of async TP split (float8 = %d)",
+                    rc->float8);
+    if (rc->async_tp && T == 1)
+        return fail(err, n, "--async-tp needs tp > 1: it overlaps the sequence-parallel all-gather and "
+                    "reduce-scatter of the tp regions, and tp = 1 has none");
+    if (rc->async_tp && !hp_dims_sp_on(d))
+        return fail(err, n, "--async-tp needs sequence parallel: it overlaps the SP all-gather and "
+                    "reduce-scatter, and --no-sp at tp %d has none", T);
     if ((unsigned)rc->reshard_after_forward > HP_RESHARD_NEVER)
         return fail(err, n, "reshard_after_forward is default (0), always (1) or never (2): %d",
                     (int)rc->reshard_after_forward);

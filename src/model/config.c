@@ -102,6 +102,7 @@ void hp_run_config_default(hp_run_config *rc) {
     rc->float8 = 0;
     rc->float8_filter[0] = '\0';
     rc->float8_fsdp_all_gather = 0;
+    rc->async_tp = 0;
 }
 
 static const char *const dtype_names[] = { "float32", "bfloat16" };

@@ -163,6 +163,8 @@ static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
     return (hp_float8_amax){ .x = base, .w = base + N };
 }
 
+int hp_float8_linear_converted(const hp_transformer *tf, const float *w) { return find(tf, w) >= 0; }
+
 int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
                          int in, int out) {
     const int k = find(tf, w);

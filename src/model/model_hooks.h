@@ -24,6 +24,13 @@ typedef struct hp_unit_hooks {
 // Tensor-parallel regions (Megatron's f / g) and the vocab-parallel loss. enter: in (res, D)
 // -> out (reg, D); exit: partial in (reg, D) -> out (res, D); each with its backward.
 // cross_entropy returns the CE sum over valid rows of logits (reg, Vl), keeping m and se (reg).
+// enter_consume: enter, then rows(rows_ctx, row0, nrows) computes the GEMMs that read the
+// entered rows [row0, +nrows), once per row block (async TP overlaps them with the gather);
+// exit_produce: rows() writes the partial's rows, then exit (async TP: each member's rows
+// leave as soon as they are computed). The blocks cover all reg rows exactly once.
+// exit_backward_consume / enter_backward_produce: the same around the backward's collectives
+// (the gathered dout feeding input-gradient GEMMs; the input gradient's rows before its sum).
+typedef void hp_region_rows_fn(void *rows_ctx, int row0, int nrows);
 typedef struct hp_region_hooks {
     void *ctx;
     void (*enter)(void *ctx, float *out, const float *in, int D);
@@ -31,6 +38,14 @@ typedef struct hp_region_hooks {
     void (*exit)(void *ctx, float *out, float *in, int D);
     void (*exit_backward)(void *ctx, float *din, const float *dout, int D);
     double (*cross_entropy)(void *ctx, const float *logits, const int *labels, float *m, float *se);
+    void (*enter_consume)(void *ctx, float *out, const float *in, int D, hp_region_rows_fn *rows,
+                          void *rows_ctx);
+    void (*exit_produce)(void *ctx, float *out, float *partial, int D, hp_region_rows_fn *rows,
+                         void *rows_ctx);
+    void (*exit_backward_consume)(void *ctx, float *din, const float *dout, int D,
+                                  hp_region_rows_fn *rows, void *rows_ctx);
+    void (*enter_backward_produce)(void *ctx, float *din, float *dout, int D,
+                                   hp_region_rows_fn *rows, void *rows_ctx);
 } hp_region_hooks;
 
 // The attention core on this rank's q (reg, Hl*hd), k, v (reg, Hkvl*hd) after RoPE: plain

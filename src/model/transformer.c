@@ -60,6 +60,41 @@ static void region_enter_backward(hp_transformer *tf, float *din, float *dout, i
 static void region_exit(hp_transformer *tf, float *out, float *in, int D) {
     tf->hk.region.exit(tf->hk.region.ctx, out, in, D);
 }
+// The regions whose collective feeds or drains GEMMs, handed the GEMMs by row block (async
+// TP overlaps them; the plain path runs the same blocks). Float8 linears take their amax
+// over the whole tensor, so under float8 the GEMMs run once over all rows, around the plain
+// collective (--async-tp is refused with --float8).
+static void region_enter_consume(hp_transformer *tf, float *out, const float *in, int D,
+                                 hp_region_rows_fn *rows, void *rows_ctx) {
+    if (!tf->f8) { tf->hk.region.enter_consume(tf->hk.region.ctx, out, in, D, rows, rows_ctx); return; }
+    region_enter(tf, out, in, D);
+    rows(rows_ctx, 0, tf->sh.Nreg);
+}
+static void region_exit_produce(hp_transformer *tf, float *out, float *partial, int D,
+                                hp_region_rows_fn *rows, void *rows_ctx) {
+    if (!tf->f8) { tf->hk.region.exit_produce(tf->hk.region.ctx, out, partial, D, rows, rows_ctx); return; }
+    rows(rows_ctx, 0, tf->sh.Nreg);
+    region_exit(tf, out, partial, D);
+}
+static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D);
+static void region_exit_backward_consume(hp_transformer *tf, float *din, const float *dout, int D,
+                                         hp_region_rows_fn *rows, void *rows_ctx) {
+    if (!tf->f8) {
+        tf->hk.region.exit_backward_consume(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
+        return;
+    }
+    region_exit_backward(tf, din, dout, D);
+    rows(rows_ctx, 0, tf->sh.Nreg);
+}
+static void region_enter_backward_produce(hp_transformer *tf, float *din, float *dout, int D,
+                                          hp_region_rows_fn *rows, void *rows_ctx) {
+    if (!tf->f8) {
+        tf->hk.region.enter_backward_produce(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
+        return;
+    }
+    rows(rows_ctx, 0, tf->sh.Nreg);
+    region_enter_backward(tf, din, dout, D);
+}
 static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D) {
     tf->hk.region.exit_backward(tf->hk.region.ctx, din, dout, D);
 }
@@ -420,6 +455,51 @@ static void keep_routing(hp_transformer *tf, int l, const hp_moe_state *st, int 
         }
 }
 
+// The GEMMs a region's collective feeds or drains, by row block (region_enter_consume /
+// region_exit_produce: async TP overlaps each block with the exchange). Each block is the
+// linears of its rows: row r of every output reads row r of the input only.
+typedef struct {
+    const hp_transformer *tf;
+    hp_block_acts *A;
+    const float *w[3];   // the weights of the consumers (wq, wk, wv / w1, w3 / output)
+    float *partial;      // exit_produce: the partial's rows
+} rows_job;
+
+static void qkv_rows(void *ctx, int r0, int n) {   // q, k, v of rows [r0, r0+n) of g1
+    const rows_job *j = ctx;
+    const hp_local_shapes *sh = &j->tf->sh;
+    const size_t D = (size_t)sh->D, qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
+    const float *x = j->A->g1 + (size_t)r0 * D;
+    linear_fwd(j->tf, j->A->q + (size_t)r0 * qd, x, j->w[0], n, (int)D, (int)qd);
+    linear_fwd(j->tf, j->A->k + (size_t)r0 * kvd, x, j->w[1], n, (int)D, (int)kvd);
+    linear_fwd(j->tf, j->A->v + (size_t)r0 * kvd, x, j->w[2], n, (int)D, (int)kvd);
+}
+
+static void wo_rows(void *ctx, int r0, int n) {     // the attention output's partial (wo)
+    const rows_job *j = ctx;
+    const hp_local_shapes *sh = &j->tf->sh;
+    const size_t D = (size_t)sh->D, qd = (size_t)sh->Hl * sh->hd;
+    linear_fwd(j->tf, j->partial + (size_t)r0 * D, j->A->att + (size_t)r0 * qd, j->w[0], n, (int)qd, (int)D);
+    partial_out(j->tf, j->partial + (size_t)r0 * D, (size_t)n * D);
+}
+
+static void w13_rows(void *ctx, int r0, int n) {    // a1, a3 of rows of g2
+    const rows_job *j = ctx;
+    const hp_local_shapes *sh = &j->tf->sh;
+    const size_t D = (size_t)sh->D, fl = (size_t)sh->Fl;
+    const float *x = j->A->g2 + (size_t)r0 * D;
+    linear_fwd(j->tf, j->A->a1 + (size_t)r0 * fl, x, j->w[0], n, (int)D, (int)fl);
+    linear_fwd(j->tf, j->A->a3 + (size_t)r0 * fl, x, j->w[1], n, (int)D, (int)fl);
+}
+
+static void w2_rows(void *ctx, int r0, int n) {     // the FFN output's partial (w2)
+    const rows_job *j = ctx;
+    const hp_local_shapes *sh = &j->tf->sh;
+    const size_t D = (size_t)sh->D, fl = (size_t)sh->Fl;
+    linear_fwd(j->tf, j->partial + (size_t)r0 * D, j->A->act + (size_t)r0 * fl, j->w[0], n, (int)fl, (int)D);
+    partial_out(j->tf, j->partial + (size_t)r0 * D, (size_t)n * D);
+}
+
 // Block l's forward from its h_in into h_out. recompute: a checkpointed block's rerun in
 // its backward (every collective again, the routing checked against the forward's).
 static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute) {
@@ -435,20 +515,17 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_rmsnorm_forward(A->n1, A->rstd1, A->h_in, PARAM(l, BP_ATTN_NORM), m->norm_eps,
                        tf->sh.Nres, D);
     op_out(tf, A->n1, nres);
-    region_enter(tf, A->g1, A->n1, D);
-    linear_fwd(tf, A->q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
-    linear_fwd(tf, A->k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
-    linear_fwd(tf, A->v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
+    rows_job job = { tf, A, { PARAM(l, BP_WQ), PARAM(l, BP_WK), PARAM(l, BP_WV) }, tf->reg_a };
+    region_enter_consume(tf, A->g1, A->n1, D, qkv_rows, &job);
     op_out(tf, A->q, nq); op_out(tf, A->k, nkv); op_out(tf, A->v, nkv);
     hp_rope_forward(A->q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
     hp_rope_forward(A->k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
     op_out(tf, A->q, nq); op_out(tf, A->k, nkv);
     tf->hk.attn.forward(tf->hk.attn.ctx, A->attn, A->att, A->lse, A->q, A->k, A->v);
     op_out(tf, A->att, nq);   // (under cp the partial outputs and lse stay fp32: one rounding)
-    linear_fwd(tf, tf->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
-    partial_out(tf, tf->reg_a, (size_t)Nr * D);
+    job.w[0] = PARAM(l, BP_WO);
+    region_exit_produce(tf, tf->res_a, tf->reg_a, D, wo_rows, &job);   // (reads, never writes, reg_a)
     check_partial(tf, tf->reg_a, (size_t)Nr * D, "attention output (wo)", l);
-    region_exit(tf, tf->res_a, tf->reg_a, D);
     op_out(tf, tf->res_a, nres);
     add_into(A->h_mid, A->h_in, tf->res_a, nres);
     op_out(tf, A->h_mid, nres);
@@ -457,27 +534,42 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_rmsnorm_forward(A->n2, A->rstd2, A->h_mid, PARAM(l, BP_FFN_NORM), m->norm_eps,
                        tf->sh.Nres, D);
     op_out(tf, A->n2, nres);
-    region_enter(tf, A->g2, A->n2, D);
-    if (hp_model_is_moe_layer(m, l)) {
+    if (hp_model_is_moe_layer(m, l)) {   // (MoE: plain regions; async TP fuses dense GEMMs only)
+        region_enter(tf, A->g2, A->n2, D);
         hp_moe_weights w = moe_weights(tf, l);
         hp_moe_block_forward(A->moe, tf->reg_a, A->g2, &w);
         keep_routing(tf, l, A->moe, recompute);
+        partial_out(tf, tf->reg_a, (size_t)Nr * D);
+        check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
+        region_exit(tf, tf->res_a, tf->reg_a, D);
     } else {
-        linear_fwd(tf, A->a1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
-        linear_fwd(tf, A->a3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
+        job.w[0] = PARAM(l, BP_W1); job.w[1] = PARAM(l, BP_W3);
+        region_enter_consume(tf, A->g2, A->n2, D, w13_rows, &job);
         op_out(tf, A->a1, nf); op_out(tf, A->a3, nf);
         hp_swiglu_forward(A->act, A->a1, A->a3, nf);
         op_out(tf, A->act, nf);
-        linear_fwd(tf, tf->reg_a, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
+        job.w[0] = PARAM(l, BP_W2);
+        region_exit_produce(tf, tf->res_a, tf->reg_a, D, w2_rows, &job);
+        check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
     }
-    partial_out(tf, tf->reg_a, (size_t)Nr * D);
-    check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
-    region_exit(tf, tf->res_a, tf->reg_a, D);
     op_out(tf, tf->res_a, nres);
     add_into(h_out, A->h_mid, tf->res_a, nres);
     op_out(tf, h_out, nres);
     tf->f8_layer = -1;
     tf->f8_recompute = 0;
+}
+
+// The head's output GEMM by row block of gf (region_enter_consume).
+typedef struct {
+    const hp_transformer *tf;
+    hp_head_acts *H;
+    const float *w;
+} head_job;
+
+static void logits_rows(void *ctx, int r0, int n) {
+    const head_job *j = ctx;
+    const size_t D = (size_t)j->tf->sh.D, Vl = (size_t)j->tf->sh.Vl;
+    linear_fwd(j->tf, j->H->logits + (size_t)r0 * Vl, j->H->gf + (size_t)r0 * D, j->w, n, (int)D, (int)Vl);
 }
 
 // The residual stream entering block l of the running slot (l == L: the head's input).
@@ -510,8 +602,8 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     hp_rmsnorm_forward(H->nf, H->rstdf, H->h_final, TOP_PARAM(pid_norm), m->norm_eps,
                        tf->sh.Nres, D);
     op_out(tf, H->nf, (size_t)tf->sh.Nres * D);
-    region_enter(tf, H->gf, H->nf, D);
-    linear_fwd(tf, H->logits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
+    head_job hj = { tf, H, TOP_PARAM(pid_out) };
+    region_enter_consume(tf, H->gf, H->nf, D, logits_rows, &hj);
     op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
     unit_after_forward(tf, L + 1);
@@ -529,18 +621,46 @@ double hp_transformer_forward(hp_transformer *tf) {
 
 static void zeros(float *x, size_t n) { hp_par_zero(x, n); }
 
-// A linear's backward: dx now; dw now, or under zbv's I later (W) from the kept copy of dy.
-// dx_first = 1: the first product into dx writes it (no zero-fill), later ones add.
-static void linear_bwd(hp_transformer *tf, int dx_first, float *dx, float *dw, float *keep_dy,
-                       const float *dy, const float *x, const float *w, int N, int in, int out) {
+// A linear's backward in two halves, because a region's collective sits between them (async
+// TP): the input gradient dx by row block (dx_rows, called by region_*_backward_*: rows of dx
+// read rows of dy only; the first product into dx writes it, no zero-fill, later ones add), and
+// the weight gradient dw in one call over all rows (it sums over the rows: never split), or
+// under zbv's I later (W) from the kept copy of dy. A float8 linear makes both in the one call
+// of dx_rows over all rows (its casts and amax reductions once), so its dw is skipped here.
+static void linear_bwd_dw(hp_transformer *tf, float *dw, float *keep_dy, const float *dy,
+                          const float *x, const float *w, int N, int in, int out) {
     if (tf->input_only && keep_dy) {
         memcpy(keep_dy, dy, (size_t)N * out * sizeof(float));
-        dw = NULL;
+        return;
     }
-    if (!dx_first)    linear_bwd_add(tf, dx, dw, dy, x, w, N, in, out);
-    else if (tf->f8 && hp_float8_linear_bwd(tf, dx, dw, dy, x, w, N, in, out, 0.0f)) return;
-    else if (tf->bf16) hp_linear_backward_first_bf16(dx, dw, dy, x, w, N, in, out);
-    else              hp_linear_backward_first(dx, dw, dy, x, w, N, in, out);
+    if (tf->f8 && hp_float8_linear_converted(tf, w)) return;
+    linear_bwd_add(tf, NULL, dw, dy, x, NULL, N, in, out);
+}
+
+// dx (N, in) rows [r0, r0+n) = sum over i of dy_i rows @ w_i (written by the first, in order);
+// under float8 (all rows in one call) a converted linear's dw_i from x too.
+typedef struct {
+    const hp_transformer *tf;
+    float *dx;
+    const float *dy[3], *w[3];
+    int n_terms, in, out[3];
+    float *dw[3];
+    const float *x;   // the linears' input (N, in)
+} dx_job;
+
+static void dx_rows(void *ctx, int r0, int n) {
+    const dx_job *j = ctx;
+    float *dx = j->dx + (size_t)r0 * j->in;
+    for (int i = 0; i < j->n_terms; i++) {
+        const float *dy = j->dy[i] + (size_t)r0 * j->out[i];
+        float *dw = j->tf->input_only ? NULL : j->dw[i];   // (zbv's I: dw in its W)
+        if (j->tf->f8 && hp_float8_linear_bwd(j->tf, dx, dw, dy, j->x, j->w[i], n, j->in, j->out[i],
+                                              i > 0 ? 1.0f : 0.0f))
+            continue;
+        if (i > 0)            linear_bwd_add(j->tf, dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
+        else if (j->tf->bf16) hp_linear_backward_first_bf16(dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
+        else                  hp_linear_backward_first(dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
+    }
 }
 
 // The structure check of a recompute (structure.h): the rerun's output (in res_a) must be the
@@ -582,33 +702,36 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     tf->f8_layer = l;
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
-    region_exit_backward(tf, tf->reg_a, dh, D);
-    if (hp_model_is_moe_layer(m, l)) {
+    if (hp_model_is_moe_layer(m, l)) {   // (MoE: plain regions, as in the forward)
+        region_exit_backward(tf, tf->reg_a, dh, D);
         hp_moe_weights w = moe_weights(tf, l);
         hp_moe_grads g = moe_grads(tf, l);
         zeros(tf->reg_b, nreg);
         hp_moe_block_backward(A->moe, tf->reg_b, &g, tf->reg_a, &w);
+        region_enter_backward(tf, tf->res_a, tf->reg_b, D);
     } else {   // (the buffers are written by their first product: no zero-fills)
-        linear_bwd(tf, 1, tf->reg_f3, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act,
-                   PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
+        const int Fl = tf->sh.Fl;
+        dx_job w2 = { tf, tf->reg_f3, { tf->reg_a }, { PARAM(l, BP_W2) }, 1, Fl, { D }, { GRAD(l, BP_W2) }, A->act };
+        region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &w2);
+        linear_bwd_dw(tf, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act, PARAM(l, BP_W2), Nr, Fl, D);
         op_out(tf, tf->reg_f3, nf);
         hp_swiglu_backward(tf->reg_f1, tf->reg_f2, tf->reg_f3, A->a1, A->a3, nf);
         op_out(tf, tf->reg_f1, nf); op_out(tf, tf->reg_f2, nf);
-        linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_W1), A->dy_w1, tf->reg_f1, A->g2,
-                   PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
-        linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_W3), A->dy_w3, tf->reg_f2, A->g2,
-                   PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
+        linear_bwd_dw(tf, GRAD(l, BP_W1), A->dy_w1, tf->reg_f1, A->g2, PARAM(l, BP_W1), Nr, D, Fl);
+        linear_bwd_dw(tf, GRAD(l, BP_W3), A->dy_w3, tf->reg_f2, A->g2, PARAM(l, BP_W3), Nr, D, Fl);
+        dx_job w13 = { tf, tf->reg_b, { tf->reg_f1, tf->reg_f2 }, { PARAM(l, BP_W1), PARAM(l, BP_W3) },
+                       2, D, { Fl, Fl }, { GRAD(l, BP_W1), GRAD(l, BP_W3) }, A->g2 };
+        region_enter_backward_produce(tf, tf->res_a, tf->reg_b, D, dx_rows, &w13);
     }
-    region_enter_backward(tf, tf->res_a, tf->reg_b, D);
     op_out(tf, tf->res_a, nres);
     hp_rmsnorm_backward(dh, GRAD(l, BP_FFN_NORM), tf->res_a, A->h_mid,
                         PARAM(l, BP_FFN_NORM), A->rstd2, tf->sh.Nres, D);   // dh is now dh_mid
     op_out(tf, dh, nres);
 
     // attention branch
-    region_exit_backward(tf, tf->reg_a, dh, D);
-    linear_bwd(tf, 1, tf->reg_att, GRAD(l, BP_WO), A->dy_wo, tf->reg_a, A->att,
-               PARAM(l, BP_WO), Nr, qd, D);
+    dx_job wo = { tf, tf->reg_att, { tf->reg_a }, { PARAM(l, BP_WO) }, 1, qd, { D }, { GRAD(l, BP_WO) }, A->att };
+    region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &wo);
+    linear_bwd_dw(tf, GRAD(l, BP_WO), A->dy_wo, tf->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
     op_out(tf, tf->reg_att, (size_t)Nr * qd);
     zeros(tf->reg_q, (size_t)Nr * qd);
     zeros(tf->reg_k, (size_t)Nr * kvd);
@@ -622,13 +745,13 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     hp_rope_backward(tf->reg_k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
     op_out(tf, tf->reg_q, (size_t)Nr * qd);
     op_out(tf, tf->reg_k, (size_t)Nr * kvd);
-    linear_bwd(tf, 1, tf->reg_b, GRAD(l, BP_WQ), A->dy_q, tf->reg_q, A->g1,
-               PARAM(l, BP_WQ), Nr, D, qd);
-    linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WK), A->dy_k, tf->reg_k, A->g1,
-               PARAM(l, BP_WK), Nr, D, kvd);
-    linear_bwd(tf, 0, tf->reg_b, GRAD(l, BP_WV), A->dy_v, tf->reg_v, A->g1,
-               PARAM(l, BP_WV), Nr, D, kvd);
-    region_enter_backward(tf, tf->res_a, tf->reg_b, D);
+    linear_bwd_dw(tf, GRAD(l, BP_WQ), A->dy_q, tf->reg_q, A->g1, PARAM(l, BP_WQ), Nr, D, qd);
+    linear_bwd_dw(tf, GRAD(l, BP_WK), A->dy_k, tf->reg_k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
+    linear_bwd_dw(tf, GRAD(l, BP_WV), A->dy_v, tf->reg_v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
+    dx_job qkv = { tf, tf->reg_b, { tf->reg_q, tf->reg_k, tf->reg_v },
+                   { PARAM(l, BP_WQ), PARAM(l, BP_WK), PARAM(l, BP_WV) }, 3, D, { qd, kvd, kvd },
+                   { GRAD(l, BP_WQ), GRAD(l, BP_WK), GRAD(l, BP_WV) }, A->g1 };
+    region_enter_backward_produce(tf, tf->res_a, tf->reg_b, D, dx_rows, &qkv);
     op_out(tf, tf->res_a, nres);
     hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tf->res_a, A->h_in,
                         PARAM(l, BP_ATTN_NORM), A->rstd1, tf->sh.Nres, D);  // dh_in
@@ -652,9 +775,9 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         hp_ce_backward(tf->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tf), tf->sh.v0,
                        (float)(1.0 / ((double)tf->n_valid_global * scale)), tf->sh.Nreg, tf->sh.Vl);
         op_out(tf, tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl);
-        linear_bwd(tf, 1, tf->reg_a, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf,
-                   TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
-        region_enter_backward(tf, tf->res_a, tf->reg_a, D);
+        linear_bwd_dw(tf, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
+        dx_job out = { tf, tf->reg_a, { tf->dlogits }, { TOP_PARAM(pid_out) }, 1, D, { tf->sh.Vl }, { TOP_GRAD(pid_out) }, H->gf };
+        region_enter_backward_produce(tf, tf->res_a, tf->reg_a, D, dx_rows, &out);
         op_out(tf, tf->res_a, nres);
         zeros(dh, nres);
         hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tf->res_a, H->h_final, TOP_PARAM(pid_norm),

@@ -118,6 +118,8 @@ const char *hp_transformer_role_name(hp_block_param r);
 // filter leaves (float8.h recipe; filter: TorchTitan's filter_fqns as a comma list). 0 or -1.
 int    hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter);
 void   hp_float8_linears_free(hp_transformer *tf);
+// 1 when w is a weight of block tf->f8_layer that float8 converted.
+int    hp_float8_linear_converted(const hp_transformer *tf, const float *w);
 // The float8 path of a linear of block tf->f8_layer: 1 when w is a converted one (done), else 0.
 int    hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w,
                             int N, int in, int out);

@@ -25,7 +25,26 @@ int hp_tp_init(hp_tp_state *st, hp_comm *comm, const hp_local_shapes *sh) {
 void hp_tp_free(hp_tp_state *st) {
     hp_mem_free(st->buf);
     hp_mem_free(st->ce_tl);
-    st->buf = st->ce_tl = NULL;
+    hp_mem_free(st->rs_rows);
+    hp_mem_free(st->reqs);
+    st->buf = st->ce_tl = st->rs_rows = NULL;
+    st->reqs = NULL;
+}
+
+int hp_tp_set_async(hp_tp_state *st, int on) {
+    // (async_tp_not_applied, torchtitan#3869's shape: the flag accepted, the plain path run)
+    st->async = on && st->sh.sp && st->sh.T > 1 && !hp_failpoint(HP_FP_ASYNC_TP_NOT_APPLIED);
+    if (!st->async) return 0;
+    const size_t full = (size_t)st->sh.T * st->sh.Nres * st->sh.D;
+    st->rs_rows = hp_mem_alloc(HP_MEM_SCRATCH, (full + 1) * sizeof(float));
+    st->reqs = hp_mem_alloc(HP_MEM_SCRATCH, 2 * (size_t)st->sh.T * sizeof(MPI_Request));
+    return st->rs_rows && st->reqs ? 0 : -1;
+}
+
+long hp_tp_take_async_ops(hp_tp_state *st) {
+    const long n = st->async_ops;
+    st->async_ops = 0;
+    return n;
 }
 
 static int sp_on(const hp_tp_state *st) { return st->sh.sp; }
@@ -94,6 +113,128 @@ void hp_tp_region_exit_backward(hp_tp_state *st, float *din, const float *dout, 
     } else {
         memcpy(din, dout, nres * sizeof(float));
     }
+}
+
+// ---- GEMMs fused with the region's collective (docs/async_tp.md)
+
+// Row blocks of member t: Bl runs of Ss rows, at b*Sc + t*Ss of the region's (Bl, Sc) rows.
+static void run_blocks(const hp_tp_state *st, int t, hp_rows_fn *fn, void *ctx) {
+    for (int b = 0; b < st->sh.Bl; b++) fn(ctx, b * st->sh.Sc + t * st->sh.Ss, st->sh.Ss);
+}
+
+// Member t's shard (blocks + t*nres, [Bl][Ss][D]) into its rows of seq, placed as member `at`.
+static void place_shard(const hp_tp_state *st, float *seq, const float *blocks, int t, int at, int D) {
+    const size_t run = (size_t)st->sh.Ss * (size_t)D;
+    for (int b = 0; b < st->sh.Bl; b++)
+        memcpy(seq + ((size_t)b * st->sh.Sc + (size_t)at * st->sh.Ss) * D,
+               blocks + ((size_t)t * st->sh.Bl + b) * run, run * sizeof(float));
+}
+
+// Member t's rows of seq into its block of blocks ([Bl][Ss][D] at t*nres).
+static void take_shard(const hp_tp_state *st, float *blocks, const float *seq, int t, int D) {
+    const size_t run = (size_t)st->sh.Ss * (size_t)D;
+    if (hp_failpoint(HP_FP_ASYNC_TP_SCATTER_DIM) && D % st->sh.T == 0) {
+        // (async_tp_scatter_dim, pytorch/pytorch#153595's shape: the partial scattered along
+        //  its last dim - every row's columns [t*D/T, (t+1)*D/T) - not along the sequence; the
+        //  same count, so nothing but the values shows it)
+        const int Dt = D / st->sh.T;
+        float *out = blocks + (size_t)t * st->sh.Bl * run;
+        for (int r = 0; r < st->sh.Nreg; r++)
+            memcpy(out + (size_t)r * Dt, seq + (size_t)r * D + (size_t)t * Dt, (size_t)Dt * sizeof(float));
+        return;
+    }
+    for (int b = 0; b < st->sh.Bl; b++)
+        memcpy(blocks + ((size_t)t * st->sh.Bl + b) * run,
+               seq + ((size_t)b * st->sh.Sc + (size_t)t * st->sh.Ss) * D, run * sizeof(float));
+}
+
+// The blocking collective of a region, and the one it is on the other side of the model:
+// enter (all-gather) and exit_backward (all-gather of dout) move res -> reg; exit
+// (reduce-scatter) and enter_backward (reduce-scatter of dx) reg -> res.
+typedef void region_fn(hp_tp_state *st, float *out, float *in, int D);
+static void enter_fn(hp_tp_state *st, float *out, float *in, int D) { hp_tp_region_enter(st, out, in, D); }
+static void exit_backward_fn(hp_tp_state *st, float *out, float *in, int D) {
+    hp_tp_region_exit_backward(st, out, in, D);
+}
+
+// out (reg) = the SP all-gather of in (res), consume() over out's rows (see tp.h).
+static void gather_consume(hp_tp_state *st, float *out, const float *in, int D, hp_rows_fn *consume,
+                           void *ctx, region_fn *plain) {
+    const int T = st->sh.T;
+    if (!sp_on(st) || T == 1) {
+        plain(st, out, (float *)in, D);
+        consume(ctx, 0, st->sh.Nreg);
+        return;
+    }
+    if (!st->async) {
+        plain(st, out, (float *)in, D);
+        for (int t = 0; t < T; t++) run_blocks(st, t, consume, ctx);
+        return;
+    }
+    const size_t nres = (size_t)st->sh.Nres * D;
+    const int me = hp_comm_rank(st->comm, HP_G_TP);
+    hp_allgather_post(st->comm, HP_G_TP, st->buf, in, nres, st->reqs);
+    for (int s = 0; s < T; s++) {
+        const int t = (me + s) % T;
+        if (s > 0) hp_allgather_wait_member(st->comm, HP_G_TP, st->reqs, t);
+        // (async_tp_chunk_offset: the bug places and consumes the first peer's chunk at the
+        //  next member's row offset: one block computed twice, another never)
+        const int at = s == 1 && hp_failpoint(HP_FP_ASYNC_TP_CHUNK_OFFSET) ? (t + 1) % T : t;
+        place_shard(st, out, st->buf, t, at, D);
+        run_blocks(st, at, consume, ctx);
+    }
+    hp_allgather_finish(st->comm, HP_G_TP, st->reqs);
+    st->async_ops++;
+}
+
+// out (res) = the SP reduce-scatter of partial (reg), whose rows produce() writes (see tp.h).
+static void produce_scatter(hp_tp_state *st, float *out, float *partial, int D, hp_rows_fn *produce,
+                            void *ctx, region_fn *plain, int forward) {
+    const int T = st->sh.T;
+    if (!sp_on(st) || T == 1) {
+        produce(ctx, 0, st->sh.Nreg);
+        plain(st, out, partial, D);
+        return;
+    }
+    if (!st->async) {
+        for (int t = 0; t < T; t++) run_blocks(st, t, produce, ctx);
+        plain(st, out, partial, D);
+        return;
+    }
+    const size_t nres = (size_t)st->sh.Nres * D;
+    const int me = hp_comm_rank(st->comm, HP_G_TP);
+    hp_reduce_scatter_post(st->comm, HP_G_TP, st->rs_rows, nres, st->reqs);
+    for (int s = 1; s <= T; s++) {   // member (me+s) mod T at step s: mine last
+        const int t = (me + s) % T;
+        run_blocks(st, t, produce, ctx);
+        take_shard(st, st->buf, partial, t, D);
+        hp_reduce_scatter_send(st->comm, HP_G_TP, st->buf + (size_t)t * nres, nres, t, st->reqs);
+    }
+    hp_reduce_scatter_finish(st->comm, HP_G_TP, out, st->rs_rows, st->buf + (size_t)me * nres,
+                             nres, st->reqs);
+    if (forward && hp_failpoint(HP_FP_SP_REDUCE_SCATTER_MEAN))   // (the plain exit's bug, kept)
+        for (size_t i = 0; i < nres; i++) out[i] /= (float)T;
+    st->async_ops++;
+}
+
+void hp_tp_region_enter_consume(hp_tp_state *st, float *out, const float *in, int D,
+                                hp_rows_fn *consume, void *ctx) {
+    gather_consume(st, out, in, D, consume, ctx, enter_fn);
+}
+
+void hp_tp_region_exit_produce(hp_tp_state *st, float *out, float *partial, int D,
+                               hp_rows_fn *produce, void *ctx) {
+    produce_scatter(st, out, partial, D, produce, ctx, hp_tp_region_exit, 1);
+}
+
+void hp_tp_region_exit_backward_consume(hp_tp_state *st, float *din, const float *dout, int D,
+                                        hp_rows_fn *consume, void *ctx) {
+    gather_consume(st, din, dout, D, consume, ctx, exit_backward_fn);
+}
+
+void hp_tp_region_enter_backward_produce(hp_tp_state *st, float *din, float *dout, int D,
+                                         hp_rows_fn *produce, void *ctx) {
+    produce_scatter(st, din, dout, D, produce, ctx, hp_tp_region_enter_backward, 0);
 }
 
 // Loss parallel: each tp rank holds the logits of its vocab slice; the full-vocab max,

@@ -141,6 +141,9 @@ static double scratch_floats(const hp_model_config *m, const hp_dims *d, const h
     f += 2 * reg * M + s->Sc + s->Sc_cp + s->Sc * s->hd + (double)s->n_moe * reg * M * m->top_k + 8;
     double call = U > 1 ? 2 * reg * qd + 2 * nk : 0;
     if (C > 1) call += s->Sc_cp + (rc->cp_rotate == HP_ROTATE_RING ? 8 * nk : (2 + 4.0 * C) * nk);
+    // async TP (tp.c): the members' partials of my rows, T*res*D (+1), and 2T MPI requests
+    // (counted as 8 bytes each)
+    if (rc->async_tp && d->tp > 1 && d->sp > 0) f += (double)d->tp * res * D + 1 + 4.0 * d->tp;
     return f + call;
 }
 

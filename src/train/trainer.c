@@ -43,7 +43,8 @@ static int setup_model(hp_trainer *tr) {
     if (hp_params_build(&tr->pt, &tr->m, &tr->d, tr->rank) != 0) return -1;
     if (tr->rc.mp_param == HP_DTYPE_BFLOAT16) hp_params_gather_every_unit(&tr->pt);
     if (hp_fsdp_init(&tr->fsdp, &tr->pt, tr->comm, &tr->d, tr->sh.M, &tr->rc) != 0 ||
-        hp_tp_init(&tr->tp, tr->comm, &tr->sh) != 0 || alloc_step_data(tr) != 0)
+        hp_tp_init(&tr->tp, tr->comm, &tr->sh) != 0 || hp_tp_set_async(&tr->tp, tr->rc.async_tp) != 0 ||
+        alloc_step_data(tr) != 0)
         return -1;
     hp_attn_style_init(&tr->attn, tr);
     hp_model_hooks hk;
@@ -174,8 +175,11 @@ double hp_trainer_forward_backward(hp_trainer *tr) {
     }
     const double loss = reduce_loss(tr, ce_sum);
     hp_trainer_count_bytes(tr, +1);
+    tr->async_tp_ops = hp_tp_take_async_ops(&tr->tp);
     return loss;
 }
+
+long hp_trainer_async_tp_ops(const hp_trainer *tr) { return tr->async_tp_ops; }
 
 double hp_trainer_eval_loss(hp_trainer *tr, int step) {
     const int saved = tr->step;

@@ -34,6 +34,22 @@ static void region_exit(void *ctx, float *out, float *in, int D) {
 static void region_exit_backward(void *ctx, float *din, const float *dout, int D) {
     hp_tp_region_exit_backward(ctx, din, dout, D);
 }
+static void region_enter_consume(void *ctx, float *out, const float *in, int D,
+                                 hp_region_rows_fn *rows, void *rows_ctx) {
+    hp_tp_region_enter_consume(ctx, out, in, D, rows, rows_ctx);
+}
+static void region_exit_produce(void *ctx, float *out, float *partial, int D,
+                                hp_region_rows_fn *rows, void *rows_ctx) {
+    hp_tp_region_exit_produce(ctx, out, partial, D, rows, rows_ctx);
+}
+static void region_exit_backward_consume(void *ctx, float *din, const float *dout, int D,
+                                         hp_region_rows_fn *rows, void *rows_ctx) {
+    hp_tp_region_exit_backward_consume(ctx, din, dout, D, rows, rows_ctx);
+}
+static void region_enter_backward_produce(void *ctx, float *din, float *dout, int D,
+                                          hp_region_rows_fn *rows, void *rows_ctx) {
+    hp_tp_region_enter_backward_produce(ctx, din, dout, D, rows, rows_ctx);
+}
 static double region_cross_entropy(void *ctx, const float *logits, const int *labels, float *m,
                                    float *se) {
     return hp_tp_cross_entropy(ctx, logits, labels, m, se);
@@ -122,7 +138,8 @@ void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
         .unit = { &tr->fsdp, unit_gather, unit_after_forward, unit_after_backward, unit_zero_grads,
                   unit_reduce, unit_param, unit_grad },
         .region = { &tr->tp, region_enter, region_enter_backward, region_exit,
-                    region_exit_backward, region_cross_entropy },
+                    region_exit_backward, region_cross_entropy, region_enter_consume, region_exit_produce,
+                    region_exit_backward_consume, region_enter_backward_produce },
         .attn = { &tr->attn, attn_state_init, attn_state_free, attn_forward, attn_backward },
         // (the bf16 policy's token rows travel in 2 bytes)
         .moe = tr->rc.mp_param == HP_DTYPE_BFLOAT16 ? hp_ep_moe_ops_bf16() : hp_ep_moe_ops(),

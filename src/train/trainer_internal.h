@@ -48,6 +48,7 @@ struct hp_trainer {
     hp_pp_state    *pp;          // pipeline parallel (pp > 1), else NULL
     // the model: its activations, driven through the hooks filled from the styles
     hp_transformer  tf;
+    long async_tp_ops;           // fused ops async TP ran overlapped in the last forward_backward
     int n_slots;                 // activation slots (pipeline: microbatches in flight; 1 without)
     int split_backward;          // zbv
 

@@ -167,6 +167,15 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_FLOAT8_RECOMPUTE_SCALE] = { HP_FP_FLOAT8_RECOMPUTE_SCALE, "float8_recompute_scale", "M3-tp2-ac-f8t", M6ACF2 BF16 F8T,
       "structure: activation-checkpointing recompute",
       "float8: an activation-checkpointing recompute takes its amax again on the local shard, not the forward's scales" },
+    [HP_FP_ASYNC_TP_CHUNK_OFFSET] = { HP_FP_ASYNC_TP_CHUNK_OFFSET, "async_tp_chunk_offset", "M3-tp2-async",
+      M3TP2 " --async-tp", "loss of step 1",
+      "async TP: the first peer's all-gathered chunk placed and consumed at the next member's row offset" },
+    [HP_FP_ASYNC_TP_NOT_APPLIED] = { HP_FP_ASYNC_TP_NOT_APPLIED, "async_tp_not_applied", "M3-tp2-async",
+      M3TP2 " --async-tp", "async TP not applied",
+      "async TP: --async-tp accepted, but every region runs the plain path (torchtitan#3869)" },
+    [HP_FP_ASYNC_TP_SCATTER_DIM] = { HP_FP_ASYNC_TP_SCATTER_DIM, "async_tp_scatter_dim", "M3-tp2-async",
+      M3TP2 " --async-tp", "loss of step 1",
+      "async TP: the fused reduce-scatter splits the partial along its last dim, not the sequence (pytorch/pytorch#153595)" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

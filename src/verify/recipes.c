@@ -180,6 +180,23 @@ const hp_recipe hp_recipes[] = {
     { "M7-tp2-f8r",   "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 rowwise, HSDP x TP + SP", BF16 " " F8R, 0, 0, NULL },
     { "S2-f8t",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 tensorwise on ETP = TP (attention and shared experts converted; routed experts stay bf16)", BF16 " " F8T, 0, 0, NULL },
     { "S2-f8r",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 rowwise on ETP = TP (attention and shared experts converted; routed experts stay bf16)", BF16 " " F8R, 0, 0, NULL },
+    // async TP (docs/async_tp.md): each plain TP + SP recipe again with --async-tp; bitwise the
+    // plain one (the CTest async_tp_equals_tp compares their dumps), and its trajectory here
+    { "M3-tp2-async", "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "M3-tp2",      EX2, "async TP 2: each SP all-gather and reduce-scatter overlapped with its GEMMs, forward and backward", "--async-tp", 0, 0, NULL },
+    { "M3-tp4-async", "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, "M3-tp4",      EX2, "async TP 4: peers consumed in the order r+1, r+2, r+3", "--async-tp", 0, 0, NULL },
+    { "M3-tp4-bf16-async","M3","tiny",   1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, "M3-tp4-bf16", EX2, "bf16 async TP 4: fp32 partials sent, summed in rank order", BF16 " --async-tp", 0, 0, NULL },
+    { "B2-async",     "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "B2",          EX3, "async TP + SP + FSDP2", "--async-tp", 0, 0, NULL },
+    { "B2-bf16-async","B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "B2-bf16",     EX3, "bf16 async TP + SP + FSDP2", BF16 " --async-tp", 0, 0, NULL },
+    { "M6-ag-async",  "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, "M6-ag",       EX3, "async TP on the Titan grid (1,2,2,2)", "--async-tp", 0, 0, NULL },
+    { "M6-ag-bf16-async","M6","tiny",    1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, "M6-ag-bf16",  EX3, "bf16 async TP on the Titan grid (1,2,2,2)", BF16 " --async-tp", 0, 0, NULL },
+    { "M7-tp2-async", "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, "M7-tp2",      EX3, "async TP under HSDP", "--async-tp", 0, 0, NULL },
+    { "M7-tp2-bf16-async","M7","tiny",   2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, "M7-tp2-bf16", EX3, "bf16 async TP under HSDP", BF16 " --async-tp", 0, 0, NULL },
+    { "S2-async",     "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, "S2",          EX6, "async TP with ETP experts (MoE FFNs stay plain)", "--async-tp", 0, 0, NULL },
+    { "S2-bf16-async","S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, "S2-bf16",     EX6, "bf16 async TP with ETP experts", BF16 " --async-tp", 0, 0, NULL },
+    { "C4-async",     "C4",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, "C4",          EX7, "async TP on the 5-D Titan grid", "--layers 4 --pp-schedule interleaved-1f1b --pp-virtual 2 --pp-microbatches 4 --async-tp", 2, 0, NULL },
+    { "C4-bf16-async","C4",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, "C4-bf16",     EX7, "bf16 async TP on the 5-D Titan grid", PP4 " interleaved-1f1b --pp-virtual 2 --pp-microbatches 4 " BF16 " --async-tp", 2, 0, NULL },
+    { "C5-async",     "C5",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, "C5",          EX7, "async TP on the 5-D MoE grid", "--layers 4 --pp-schedule 1f1b --pp-microbatches 2 --async-tp", 2, 0, NULL },
+    { "C5-bf16-async","C5",  "tiny-moe", 1, 2, 2, 2,  1, 4, 1, "allgather", NULL,        L2, "C5-bf16",     EX7, "bf16 async TP on the 5-D MoE grid", PP4 " 1f1b --pp-microbatches 2 " BF16 " --async-tp", 2, 0, NULL },
     { "K2-bf16",      "K",   "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L1, NULL,          EX0, "bf16 FSDP4 -> TP2 x FSDP2: the fp32 master saved and resharded", ADAMW " " BF16, 0, 0,
       "--model tiny --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 " ADAMW " " BF16 },
 };

@@ -9,6 +9,7 @@
 // order 1e-1..1. After AdamW the first update is lr*sign(g) wherever |g| >> eps, so a sign
 // flip of a gradient element that is zero up to rounding moves that parameter by 2*lr: the
 // parameter tolerance is 1e-4 after AdamW (measured: 1.2e-6 at lr 1e-3 on the tiny recipes).
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ typedef struct run_record {
     int    *routing;
     int     n_moe;
     int     nonfinite_step;   // the first step whose loss or grad norm was not finite, or 0
+    int     async_tp_unfused_step;   // --async-tp: the first step that fused nothing, or 0
     int     pp_ranks, pp_cap;  // pipeline: the last step's actions of each pp rank (rank 0)
     float  *pp_timeline;       // [pp_ranks][1 + pp_cap*5]: count, then rows (train.h)
     uint64_t bytes[HP_G_COUNT][HP_OP_COUNT];
@@ -143,6 +145,13 @@ static void add_bytes(uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], const hp_comm *co
             bytes[g][op] += (uint64_t)sign * hp_comm_bytes(comm, (hp_group_kind)g, (hp_op_kind)op);
 }
 
+// --async-tp: the first step whose fused ops all ran plain on this rank (torchtitan#3869: async
+// TP silently not applied; docs/async_tp.md), kept in rec; the verdict fails on it.
+static void check_async_tp(const hp_trainer *tr, const hp_run_config *rc, int step, run_record *rec) {
+    if (rc->async_tp && hp_trainer_async_tp_ops(tr) == 0 && !rec->async_tp_unfused_step)
+        rec->async_tp_unfused_step = step;
+}
+
 static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
                       const hp_run_config *rc, const hp_verify_opts *o, run_record *rec,
                       const char *dump_dir) {
@@ -165,6 +174,7 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
     const double t0 = wall();
     hp_comm_reset_stats(hp_trainer_comm(tr));
     rec->losses[0] = hp_trainer_forward_backward(tr);
+    check_async_tp(tr, rc, 1, rec);
     add_bytes(rec->bytes, hp_trainer_comm(tr), +1);
     // step 1's gradients are captured before clipping (dump.h), with or without --max-norm;
     // what the capture itself moves is the verifier's, not the step's: left out of the bytes
@@ -185,6 +195,7 @@ static int record_run(MPI_Comm comm, const hp_model_config *m, const hp_dims *d,
     for (int s = 1; s < o->steps && !rec->nonfinite_step; s++) {
         hp_step_stats st;
         if (hp_trainer_step(tr, &st) != 0) rec->nonfinite_step = s + 1;
+        check_async_tp(tr, rc, s + 1, rec);
         rec->losses[s] = st.loss;
     }
     rec->seconds = wall() - t0;
@@ -243,6 +254,8 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
     hp_structure_enable(0);
     res->measured = par.measured;
     collect_structure(world, rank, res);
+    int unfused = par.async_tp_unfused_step ? par.async_tp_unfused_step : INT_MAX;
+    hp_mpi_allreduce(world, &unfused, 1, MPI_INT, MPI_MIN, "async-tp-count");
 
     int pass = 1;
     if (rank == 0) {
@@ -250,12 +263,14 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
         one.dp_shard = 1;
         one.world = 1;
         char err[256];
-        if (hp_dims_validate(&one, m, rc, err, sizeof err) != 0)
-            hp_fail_line_and_abort(1, "hp: reference: %s", err);
         // the reference is the plain step: one process, one microbatch (a bug in the
-        // accumulation, like TorchTitan #1733's double averaging, cannot hide in it)
+        // accumulation, like TorchTitan #1733's double averaging, cannot hide in it), no tp
+        // and so no async TP
         hp_run_config rc_ref = *rc;
         rc_ref.microbatches = 1;
+        rc_ref.async_tp = 0;
+        if (hp_dims_validate(&one, m, &rc_ref, err, sizeof err) != 0)
+            hp_fail_line_and_abort(1, "hp: reference: %s", err);
         hp_failpoint_suspend(1);   // an injected fault (failpoint.h) hits the parallel run only
         record_run(MPI_COMM_SELF, m, &one, &rc_ref, o, &ref, NULL);
         // bf16 or float8: the fp32 process F (no float8 either) measures each tensor's noise
@@ -282,6 +297,12 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
             snprintf(res->failure_text, sizeof res->failure_text,
                      "non-finite loss or grad norm at step %d (stopped before its optimiser step)",
                      par.nonfinite_step);
+            fail(res, res->failure_text);
+        }
+        if (unfused != INT_MAX) {
+            snprintf(res->failure_text, sizeof res->failure_text,
+                     "async TP not applied: step %d ran 0 fused ops overlapped on some rank under "
+                     "--async-tp (torchtitan#3869)", unfused);
             fail(res, res->failure_text);
         }
         res->init_equal = memcmp(par.init, ref.init, (size_t)t.full_numel * sizeof(float)) == 0;

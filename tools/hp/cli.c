@@ -175,7 +175,6 @@ const tool_flag_def tool_flags[] = {
     IGNORED("training.gc_debug", V_BOOL, "false"),
     IGNORED("training.enable_cpu_offload", V_BOOL, "false"),
     IGNORED("training.dataloader.*", V_ANY, NULL),
-    IGNORED("parallelism.enable_async_tensor_parallel", V_BOOL, "false"),
     IGNORED("checkpoint.async_mode", V_STRING, "disabled"),
     IGNORED("checkpoint.last_save_model_only", V_BOOL, "true"),
     IGNORED("checkpoint.export_dtype", V_STRING, "float32"),
@@ -193,6 +192,9 @@ const tool_flag_def tool_flags[] = {
     KEY("validation.dataset_format", F_VAL_FORMAT, V_STRING, "", NULL),
     KEY("validation.freq", F_VAL_FREQ, V_INT, "10", "10"),
     KEY("validation.steps", F_VAL_STEPS, V_INT, "-1", "-1"),
+    // async TP: docs/async_tp.md
+    KEY("parallelism.enable_async_tensor_parallel", F_ASYNC_TP, V_BOOL, "false", "false"),
+    { "--async-tp", F_ASYNC_TP, 0, FOR_ALL, 0, 0, 0, "true" },
     // multi-host: hp plan's node size (docs/multi_host.md)
     { "--ranks-per-node", F_RANKS_PER_NODE, 1, FOR_PLAN, 0, 0, 0, 0 },
     // float8 linears: precision.md §1, §5, docs/float8.md (TorchTitan's [quantize.linear.float8])
@@ -286,6 +288,8 @@ void tool_cli_print_common_help(FILE *out) {
         "  --float8-filter LIST\n"
         "                     linears whose name contains one of these stay in the param dtype\n"
         "                     (TorchTitan's filter_fqns; output and router.gate always do)\n"
+        "  --async-tp         overlap each SP all-gather / reduce-scatter with its GEMMs (tp > 1,\n"
+        "                     SP on; bitwise the plain path; docs/async_tp.md)\n"
         "launch and output:\n"
         "  --nproc N          ranks to launch (plan: the world; default: the product of degrees)\n"
         "  --rank N           plan: the rank whose local shapes are shown (default 0)\n"
@@ -557,6 +561,7 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
         cli->run.cp_rotate = choice ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
         return 0;
     case F_CP_BALANCE:   return parse_bool(flag, v, &cli->run.cp_load_balance);
+    case F_ASYNC_TP:     return parse_bool(flag, v, &cli->run.async_tp);
     case F_DISPATCHER:
         if ((e = parse_choice(flag, v, "alltoall", "allgather", &choice))) return e;
         cli->run.dispatcher = choice ? HP_DISPATCH_ALLGATHER : HP_DISPATCH_ALLTOALL;

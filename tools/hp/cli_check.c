@@ -101,8 +101,10 @@ int tool_cli_check_memory(const tool_cli *cli, const hp_dims *d, int local_ranks
         one.dp_shard = 1;
         one.world = 1;
         char err[256];
-        if (hp_dims_validate(&one, &cli->model, &cli->run, err, sizeof err) == 0 &&
-            hp_plan_memory_predict(&cli->model, &one, &cli->run, 0, &ref) == 0 &&
+        hp_run_config rc_one = cli->run;   // the reference: one process, so no async TP
+        rc_one.async_tp = 0;
+        if (hp_dims_validate(&one, &cli->model, &rc_one, err, sizeof err) == 0 &&
+            hp_plan_memory_predict(&cli->model, &one, &rc_one, 0, &ref) == 0 &&
             hp_plan_memory_predict(&cli->model, d, &cli->run, 0, &mem0) == 0) {
             // the runs follow each other; both keep full copies of init, grads and params
             const double rank0 = (ref.peak > mem0.peak ? ref.peak : mem0.peak) +

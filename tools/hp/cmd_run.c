@@ -162,6 +162,25 @@ static pp_measured measure_pp(hp_trainer *tr, int rank, int quiet) {
     return pm;
 }
 
+// --async-tp (docs/async_tp.md): the step's fused ops run overlapped, the fewest over the ranks,
+// logged; none on some rank fails the run (torchtitan#3869: async TP silently not applied).
+static int check_async_tp(hp_trainer *tr, int step, int rank, int quiet) {
+    int ops[2] = { (int)hp_trainer_async_tp_ops(tr), 0 };
+    ops[1] = ops[0];
+    hp_mpi_allreduce(MPI_COMM_WORLD, &ops[0], 1, MPI_INT, MPI_MIN, "async-tp-count");
+    hp_mpi_allreduce(MPI_COMM_WORLD, &ops[1], 1, MPI_INT, MPI_MAX, "async-tp-count");
+    if (ops[0] == 0) {
+        if (rank == 0)
+            fprintf(stderr, "hp: --async-tp: step %d ran 0 fused ops overlapped on some rank (max %d): "
+                    "async TP was not applied (torchtitan#3869)\n", step, ops[1]);
+        return HP_EXIT_FAIL;
+    }
+    if (rank == 0 && !quiet)
+        printf("async tp: step %d: %d fused ops overlapped per rank (min %d, max %d)\n", step, ops[0],
+               ops[0], ops[1]);
+    return HP_EXIT_OK;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -223,6 +242,7 @@ static int train(const tool_cli *cli, const float *init, int rank) {
             rc = hp_trainer_step(tr, &st);
         }
         losses[s] = st.loss;
+        if (rc == HP_EXIT_OK && cli->run.async_tp) rc = check_async_tp(tr, st.step, rank, cli->quiet);
         // the step's own wall time (hp_trainer_step's, barrier to barrier; the phased step 1 of
         // --dump: its gathers and writes too)
         const double seconds = (s == 0 && cli->dump_dir) ? now_s() - t0 : st.ms * 1e-3;

@@ -2,7 +2,7 @@
 // so the caller computes between the posting and the last arrival: a GEMM on each shard as it
 // lands, a partial for each member before it leaves. Direct exchange (every member sends its
 // chunk straight to every other), so a member's shard can be waited for by itself.
-// defines: hp_allgather_post, hp_allgather_wait_member, hp_allgather_finish,
+// defines: hp_allgather_post(_bf16), hp_allgather_wait_member, hp_allgather_finish,
 //          hp_reduce_scatter_post, hp_reduce_scatter_send, hp_reduce_scatter_finish
 //
 // Counters, wire bytes and arithmetic are those of hp_allgather and hp_reduce_scatter (comm.h):
@@ -20,22 +20,32 @@ static void null_reqs(MPI_Request *reqs, int size) {
     for (int j = 0; j < 2 * size; j++) reqs[j] = MPI_REQUEST_NULL;
 }
 
-void hp_allgather_post(hp_comm *comm, hp_group_kind g, float *recv, const float *send, size_t n,
-                       MPI_Request *reqs) {
-    const char *who = "hp_allgather_post";
-    const int size = hp_comm_count(comm, g, HP_OP_ALLGATHER, (uint64_t)n * sizeof(float), who);
-    hp_comm_count_wire(comm, g, HP_OP_ALLGATHER, (uint64_t)(size - 1) * n * sizeof(float));
+static void allgather_post(hp_comm *comm, hp_group_kind g, char *recv, const void *send, size_t n,
+                           MPI_Request *reqs, MPI_Datatype dt, size_t esz, const char *who) {
+    const int size = hp_comm_count(comm, g, HP_OP_ALLGATHER, (uint64_t)n * esz, who);
+    hp_comm_count_wire(comm, g, HP_OP_ALLGATHER, (uint64_t)(size - 1) * n * esz);
     const int me = comm->rank[g];
     null_reqs(reqs, size);
-    memmove(recv + (size_t)me * n, send, n * sizeof(float));
+    memmove(recv + (size_t)me * n * esz, send, n * esz);
     if (n == 0) return;
     const int cnt = hp_comm_int_count(n, who);
     for (int j = 0; j < size; j++) {
         if (j == me) continue;
-        HP_MPI_CHECK(MPI_Irecv(recv + (size_t)j * n, cnt, MPI_FLOAT, j, TAG_AG, comm->group[g], &reqs[j]));
-        HP_MPI_CHECK(MPI_Isend(recv + (size_t)me * n, cnt, MPI_FLOAT, j, TAG_AG, comm->group[g],
+        HP_MPI_CHECK(MPI_Irecv(recv + (size_t)j * n * esz, cnt, dt, j, TAG_AG, comm->group[g], &reqs[j]));
+        HP_MPI_CHECK(MPI_Isend(recv + (size_t)me * n * esz, cnt, dt, j, TAG_AG, comm->group[g],
                                &reqs[size + j]));
     }
+}
+
+void hp_allgather_post(hp_comm *comm, hp_group_kind g, float *recv, const float *send, size_t n,
+                       MPI_Request *reqs) {
+    allgather_post(comm, g, (char *)recv, send, n, reqs, MPI_FLOAT, sizeof(float), "hp_allgather_post");
+}
+
+void hp_allgather_post_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, const uint16_t *send,
+                            size_t n, MPI_Request *reqs) {
+    allgather_post(comm, g, (char *)recv, send, n, reqs, MPI_UINT16_T, sizeof(uint16_t),
+                   "hp_allgather_post_bf16");
 }
 
 void hp_allgather_wait_member(hp_comm *comm, hp_group_kind g, MPI_Request *reqs, int j) {

@@ -8,14 +8,17 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
+#include "hyperpar/structure.h"
 #include "tp.h"
 
-int hp_tp_init(hp_tp_state *st, hp_comm *comm, const hp_local_shapes *sh) {
+int hp_tp_init(hp_tp_state *st, hp_comm *comm, const hp_local_shapes *sh, int wire_bf16) {
     st->comm = comm;
     st->sh = *sh;
+    st->wire_bf16 = wire_bf16;
     const size_t reg = (size_t)sh->Nreg;
     st->buf = hp_mem_alloc(HP_MEM_SCRATCH, (reg * (size_t)sh->D + 1) * sizeof(float));
     st->ce_tl = hp_mem_alloc(HP_MEM_SCRATCH, (reg + 1) * sizeof(float));
@@ -59,23 +62,41 @@ static void seq_to_blocks(const hp_tp_state *st, float *blocks, const float *seq
                    seq + ((size_t)b * st->sh.Sc + (size_t)t * st->sh.Ss) * D, run * sizeof(float));
 }
 
-static void blocks_to_seq(const hp_tp_state *st, float *seq, const float *blocks, int D) {
+// The gathered shards in buf, [T][Bl][Ss][D]: floats, or under wire_bf16 the 2-byte values
+// at the start of buf. gathered(st, dst, i, n): dst (n floats) = elements [i, i+n) of them.
+static hp_bf16 *gathered16(const hp_tp_state *st) { return (hp_bf16 *)(void *)st->buf; }
+static void gathered(const hp_tp_state *st, float *dst, size_t i, size_t n) {
+    if (st->wire_bf16) hp_bf16_unpack(dst, gathered16(st) + i, n);
+    else memcpy(dst, st->buf + i, n * sizeof(float));
+}
+
+// The SP all-gather of this rank's shard in (nres floats) into buf. The bf16 policy's shards
+// (normed activations, the residual gradient) are bf16 values: they travel in 2 bytes.
+static void gather_shards(hp_tp_state *st, const float *in, size_t nres, const char *what) {
+    if (!st->wire_bf16) { hp_allgather(st->comm, HP_G_TP, st->buf, in, nres); return; }
+    hp_structure_check_bf16_wire(in, nres, what);
+    hp_bf16 *own = gathered16(st) + (size_t)hp_comm_rank(st->comm, HP_G_TP) * nres;
+    hp_bf16_pack(own, in, nres);
+    hp_allgather_bf16(st->comm, HP_G_TP, gathered16(st), own, nres);
+}
+
+static void blocks_to_seq(const hp_tp_state *st, float *seq, int D) {   // from the gathered buf
     const int T = st->sh.T;
     const size_t run = (size_t)st->sh.Ss * (size_t)D;
     for (int t = 0; t < T; t++)
         for (int b = 0; b < st->sh.Bl; b++)
-            memcpy(seq + ((size_t)b * st->sh.Sc + (size_t)t * st->sh.Ss) * D,
-                   blocks + ((size_t)t * st->sh.Bl + b) * run, run * sizeof(float));
+            gathered(st, seq + ((size_t)b * st->sh.Sc + (size_t)t * st->sh.Ss) * D,
+                     ((size_t)t * st->sh.Bl + b) * run, run);
 }
 
 void hp_tp_region_enter(hp_tp_state *st, float *out, const float *in, int D) {
     const size_t nres = (size_t)st->sh.Nres * D;
     if (sp_on(st)) {
-        hp_allgather(st->comm, HP_G_TP, st->buf, in, nres);
+        gather_shards(st, in, nres, "tp sequence all-gather");
         if (hp_failpoint(HP_FP_SP_ALLGATHER_LAYOUT))   // the bug: blocks taken as rows
-            memcpy(out, st->buf, (size_t)st->sh.T * nres * sizeof(float));
+            gathered(st, out, 0, (size_t)st->sh.T * nres);
         else
-            blocks_to_seq(st, out, st->buf, D);
+            blocks_to_seq(st, out, D);
     } else {
         memcpy(out, in, nres * sizeof(float));
     }
@@ -108,8 +129,8 @@ void hp_tp_region_exit(hp_tp_state *st, float *out, float *in, int D) {
 void hp_tp_region_exit_backward(hp_tp_state *st, float *din, const float *dout, int D) {
     const size_t nres = (size_t)st->sh.Nres * D;
     if (sp_on(st)) {
-        hp_allgather(st->comm, HP_G_TP, st->buf, dout, nres);
-        blocks_to_seq(st, din, st->buf, D);
+        gather_shards(st, dout, nres, "tp sequence all-gather (backward)");
+        blocks_to_seq(st, din, D);
     } else {
         memcpy(din, dout, nres * sizeof(float));
     }
@@ -122,12 +143,13 @@ static void run_blocks(const hp_tp_state *st, int t, hp_rows_fn *fn, void *ctx) 
     for (int b = 0; b < st->sh.Bl; b++) fn(ctx, b * st->sh.Sc + t * st->sh.Ss, st->sh.Ss);
 }
 
-// Member t's shard (blocks + t*nres, [Bl][Ss][D]) into its rows of seq, placed as member `at`.
-static void place_shard(const hp_tp_state *st, float *seq, const float *blocks, int t, int at, int D) {
+// Member t's gathered shard (at t*nres of buf, [Bl][Ss][D]) into its rows of seq, placed as
+// member `at`.
+static void place_shard(const hp_tp_state *st, float *seq, int t, int at, int D) {
     const size_t run = (size_t)st->sh.Ss * (size_t)D;
     for (int b = 0; b < st->sh.Bl; b++)
-        memcpy(seq + ((size_t)b * st->sh.Sc + (size_t)at * st->sh.Ss) * D,
-               blocks + ((size_t)t * st->sh.Bl + b) * run, run * sizeof(float));
+        gathered(st, seq + ((size_t)b * st->sh.Sc + (size_t)at * st->sh.Ss) * D,
+                 ((size_t)t * st->sh.Bl + b) * run, run);
 }
 
 // Member t's rows of seq into its block of blocks ([Bl][Ss][D] at t*nres).
@@ -173,14 +195,21 @@ static void gather_consume(hp_tp_state *st, float *out, const float *in, int D, 
     }
     const size_t nres = (size_t)st->sh.Nres * D;
     const int me = hp_comm_rank(st->comm, HP_G_TP);
-    hp_allgather_post(st->comm, HP_G_TP, st->buf, in, nres, st->reqs);
+    if (st->wire_bf16) {   // (2 bytes, as the plain path: the own shard packed in its slot)
+        hp_structure_check_bf16_wire(in, nres, "tp sequence all-gather (async)");
+        hp_bf16 *own = gathered16(st) + (size_t)me * nres;
+        hp_bf16_pack(own, in, nres);
+        hp_allgather_post_bf16(st->comm, HP_G_TP, gathered16(st), own, nres, st->reqs);
+    } else {
+        hp_allgather_post(st->comm, HP_G_TP, st->buf, in, nres, st->reqs);
+    }
     for (int s = 0; s < T; s++) {
         const int t = (me + s) % T;
         if (s > 0) hp_allgather_wait_member(st->comm, HP_G_TP, st->reqs, t);
         // (async_tp_chunk_offset: the bug places and consumes the first peer's chunk at the
         //  next member's row offset: one block computed twice, another never)
         const int at = s == 1 && hp_failpoint(HP_FP_ASYNC_TP_CHUNK_OFFSET) ? (t + 1) % T : t;
-        place_shard(st, out, st->buf, t, at, D);
+        place_shard(st, out, t, at, D);
         run_blocks(st, at, consume, ctx);
     }
     hp_allgather_finish(st->comm, HP_G_TP, st->reqs);

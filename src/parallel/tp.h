@@ -12,6 +12,8 @@ typedef struct hp_tp_state {
     hp_comm *comm;
     hp_local_shapes sh;   // T, sp, Bl, Sc, Ss, Nres, Nreg, Vl, v0
     float *buf;           // (reg, D) staging of the sequence all-gather / reduce-scatter
+    int wire_bf16;        // the bf16 policy: the all-gathers move 2 bytes (their values are
+                          // bf16); the reduce-scatters sum fp32 partials in 4
     float *ce_tl;         // (reg) the target logits of the loss
     // async TP (docs/async_tp.md): on with --async-tp (tp > 1, SP on)
     int async;
@@ -24,7 +26,7 @@ typedef struct hp_tp_state {
 // own linears, with its bf16 policy): a gathered input's consumers, or a partial's producer.
 typedef void hp_rows_fn(void *ctx, int row0, int nrows);
 
-int  hp_tp_init(hp_tp_state *st, hp_comm *comm, const hp_local_shapes *sh);   // 0, or -1 (memory)
+int  hp_tp_init(hp_tp_state *st, hp_comm *comm, const hp_local_shapes *sh, int wire_bf16);   // 0, or -1 (memory)
 // Turns the overlapped forms on (the caller checked tp > 1 and SP on); 0, or -1 (memory).
 int  hp_tp_set_async(hp_tp_state *st, int on);
 void hp_tp_free(hp_tp_state *st);

@@ -88,7 +88,9 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         const uint64_t regions = 2 * (uint64_t)L;
         const uint64_t enters = regions + (uint64_t)sh.head, exits = regions + (uint64_t)sh.embed;
         if (sp) {
-            bytes[HP_G_TP][HP_OP_ALLGATHER] += (enters + exits) * Nres * D * F4;
+            // (the all-gathers move bf16 values in 2 bytes under the bf16 policy)
+            const uint64_t ag = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : F4;
+            bytes[HP_G_TP][HP_OP_ALLGATHER] += (enters + exits) * Nres * D * ag;
             bytes[HP_G_TP][HP_OP_REDUCE_SCATTER] += (enters + exits) * (uint64_t)T * Nres * D * F4;
         } else {
             bytes[HP_G_TP][HP_OP_ALLREDUCE] += (enters + exits) * Nreg * D * F4;

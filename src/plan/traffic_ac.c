@@ -43,7 +43,7 @@ void hp_traffic_ac_predict(const hp_model_config *m, const hp_dims *d, const hp_
     const uint64_t act = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : F4;
 
     if (T > 1 && sp) {
-        bytes[HP_G_TP][HP_OP_ALLGATHER] += n_ac * 2 * Nres * D * F4;
+        bytes[HP_G_TP][HP_OP_ALLGATHER] += n_ac * 2 * Nres * D * act;
         bytes[HP_G_TP][HP_OP_REDUCE_SCATTER] += n_ac * 2 * (uint64_t)T * Nres * D * F4;
     } else if (T > 1) {
         bytes[HP_G_TP][HP_OP_ALLREDUCE] += n_ac * 2 * Nreg * D * F4;

@@ -43,7 +43,7 @@ static int setup_model(hp_trainer *tr) {
     if (hp_params_build(&tr->pt, &tr->m, &tr->d, tr->rank) != 0) return -1;
     if (tr->rc.mp_param == HP_DTYPE_BFLOAT16) hp_params_gather_every_unit(&tr->pt);
     if (hp_fsdp_init(&tr->fsdp, &tr->pt, tr->comm, &tr->d, tr->sh.M, &tr->rc) != 0 ||
-        hp_tp_init(&tr->tp, tr->comm, &tr->sh) != 0 || hp_tp_set_async(&tr->tp, tr->rc.async_tp) != 0 ||
+        hp_tp_init(&tr->tp, tr->comm, &tr->sh, tr->rc.mp_param == HP_DTYPE_BFLOAT16) != 0 || hp_tp_set_async(&tr->tp, tr->rc.async_tp) != 0 ||
         alloc_step_data(tr) != 0)
         return -1;
     hp_attn_style_init(&tr->attn, tr);

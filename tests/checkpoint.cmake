@@ -81,3 +81,16 @@ foreach(bad "HP_CKPT_LOAD_STOP_RANK=one" "HP_CKPT_KILL_RANK=x" "HP_CKPT_KILL_STE
   set_tests_properties(${name}_bad PROPERTIES LABELS L0 TIMEOUT 30
                        ENVIRONMENT "HP_EXPECT_ONE_LINE=1;${bad}")
 endforeach()
+# a resume under another lr schedule goes on with this run's schedule (TorchTitan restores only the
+# step) and says so in one note, with both lrs of the next step
+set(HP_CKPT_SCHED "--model tiny --lr 0.003 --lr_scheduler.warmup_steps 2 --lr_scheduler.decay_ratio -1 --lr_scheduler.decay_type cosine --quiet")
+separate_arguments(HP_CKPT_SCHED)
+add_test(NAME ckpt_schedule_saved
+         COMMAND sh -c "h=\"$1\" d=\"$2\"; shift 2; rm -rf \"$d\" && exec \"$h\" run --steps 3 --lr_scheduler.total_steps 6 --checkpoint-dir \"$d\" \"$@\""
+                 sh $<TARGET_FILE:hp> ${HP_CKPT_DIR}/sched ${HP_CKPT_SCHED})
+set_tests_properties(ckpt_schedule_saved PROPERTIES LABELS L0 TIMEOUT 60 FIXTURES_SETUP ckpt_sched)
+add_test(NAME ckpt_schedule_changed_note
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/expect_exit.sh 0
+                 "F:hp: note: --resume: the checkpoint's lr schedule (total 6, warmup 2, decay 4 cosine, stable 1, min_lr_factor 0) is not this run's (total 8, warmup 2, decay 6 cosine, stable 1, min_lr_factor 0): step 4 takes lr 0.00279904, where the saved run's would be 0.00256066"
+                 -- $<TARGET_FILE:hp> run --steps 4 --lr_scheduler.total_steps 8 --resume ${HP_CKPT_DIR}/sched ${HP_CKPT_SCHED})
+set_tests_properties(ckpt_schedule_changed_note PROPERTIES LABELS L0 TIMEOUT 60 FIXTURES_REQUIRED ckpt_sched)

@@ -1,8 +1,8 @@
 // checkpoint.h - distributed checkpoints: every rank saves the pieces of the full tensors it
 // owns, and a later job under ANY other layout (world, R, S, C, T, EP, ETP, Shard(0)/Shard(1)
 // experts) loads them back, each rank reading only the bytes that overlap its own shards.
-// defines: hp_ckpt_stats, hp_ckpt_save, hp_ckpt_resolve, hp_ckpt_check, hp_ckpt_load,
-//          hp_ckpt_check_env, hp_ckpt_export
+// defines: hp_ckpt_stats, hp_ckpt_save, hp_ckpt_resolve, hp_ckpt_check, hp_ckpt_schedule_note,
+//          hp_ckpt_load, hp_ckpt_check_env, hp_ckpt_export
 //
 //   // in the train loop, after step tr's step K (collective over the job):
 //   hp_ckpt_save(tr, "ck", 2, &st, err, sizeof err);    // ck/step-K, ck/latest, keeps 2
@@ -60,6 +60,12 @@ int hp_ckpt_resolve(const char *path, char *step_dir, size_t n, char *err, size_
 // and the problem.
 int hp_ckpt_check(const char *step_dir, const hp_model_config *m, const hp_run_config *rc,
                   int check_crc, int *step, char *err, size_t errlen);
+
+// No MPI: 1 with one line in note when the checkpoint's lr schedule (total, warmup, decay and
+// stable steps, decay type, min_lr_factor) is not the one rc resolves to, else 0. A resume
+// continues on rc's schedule from the checkpoint's step, as TorchTitan's (which restores only
+// the step and warns); the line says so, with both lrs of the next step.
+int hp_ckpt_schedule_note(const char *step_dir, const hp_run_config *rc, char *note, size_t n);
 
 // Collective. Fills tr's parameter (and AdamW) shards from the checkpoint, whatever layout it
 // was saved under, and sets its step counter: the next hp_trainer_step trains step K+1.

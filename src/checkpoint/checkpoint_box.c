@@ -7,6 +7,7 @@
 #include "checkpoint/checkpoint_internal.h"
 
 const char *const hp_ck_kind_name[HP_CK_KINDS] = { "param", "exp_avg", "exp_avg_sq" };
+const char *const hp_ck_decay_name[3] = { "linear", "sqrt", "cosine" };
 
 int64_t hp_box_numel(const hp_box *b) {
     int64_t n = 1;

@@ -158,6 +158,17 @@ int hp_ck_index_load(const char *step_dir, hp_ck_index *ix, char *err, size_t er
         ix->seed = strtoull(str(&c, run, "seed", "run"), NULL, 10);
         ix->seq_len = (int)i64(&c, run, "seq_len", "run");
         ix->batch = (int)i64(&c, run, "batch", "run");
+        const cJSON *ls = cJSON_GetObjectItemCaseSensitive(run, "lr_schedule");
+        if (cJSON_IsObject(ls)) {
+            ix->has_schedule = 1;
+            ix->sched_T = (int)i64(&c, ls, "total_steps", "run.lr_schedule");
+            ix->sched_W = (int)i64(&c, ls, "warmup_steps", "run.lr_schedule");
+            ix->sched_D = (int)i64(&c, ls, "decay_steps", "run.lr_schedule");
+            ix->sched_S = (int)i64(&c, ls, "stable_steps", "run.lr_schedule");
+            snprintf(ix->sched_decay, sizeof ix->sched_decay, "%s", str(&c, ls, "decay_type", "run.lr_schedule"));
+            ix->sched_min_lr_factor = num(&c, ls, "min_lr_factor", "run.lr_schedule");
+            ix->sched_lr_next = num(&c, ls, "lr_next_step", "run.lr_schedule");
+        }
     }
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
     if (!c.failed) {

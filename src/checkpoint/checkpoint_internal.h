@@ -19,6 +19,8 @@
 // The kinds of state a piece holds; AdamW adds the two moments.
 typedef enum { HP_CK_PARAM = 0, HP_CK_EXP_AVG = 1, HP_CK_EXP_AVG_SQ = 2, HP_CK_KINDS = 3 } hp_ck_kind;
 extern const char *const hp_ck_kind_name[HP_CK_KINDS];   // "param", "exp_avg", "exp_avg_sq"
+// lr_schedule.decay_type as saved, indexed by hp_decay_type
+extern const char *const hp_ck_decay_name[3];   // "linear", "sqrt", "cosine"
 
 // A box of a full tensor: [lo[i], hi[i]) on each of ndim dims.
 typedef struct hp_box {
@@ -91,6 +93,11 @@ typedef struct hp_ck_index {
     double          lr;
     uint64_t        seed;
     int             seq_len, batch;
+    // the lr schedule the saving run resolved (absent before schedules: has_schedule 0)
+    int             has_schedule;
+    int             sched_T, sched_W, sched_D, sched_S;
+    char            sched_decay[16];
+    double          sched_min_lr_factor, sched_lr_next;
     int             data_text;      // 0 synthetic, 1 text
     int64_t         data_windows;   // text: windows of seq_len+1 bytes in the file
     int64_t         data_next_window;

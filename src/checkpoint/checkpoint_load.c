@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "hyperpar/data.h"
+#include "hyperpar/optim.h"
 #include "checkpoint/checkpoint_internal.h"
 #include "train/trainer_internal.h"
 #include "util/file_io.h"
@@ -207,6 +208,27 @@ static int check_index(const char *step_dir, const hp_ck_index *ix, const hp_mod
         }
     }
     return 0;
+}
+
+int hp_ckpt_schedule_note(const char *step_dir, const hp_run_config *rc, char *note, size_t n) {
+    note[0] = '\0';
+    hp_ck_index ix;
+    char err[256];
+    if (hp_ck_index_load(step_dir, &ix, err, sizeof err) != 0) return 0;   // hp_ckpt_check says why
+    const hp_lr_schedule sc = hp_lr_schedule_resolve(rc, NULL, 0);
+    const char *decay = hp_ck_decay_name[rc->decay_type];
+    const int differs = ix.has_schedule &&
+        (ix.sched_T != sc.T || ix.sched_W != sc.W || ix.sched_D != sc.D || ix.sched_S != sc.S ||
+         strcmp(ix.sched_decay, decay) != 0 || ix.sched_min_lr_factor != rc->min_lr_factor);
+    if (differs)
+        snprintf(note, n, "the checkpoint's lr schedule (total %d, warmup %d, decay %d %s, stable %d, "
+                 "min_lr_factor %g) is not this run's (total %d, warmup %d, decay %d %s, stable %d, "
+                 "min_lr_factor %g): step %d takes lr %g, where the saved run's would be %g",
+                 ix.sched_T, ix.sched_W, ix.sched_D, ix.sched_decay, ix.sched_S, ix.sched_min_lr_factor,
+                 sc.T, sc.W, sc.D, decay, sc.S, rc->min_lr_factor, ix.step + 1,
+                 (double)hp_lr_at(rc, ix.step + 1), ix.sched_lr_next);
+    hp_ck_index_free(&ix);
+    return differs;
 }
 
 static void piece_desc(char *b, size_t n, const hp_ck_index *ix, const hp_ck_piece *p) {

@@ -256,13 +256,12 @@ static cJSON *index_json(const hp_trainer *tr, cJSON *files) {
     // at that step, as TorchTitan restores only the step)
     cJSON_AddNumberToObject(r, "lr", (double)tr->rc.lr);
     const hp_lr_schedule sc = hp_lr_schedule_resolve(&tr->rc, NULL, 0);
-    static const char *const decay_names[] = { "linear", "sqrt", "cosine" };
     cJSON *ls = cJSON_AddObjectToObject(r, "lr_schedule");
     cJSON_AddNumberToObject(ls, "total_steps", sc.T);
     cJSON_AddNumberToObject(ls, "warmup_steps", sc.W);
     cJSON_AddNumberToObject(ls, "decay_steps", sc.D);
     cJSON_AddNumberToObject(ls, "stable_steps", sc.S);
-    cJSON_AddStringToObject(ls, "decay_type", decay_names[tr->rc.decay_type]);
+    cJSON_AddStringToObject(ls, "decay_type", hp_ck_decay_name[tr->rc.decay_type]);
     cJSON_AddNumberToObject(ls, "min_lr_factor", tr->rc.min_lr_factor);
     cJSON_AddNumberToObject(ls, "lr_next_step", (double)hp_lr_at(&tr->rc, tr->step + 1));
     cJSON_AddNumberToObject(r, "optimizer_step", tr->step);

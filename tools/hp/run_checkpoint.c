@@ -48,6 +48,8 @@ int tool_run_ckpt_precheck(const tool_cli *cli) {
                 "(--steps is the step to train up to)\n", dir, step, cli->run.steps);
         return HP_EXIT_CONFIG;
     }
+    char note[600];
+    if (hp_ckpt_schedule_note(dir, &cli->run, note, sizeof note)) fprintf(stderr, "hp: note: --resume: %s\n", note);
     return 0;
 }
 

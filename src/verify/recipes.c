@@ -180,6 +180,10 @@ const hp_recipe hp_recipes[] = {
     { "M7-tp2-f8r",   "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 rowwise, HSDP x TP + SP", BF16 " " F8R, 0, 0, NULL },
     { "S2-f8t",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 tensorwise on ETP = TP (attention and shared experts converted; routed experts stay bf16)", BF16 " " F8T, 0, 0, NULL },
     { "S2-f8r",       "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 rowwise on ETP = TP (attention and shared experts converted; routed experts stay bf16)", BF16 " " F8R, 0, 0, NULL },
+    { "P6-f8t",       "P6",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "float8 tensorwise, PP + TP + SP: each stage's linears scale over tp", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4 " BF16 " " F8T, 2, 0, NULL },
+    { "P6-f8r",       "P6",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX7, "float8 rowwise, PP + TP + SP", "--layers 4 --pp-schedule 1f1b --pp-microbatches 4 " BF16 " " F8R, 2, 0, NULL },
+    { "U5-f8t",       "U5",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "float8 tensorwise, Ulysses + TP + SP + FSDP2 (activation amax per rank's heads' batch)", BF16 " " F8T, 0, 2, NULL },
+    { "U5-f8r",       "U5",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX8, "float8 rowwise, Ulysses + TP + SP + FSDP2", BF16 " " F8R, 0, 2, NULL },
     // async TP (docs/async_tp.md): each plain TP + SP recipe again with --async-tp; bitwise the
     // plain one (the CTest async_tp_equals_tp compares their dumps), and its trajectory here
     { "M3-tp2-async", "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "M3-tp2",      EX2, "async TP 2: each SP all-gather and reduce-scatter overlapped with its GEMMs, forward and backward", "--async-tp", 0, 0, NULL },

@@ -406,6 +406,9 @@ int tool_cmd_matrix(int argc, char **argv) {
         fprintf(stderr, "hp: matrix starts its own jobs: run it directly, not under mpirun/srun\n");
         return HP_EXIT_CONFIG;
     }
+    // a world-1 recipe runs in its own process, not through the launcher: it gets the launched
+    // ranks' BLAS threads (the environment's, else 1), so the report names one condition
+    setenv("OPENBLAS_NUM_THREADS", "1", 0);
     static char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) exe[n] = '\0';

@@ -40,7 +40,8 @@ add_executable(test_recipes ${CMAKE_CURRENT_LIST_DIR}/test_recipes.c
                ${CMAKE_SOURCE_DIR}/tools/hp/report.c ${CMAKE_SOURCE_DIR}/tools/hp/report_md.c
                ${CMAKE_SOURCE_DIR}/tools/hp/report_json.c ${CMAKE_SOURCE_DIR}/tools/hp/report_svg.c
                ${CMAKE_SOURCE_DIR}/tools/hp/svg.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/cli.c ${CMAKE_SOURCE_DIR}/tools/hp/cli_job.c)
+               ${CMAKE_SOURCE_DIR}/tools/hp/cli.c ${CMAKE_SOURCE_DIR}/tools/hp/cli_job.c
+               ${CMAKE_SOURCE_DIR}/tools/hp/cli_table.c ${CMAKE_SOURCE_DIR}/tools/hp/cli_help.c)
 target_include_directories(test_recipes PRIVATE ${CMAKE_SOURCE_DIR}/tools/hp ${CMAKE_SOURCE_DIR}/src ${CJSON_INCLUDE_DIR})
 target_link_libraries(test_recipes PRIVATE hyperpar)
 add_test(NAME recipes_table COMMAND test_recipes)

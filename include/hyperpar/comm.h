@@ -77,6 +77,7 @@ void hp_allreduce_sum_i64(hp_comm *comm, hp_group_kind g, int64_t *buf, size_t n
 // recv (size*n) = concatenation of every member's send (n), in group-rank order.
 void hp_allgather(hp_comm *comm, hp_group_kind g, float *recv, const float *send, size_t n);
 void hp_allgather_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, const uint16_t *send, size_t n);
+void hp_allgather_fp8(hp_comm *comm, hp_group_kind g, uint8_t *recv, const uint8_t *send, size_t n);
 void hp_allgather_int(hp_comm *comm, hp_group_kind g, int *recv, const int *send, size_t n);
 // recv (n) = sum over members of their send[my_index*n .. +n) (send is size*n).
 void hp_reduce_scatter(hp_comm *comm, hp_group_kind g, float *recv, const float *send, size_t n);

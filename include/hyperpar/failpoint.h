@@ -93,6 +93,7 @@ typedef enum hp_failpoint_id {
     HP_FP_ASYNC_TP_NOT_APPLIED,        // tp.c: --async-tp accepted, every region runs plain
     HP_FP_ASYNC_TP_SCATTER_DIM,        // tp.c: async reduce-scatter splits the partial along its
                                        //   last dim, not the sequence (pytorch/pytorch#153595)
+    HP_FP_FLOAT8_SP_GATHER_E4M3,       // tp.c: the float8 SP all-gather casts grad_output to e4m3
     HP_FP_COUNT
 } hp_failpoint_id;
 

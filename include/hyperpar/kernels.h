@@ -55,6 +55,8 @@ typedef struct hp_float8_amax {
 } hp_float8_amax;
 typedef struct { int x, w, dy, wt, dyt, xt; } hp_float8_amax_n;   // the counts, 0: unused
 void hp_float8_amax_sizes(hp_float8_amax_n *n, hp_float8_recipe recipe, int N, int in, int out);
+// max |x[i]| over n values (a NaN kept: torch.max of abs propagates it).
+float hp_float8_amax_all(const float *x, size_t n);
 // The local amax of x and w (a->x, a->w), and of the backward's operands (a->dy, wt, dyt, xt).
 void hp_float8_forward_amax(hp_float8_amax *a, const float *x, const float *w, hp_float8_recipe recipe,
                             int N, int in, int out);

@@ -26,6 +26,7 @@ typedef enum hp_structure_check {
     HP_CHECK_WIRE_BF16,    // what a 2-byte activation exchange sends is bf16 already: packing is exact
     HP_CHECK_FLOAT8_SCALE, // a float8 amax (so its scale) = the MAX over its tp group of the locals
     HP_CHECK_FLOAT8_CAST,  // a float8 dgrad = the product of the recipe's casts, recomputed here
+    HP_CHECK_FLOAT8_SP_GATHER, // a float8 SP all-gather's codes = the cast of the shard with its scale
     HP_CHECK_COUNT
 } hp_structure_check;
 

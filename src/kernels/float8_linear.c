@@ -4,7 +4,7 @@
 // (hp_gemm) multiplies the dequantised operands; the caller rounds the output once to the
 // param dtype. Rowwise scales cover one index outside the GEMM's contraction dim, so an
 // operand is cast once per GEMM it feeds, along the other dim each time.
-// defines: hp_float8_amax_sizes, hp_float8_forward_amax, hp_float8_backward_amax,
+// defines: hp_float8_amax_sizes, hp_float8_amax_all, hp_float8_forward_amax, hp_float8_backward_amax,
 //          hp_float8_grad_format, hp_float8_linear_forward, hp_float8_linear_backward
 #include <math.h>
 #include <stdlib.h>
@@ -25,6 +25,8 @@ static float amax_all(const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) m = amax_step(m, x[i]);
     return m;
 }
+
+float hp_float8_amax_all(const float *x, size_t n) { return amax_all(x, n); }
 
 static void amax_rows(float *amax, const float *x, int R, int C) {   // amax (R): row r over C
     for (int r = 0; r < R; r++) amax[r] = amax_all(x + (size_t)r * C, (size_t)C);

@@ -6,7 +6,8 @@
 // block and linear: the backward's tensorwise casts and an activation-checkpointing recompute
 // reuse them (the recompute casts with the forward's scales, pytorch/torchtitan#1056).
 // defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
-//          hp_float8_linear_bwd, hp_float8_block_amax_reduced
+//          hp_float8_linear_bwd, hp_float8_sp_gather(_done), hp_float8_block_amax_reduced,
+//          hp_float8_block_sp_gathers
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/failpoint.h"
@@ -29,6 +30,10 @@ struct hp_float8_linears {
     size_t stride;        // Nreg + the widest local out
     float *bwd;           // backward amax scratch: dy (Nreg), wt, dyt, xt (widest dim each)
     int widest;
+    // the amax of the tensor a float8 SP all-gather just moved (hp_float8_sp_gather): its
+    // consumers' x (forward) or dy (backward) casts take it, not one of the dequantised values
+    int given_on;         // 0 none, 1 x, 2 dy
+    float given;
 };
 
 // TorchTitan's module filter: both dims divisible by 16, the name contains no filter entry;
@@ -108,6 +113,33 @@ void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shape
     }
 }
 
+// The roles whose input a block's tp regions all-gather (forward: wq/wk/wv, w1/w3; backward:
+// the grad_output of wo, w2). A gather moves float8 when every one of its consumers converts.
+static const hp_block_param attn_in[] = { BP_WQ, BP_WK, BP_WV }, ffn_in[] = { BP_W1, BP_W3 };
+static const hp_block_param attn_dy[] = { BP_WO }, ffn_dy[] = { BP_W2 };
+
+static int roles_on(const hp_model_config *m, const hp_local_shapes *sh, int l, const char *filter,
+                    const hp_block_param *rs, int n) {
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < N_ROLES && roles[k] != rs[i]) k++;
+        if (k == N_ROLES || !block_role_on(m, sh, l, k, filter)) return 0;
+    }
+    return 1;
+}
+
+void hp_float8_block_sp_gathers(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
+                                const char *filter, int l, int *fwd, int *bwd) {
+    *fwd = *bwd = 0;
+    if (recipe != HP_FLOAT8_TENSORWISE || !sh->sp || sh->T <= 1) return;
+    *fwd = roles_on(m, sh, l, filter, attn_in, 3);
+    *bwd = roles_on(m, sh, l, filter, attn_dy, 1);
+    if (!hp_model_is_moe_layer(m, l)) {   // (MoE blocks: the router reads the gathered input)
+        *fwd += roles_on(m, sh, l, filter, ffn_in, 2);
+        *bwd += roles_on(m, sh, l, filter, ffn_dy, 1);
+    }
+}
+
 int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
     if (recipe == HP_FLOAT8_OFF) return 0;
     hp_float8_linears *f = calloc(1, sizeof *f);
@@ -165,6 +197,36 @@ static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
 
 int hp_float8_linear_converted(const hp_transformer *tf, const float *w) { return find(tf, w) >= 0; }
 
+int hp_float8_sp_gather(hp_transformer *tf, float *out, const float *in, int D, const float *const *w,
+                        int n_w, int backward) {
+    hp_float8_linears *f = tf->f8;
+    const hp_region_hooks *rh = &tf->hk.region;
+    if (!f || f->recipe != HP_FLOAT8_TENSORWISE || n_w <= 0 || !rh->gather_fp8 || !rh->sp_gathers(rh->ctx))
+        return 0;
+    // (zbv's I: its W casts dy again from the kept copy, with an amax of its own: plain gather)
+    if (backward && tf->input_only) return 0;
+    for (int i = 0; i < n_w; i++)
+        if (find(tf, w[i]) < 0) return 0;
+    const size_t n = (size_t)tf->sh.Nres * D;
+    float amax;
+    const int again = tf->f8_recompute && hp_failpoint(HP_FP_FLOAT8_RECOMPUTE_SCALE);
+    if (!backward && tf->f8_recompute && !again) {   // the forward's, kept by its first consumer
+        amax = kept_amax(tf, find(tf, w[0]), tf->sh.Nreg).x[0];
+    } else {
+        amax = hp_float8_amax_all(in, n);
+        if (!again) reduce(tf, &amax, 1);
+    }
+    const hp_fp8_format format = backward ? hp_float8_grad_format(f->recipe) : HP_FP8_E4M3;
+    rh->gather_fp8(rh->ctx, out, in, D, hp_fp8_scale(amax, format, 0), format);
+    f->given_on = backward ? 2 : 1;
+    f->given = amax;
+    return 1;
+}
+
+void hp_float8_sp_gather_done(hp_transformer *tf) {
+    if (tf->f8) tf->f8->given_on = 0;
+}
+
 int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
                          int in, int out) {
     const int k = find(tf, w);
@@ -181,6 +243,7 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
         hp_float8_amax_n red;
         reduced(&red, r, N, in, out, in_l < fi && !again, out_l < fo && !again);
         hp_float8_forward_amax(&a, x, w, r, N, in, out);
+        if (tf->f8->given_on == 1) a.x[0] = tf->f8->given;   // x came in a float8 SP all-gather
         reduce(tf, a.x, red.x);
         reduce(tf, a.w, red.w);
     }
@@ -243,6 +306,7 @@ int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const f
     hp_float8_amax_n red;
     reduced(&red, r, N, in, out, in_l < fi, out_l < fo);
     hp_float8_backward_amax(&a, dy, x, w, r, N, in, out);
+    if (f->given_on == 2) a.dy[0] = f->given;   // dy came in a float8 SP all-gather
     reduce(tf, a.dy, red.dy);
     reduce(tf, a.wt, red.wt);
     hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);

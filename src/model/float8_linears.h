@@ -14,4 +14,10 @@
 void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
                                   const char *filter, int l, uint64_t *fwd, uint64_t *bwd);
 
+// Block l's tp region all-gathers that move float8 codes (1 byte an element) under recipe and
+// filter: *fwd of its forward (the attention's input, the dense FFN's), *bwd of one backward
+// (the grad_output of wo, w2; none under zbv, whose I gathers plain). 0 without tensorwise SP.
+void hp_float8_block_sp_gathers(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
+                                const char *filter, int l, int *fwd, int *bwd);
+
 #endif

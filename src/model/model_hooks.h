@@ -5,6 +5,7 @@
 // every degree 1 each hook is a copy or the plain computation.
 #ifndef HP_MODEL_HOOKS_H
 #define HP_MODEL_HOOKS_H
+#include "hyperpar/float8.h"
 #include "hyperpar/moe.h"
 
 // Parameter units (embeddings = 0, block l = 1 + l, head = L + 1): where a unit's unsharded
@@ -46,6 +47,11 @@ typedef struct hp_region_hooks {
                                   hp_region_rows_fn *rows, void *rows_ctx);
     void (*enter_backward_produce)(void *ctx, float *din, float *dout, int D,
                                    hp_region_rows_fn *rows, void *rows_ctx);
+    // Float8 tensorwise inputs (precision.md §5.4): sp_gathers says whether enter (and
+    // exit_backward) all-gather the sequence; gather_fp8 is that all-gather of in (res, D) cast
+    // with scale to 1-byte codes of format, dequantized into out (reg, D).
+    int  (*sp_gathers)(void *ctx);
+    void (*gather_fp8)(void *ctx, float *out, const float *in, int D, float scale, hp_fp8_format format);
 } hp_region_hooks;
 
 // The attention core on this rank's q (reg, Hl*hd), k, v (reg, Hkvl*hd) after RoPE: plain

@@ -63,12 +63,14 @@ static void region_exit(hp_transformer *tf, float *out, float *in, int D) {
 // The regions whose collective feeds or drains GEMMs, handed the GEMMs by row block (async
 // TP overlaps them; the plain path runs the same blocks). Float8 linears take their amax
 // over the whole tensor, so under float8 the GEMMs run once over all rows, around the plain
-// collective (--async-tp is refused with --float8).
+// collective (--async-tp is refused with --float8). Its consumers' weights w (n_w of them):
+// when they all convert under tensorwise, the SP all-gather moves float8 (hp_float8_sp_gather).
 static void region_enter_consume(hp_transformer *tf, float *out, const float *in, int D,
-                                 hp_region_rows_fn *rows, void *rows_ctx) {
+                                 hp_region_rows_fn *rows, void *rows_ctx, const float *const *w, int n_w) {
     if (!tf->f8) { tf->hk.region.enter_consume(tf->hk.region.ctx, out, in, D, rows, rows_ctx); return; }
-    region_enter(tf, out, in, D);
+    if (!hp_float8_sp_gather(tf, out, in, D, w, n_w, 0)) region_enter(tf, out, in, D);
     rows(rows_ctx, 0, tf->sh.Nreg);
+    hp_float8_sp_gather_done(tf);
 }
 static void region_exit_produce(hp_transformer *tf, float *out, float *partial, int D,
                                 hp_region_rows_fn *rows, void *rows_ctx) {
@@ -78,13 +80,15 @@ static void region_exit_produce(hp_transformer *tf, float *out, float *partial, 
 }
 static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D);
 static void region_exit_backward_consume(hp_transformer *tf, float *din, const float *dout, int D,
-                                         hp_region_rows_fn *rows, void *rows_ctx) {
+                                         hp_region_rows_fn *rows, void *rows_ctx, const float *const *w,
+                                         int n_w) {
     if (!tf->f8) {
         tf->hk.region.exit_backward_consume(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
         return;
     }
-    region_exit_backward(tf, din, dout, D);
+    if (!hp_float8_sp_gather(tf, din, dout, D, w, n_w, 1)) region_exit_backward(tf, din, dout, D);
     rows(rows_ctx, 0, tf->sh.Nreg);
+    hp_float8_sp_gather_done(tf);
 }
 static void region_enter_backward_produce(hp_transformer *tf, float *din, float *dout, int D,
                                           hp_region_rows_fn *rows, void *rows_ctx) {
@@ -516,7 +520,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
                        tf->sh.Nres, D);
     op_out(tf, A->n1, nres);
     rows_job job = { tf, A, { PARAM(l, BP_WQ), PARAM(l, BP_WK), PARAM(l, BP_WV) }, tf->reg_a };
-    region_enter_consume(tf, A->g1, A->n1, D, qkv_rows, &job);
+    region_enter_consume(tf, A->g1, A->n1, D, qkv_rows, &job, job.w, 3);
     op_out(tf, A->q, nq); op_out(tf, A->k, nkv); op_out(tf, A->v, nkv);
     hp_rope_forward(A->q, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hl, tf->sh.hd);
     hp_rope_forward(A->k, tf->rope, tf->sh.Bl, tf->sh.Sc, tf->sh.Hkvl, tf->sh.hd);
@@ -544,7 +548,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
         region_exit(tf, tf->res_a, tf->reg_a, D);
     } else {
         job.w[0] = PARAM(l, BP_W1); job.w[1] = PARAM(l, BP_W3);
-        region_enter_consume(tf, A->g2, A->n2, D, w13_rows, &job);
+        region_enter_consume(tf, A->g2, A->n2, D, w13_rows, &job, job.w, 2);
         op_out(tf, A->a1, nf); op_out(tf, A->a3, nf);
         hp_swiglu_forward(A->act, A->a1, A->a3, nf);
         op_out(tf, A->act, nf);
@@ -603,7 +607,7 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
                        tf->sh.Nres, D);
     op_out(tf, H->nf, (size_t)tf->sh.Nres * D);
     head_job hj = { tf, H, TOP_PARAM(pid_out) };
-    region_enter_consume(tf, H->gf, H->nf, D, logits_rows, &hj);
+    region_enter_consume(tf, H->gf, H->nf, D, logits_rows, &hj, NULL, 0);
     op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
     unit_after_forward(tf, L + 1);
@@ -712,7 +716,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     } else {   // (the buffers are written by their first product: no zero-fills)
         const int Fl = tf->sh.Fl;
         dx_job w2 = { tf, tf->reg_f3, { tf->reg_a }, { PARAM(l, BP_W2) }, 1, Fl, { D }, { GRAD(l, BP_W2) }, A->act };
-        region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &w2);
+        region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &w2, w2.w, 1);
         linear_bwd_dw(tf, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act, PARAM(l, BP_W2), Nr, Fl, D);
         op_out(tf, tf->reg_f3, nf);
         hp_swiglu_backward(tf->reg_f1, tf->reg_f2, tf->reg_f3, A->a1, A->a3, nf);
@@ -730,7 +734,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
 
     // attention branch
     dx_job wo = { tf, tf->reg_att, { tf->reg_a }, { PARAM(l, BP_WO) }, 1, qd, { D }, { GRAD(l, BP_WO) }, A->att };
-    region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &wo);
+    region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &wo, wo.w, 1);
     linear_bwd_dw(tf, GRAD(l, BP_WO), A->dy_wo, tf->reg_a, A->att, PARAM(l, BP_WO), Nr, qd, D);
     op_out(tf, tf->reg_att, (size_t)Nr * qd);
     zeros(tf->reg_q, (size_t)Nr * qd);

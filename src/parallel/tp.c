@@ -10,6 +10,7 @@
 #include <string.h>
 #include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
+#include "hyperpar/float8.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/structure.h"
@@ -62,11 +63,14 @@ static void seq_to_blocks(const hp_tp_state *st, float *blocks, const float *seq
                    seq + ((size_t)b * st->sh.Sc + (size_t)t * st->sh.Ss) * D, run * sizeof(float));
 }
 
-// The gathered shards in buf, [T][Bl][Ss][D]: floats, or under wire_bf16 the 2-byte values
-// at the start of buf. gathered(st, dst, i, n): dst (n floats) = elements [i, i+n) of them.
+// The gathered shards in buf, [T][Bl][Ss][D]: floats, under wire_bf16 the 2-byte values at
+// the start of buf, during a float8 gather (fp8_scale > 0) 1-byte codes there.
+// gathered(st, dst, i, n): dst (n floats) = elements [i, i+n) of them.
 static hp_bf16 *gathered16(const hp_tp_state *st) { return (hp_bf16 *)(void *)st->buf; }
+static hp_fp8 *gathered8(const hp_tp_state *st) { return (hp_fp8 *)(void *)st->buf; }
 static void gathered(const hp_tp_state *st, float *dst, size_t i, size_t n) {
-    if (st->wire_bf16) hp_bf16_unpack(dst, gathered16(st) + i, n);
+    if (st->fp8_scale > 0.0f) hp_fp8_dequantize(dst, gathered8(st) + i, n, st->fp8_scale, st->fp8_format);
+    else if (st->wire_bf16) hp_bf16_unpack(dst, gathered16(st) + i, n);
     else memcpy(dst, st->buf + i, n * sizeof(float));
 }
 
@@ -100,6 +104,40 @@ void hp_tp_region_enter(hp_tp_state *st, float *out, const float *in, int D) {
     } else {
         memcpy(out, in, nres * sizeof(float));
     }
+}
+
+int hp_tp_sp_gathers(const hp_tp_state *st) { return sp_on(st) && st->sh.T > 1; }
+
+// The structure check of a float8 SP all-gather: this rank's codes must be the cast of its shard
+// with the scale and format it was asked for (the scale itself is checked where its amax is
+// MAX-reduced over tp: float8 scales).
+static void check_fp8_codes(const hp_tp_state *st, const hp_fp8 *own, const float *in, size_t n) {
+    if (!hp_structure_enabled()) return;
+    for (size_t i = 0; i < n; i++)
+        if (own[i] != hp_fp8_from_float(in[i] * st->fp8_scale, st->fp8_format)) {
+            hp_structure_fail(HP_CHECK_FLOAT8_SP_GATHER, "element %zu of this rank's shard (%.9g) "
+                              "travels as code 0x%02x, the %s cast with scale %.9g is 0x%02x", i,
+                              (double)in[i], own[i], st->fp8_format == HP_FP8_E5M2 ? "e5m2" : "e4m3",
+                              (double)st->fp8_scale, hp_fp8_from_float(in[i] * st->fp8_scale, st->fp8_format));
+            return;
+        }
+    hp_structure_pass(HP_CHECK_FLOAT8_SP_GATHER);
+}
+
+void hp_tp_region_gather_fp8(hp_tp_state *st, float *out, const float *in, int D, float scale,
+                             hp_fp8_format format) {
+    const size_t nres = (size_t)st->sh.Nres * D;
+    hp_fp8 *own = gathered8(st) + (size_t)hp_comm_rank(st->comm, HP_G_TP) * nres;
+    st->fp8_scale = scale;
+    st->fp8_format = format;
+    // (float8_sp_gather_e4m3: the bug casts every gathered shard to e4m3, grad_output too,
+    //  whose range (448) clips what e5m2 (57344) keeps)
+    hp_fp8_quantize(own, in, nres, scale, hp_failpoint(HP_FP_FLOAT8_SP_GATHER_E4M3) ? HP_FP8_E4M3 : format);
+    check_fp8_codes(st, own, in, nres);
+    hp_allgather_fp8(st->comm, HP_G_TP, gathered8(st), own, nres);
+    if (hp_failpoint(HP_FP_SP_ALLGATHER_LAYOUT)) gathered(st, out, 0, (size_t)st->sh.T * nres);
+    else blocks_to_seq(st, out, D);
+    st->fp8_scale = 0.0f;
 }
 
 void hp_tp_region_enter_backward(hp_tp_state *st, float *din, float *dout, int D) {

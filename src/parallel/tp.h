@@ -1,11 +1,13 @@
 // tp.h - tensor parallel + sequence parallel + loss parallel (tp.c): the state of one rank's
 // tp regions and vocab-parallel cross-entropy, over the HP_G_TP group of its comm.
 // defines: hp_tp_state, hp_rows_fn, hp_tp_init/free, hp_tp_set_async, hp_tp_region_enter/exit
-//          (+ backward), their _consume / _produce forms (async TP), hp_tp_take_async_ops,
+//          (+ backward), their _consume / _produce forms (async TP), hp_tp_sp_gathers,
+//          hp_tp_region_gather_fp8, hp_tp_take_async_ops,
 //          hp_tp_cross_entropy
 #ifndef HP_PARALLEL_TP_H
 #define HP_PARALLEL_TP_H
 #include "hyperpar/comm.h"
+#include "hyperpar/float8.h"
 #include "hyperpar/shapes.h"
 
 typedef struct hp_tp_state {
@@ -20,6 +22,9 @@ typedef struct hp_tp_state {
     float *rs_rows;       // (T, res, D) the members' partials of my rows, as they arrive
     MPI_Request *reqs;    // (2T) the open all-gather or reduce-scatter
     long async_ops;       // fused ops run overlapped since the last hp_tp_take_async_ops
+    // a float8 SP all-gather in progress (hp_tp_region_gather_fp8): buf holds 1-byte codes
+    float fp8_scale;      // > 0 during the gather
+    hp_fp8_format fp8_format;
 } hp_tp_state;
 
 // Computes the rows [row0, row0 + nrows) of what a region's GEMMs read or write (the model's
@@ -57,6 +62,14 @@ void hp_tp_region_exit_backward_consume(hp_tp_state *st, float *din, const float
                                         hp_rows_fn *consume, void *ctx);
 void hp_tp_region_enter_backward_produce(hp_tp_state *st, float *din, float *dout, int D,
                                          hp_rows_fn *produce, void *ctx);
+// 1 when entering a region all-gathers the sequence (SP on, tp > 1).
+int  hp_tp_sp_gathers(const hp_tp_state *st);
+// The SP all-gather of a float8 tensorwise input (torchao's Float8 TP, precision.md §5.4): in
+// (res, D), this rank's shard, cast with scale (its tensor's, over tp) to 1-byte codes of
+// format, all-gathered, and dequantized into out (reg, D): the values the consuming linears'
+// own cast of the gathered tensor gives, bit for bit (their cast of them is the same codes).
+void hp_tp_region_gather_fp8(hp_tp_state *st, float *out, const float *in, int D, float scale,
+                             hp_fp8_format format);
 // Fused ops run overlapped since the last call (and resets the count).
 long hp_tp_take_async_ops(hp_tp_state *st);
 // Vocab-parallel cross-entropy of logits (reg, Vl): returns sum of CE over valid rows; keeps

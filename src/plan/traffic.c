@@ -111,6 +111,17 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
                     uint64_t f, b;
                     hp_float8_block_amax_reduced(m, &ls, rc->float8, rc->float8_filter, l, &f, &b);
                     bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)M * (f + bwds * b) * F4;
+                    // tensorwise SP: the all-gathers whose consumers all convert move 1 byte an
+                    // element, each after one amax MAX-reduced over tp per microbatch (the
+                    // forward's; zbv's I gathers plain); an AC recompute gathers again with the
+                    // forward's amax
+                    int gf, gb;
+                    hp_float8_block_sp_gathers(m, &ls, rc->float8, rc->float8_filter, l, &gf, &gb);
+                    if (bwds == 2) gb = 0;
+                    const uint64_t ag = rc->mp_param == HP_DTYPE_BFLOAT16 ? 2 : F4;
+                    const uint64_t gathers = (uint64_t)(gf + gb + (hp_run_ac_block(rc, l) ? gf : 0));
+                    bytes[HP_G_TP][HP_OP_ALLGATHER] -= gathers * Nres * D * (ag - 1);
+                    bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)M * (uint64_t)(gf + gb) * F4;
                 }
             }
         }

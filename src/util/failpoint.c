@@ -176,6 +176,9 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_ASYNC_TP_SCATTER_DIM] = { HP_FP_ASYNC_TP_SCATTER_DIM, "async_tp_scatter_dim", "M3-tp2-async",
       M3TP2 " --async-tp", "loss of step 1",
       "async TP: the fused reduce-scatter splits the partial along its last dim, not the sequence (pytorch/pytorch#153595)" },
+    [HP_FP_FLOAT8_SP_GATHER_E4M3] = { HP_FP_FLOAT8_SP_GATHER_E4M3, "float8_sp_gather_e4m3", "M3-tp2-f8t", M3TP2 BF16 F8T,
+      "non-finite loss or grad norm|structure: float8 SP all-gather",
+      "float8 TP: the 1-byte SP all-gather of grad_output casts to e4m3 (max 448), decoded as e5m2" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

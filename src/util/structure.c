@@ -48,6 +48,7 @@ const char *hp_structure_name(hp_structure_check k) {
         [HP_CHECK_WIRE_BF16] = "2-byte activation exchange",
         [HP_CHECK_FLOAT8_SCALE] = "float8 scales",
         [HP_CHECK_FLOAT8_CAST] = "float8 casts",
+        [HP_CHECK_FLOAT8_SP_GATHER] = "float8 SP all-gather",
     };
     return (unsigned)k < HP_CHECK_COUNT ? names[k] : "?";
 }

@@ -6,7 +6,9 @@
 // block and linear: the backward's tensorwise casts and an activation-checkpointing recompute
 // reuse them (the recompute casts with the forward's scales, pytorch/torchtitan#1056).
 // defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
-//          hp_float8_linear_bwd, hp_float8_block_amax_reduced
+//          hp_float8_linear_bwd, hp_float8_block_amax_reduced, hp_float8_param_converted
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/failpoint.h"
@@ -94,7 +96,7 @@ static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, in
 }
 
 void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
-                                  const char *filter, int l, uint64_t *fwd, uint64_t *bwd) {
+                                  const char *filter, int fsdp_f8, int l, uint64_t *fwd, uint64_t *bwd) {
     *fwd = *bwd = 0;
     if (recipe == HP_FLOAT8_OFF) return;
     for (int k = 0; k < N_ROLES; k++) {
@@ -103,9 +105,24 @@ void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shape
         role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
         hp_float8_amax_n red;
         reduced(&red, (hp_float8_recipe)recipe, sh->Nreg, in_l, out_l, in_l < in, out_l < out);
-        *fwd += (uint64_t)(red.x + red.w);
+        *fwd += (uint64_t)(red.x + (fsdp_f8 ? 0 : red.w));   // (fp8 all-gather: at the gather)
         *bwd += (uint64_t)(red.dy + red.wt);
     }
+}
+
+int hp_float8_param_converted(int recipe, const char *filter, const char *name, int64_t out, int64_t in) {
+    if (recipe == HP_FLOAT8_OFF) return 0;
+    int l = -1, at = 0;
+    if (sscanf(name, "layers.%d.%n", &l, &at) != 1 || at == 0) return 0;
+    for (int k = 0; k < N_ROLES; k++) {
+        char want[96];
+        snprintf(want, sizeof want, "layers.%d.%s.weight", l, hp_transformer_role_name(roles[k]));
+        if (strcmp(name, want) != 0) continue;
+        char fqn[96];
+        snprintf(fqn, sizeof fqn, "layers.%d.%s", l, hp_transformer_role_name(roles[k]));
+        return out <= INT32_MAX && in <= INT32_MAX && converted(fqn, (int)out, (int)in, filter);
+    }
+    return 0;
 }
 
 int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
@@ -182,7 +199,11 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
         reduced(&red, r, N, in, out, in_l < fi && !again, out_l < fo && !again);
         hp_float8_forward_amax(&a, x, w, r, N, in, out);
         reduce(tf, a.x, red.x);
-        reduce(tf, a.w, red.w);
+        // the fp8 all-gather's weight: its amax is the gather's (over fsdp and tp already), so
+        // the cast gives back the gathered codes; the amax of its dequantised values would not
+        const int pid = tf->blocks[tf->f8_layer].pid[roles[k]];
+        if (!(tf->hk.float8.weight_amax && tf->hk.float8.weight_amax(tf->hk.float8.ctx, pid, a.w)))
+            reduce(tf, a.w, red.w);
     }
     hp_float8_linear_forward(y, x, w, &a, tf->f8->recipe, N, in, out);
     return 1;

@@ -182,6 +182,23 @@ static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
 
 int hp_float8_linear_converted(const hp_transformer *tf, const float *w) { return find(tf, w) >= 0; }
 
+// The structure check of an fp8-all-gathered weight (structure.h): its values are fp8 codes
+// dequantised with the gather's scale, so the linear's cast with that scale must give every
+// value back, bit for bit: the GEMM multiplies the gathered codes, not a second rounding.
+static void check_gathered_weight(const hp_transformer *tf, int k, const float *w, float amax, size_t n) {
+    const float s = hp_fp8_scale(amax, HP_FP8_E4M3, 0);
+    for (size_t i = 0; i < n; i++) {
+        const float v = hp_fp8_to_float(hp_fp8_from_float(w[i] * s, HP_FP8_E4M3), HP_FP8_E4M3) / s;
+        if (memcmp(&v, &w[i], sizeof v) != 0) {
+            hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s: gathered weight element %zu (%.9g) "
+                              "is not an e4m3 value with the all-gather's scale (recast: %.9g)",
+                              tf->f8_layer, hp_transformer_role_name(roles[k]), i, (double)w[i], (double)v);
+            return;
+        }
+    }
+    hp_structure_pass(HP_CHECK_FLOAT8_CAST);
+}
+
 int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
                          int in, int out) {
     const int k = find(tf, w);
@@ -204,6 +221,8 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
         const int pid = tf->blocks[tf->f8_layer].pid[roles[k]];
         if (!(tf->hk.float8.weight_amax && tf->hk.float8.weight_amax(tf->hk.float8.ctx, pid, a.w)))
             reduce(tf, a.w, red.w);
+        else if (hp_structure_enabled())
+            check_gathered_weight(tf, k, w, a.w[0], (size_t)out * (size_t)in);
     }
     hp_float8_linear_forward(y, x, w, &a, tf->f8->recipe, N, in, out);
     return 1;

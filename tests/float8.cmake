@@ -1,7 +1,7 @@
 # float8.cmake - the float8 linears (docs/float8.md, precision.md §5): the kernel's three recipes
 # against a reference written in the test, and the module filter end to end (a filter naming
-# every block linear gives the plain bf16 run bit for bit; one naming some linears gives a third
-# result). The layouts are recipes (M3-tp2-f8t, ...: tests/recipes.cmake), the faults failpoints.
+# every block linear gives the plain bf16 run bit for bit, with or without the fp8 all-gather; one
+# naming some linears gives a third result; the fp8 all-gather of every linear a fourth). The layouts are recipes (M3-tp2-f8t, ...: tests/recipes.cmake), the faults failpoints.
 add_executable(test_float8_linear tests/test_float8_linear.c)
 target_link_libraries(test_float8_linear PRIVATE hyperpar m)
 add_test(NAME float8_linear COMMAND test_float8_linear)

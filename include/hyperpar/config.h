@@ -120,7 +120,8 @@ typedef struct hp_run_config {
     // hyperpar/float8.h: 0 off, 1 tensorwise, 2 rowwise, 3 rowwise-gw-hp); filter: a comma
     // list, a linear whose name contains one of them stays in the param dtype (TorchTitan's
     // filter_fqns; `output` and `router.gate` always stay); fsdp_all_gather: torchao's
-    // enable_fsdp_float8_all_gather (tensorwise only; not implemented yet)
+    // enable_fsdp_float8_all_gather (tensorwise only: weight shards cast to e4m3 before a
+    // 1-byte all-gather, parallel/fsdp.c)
     int          float8;               // default 0 (off)
     char         float8_filter[256];   // default ""
     int          float8_fsdp_all_gather;   // default 0

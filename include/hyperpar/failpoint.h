@@ -88,6 +88,9 @@ typedef enum hp_failpoint_id {
     HP_FP_FLOAT8_GRAD_E4M3,            // float8_linear.c: tensorwise grad_output cast to e4m3, not e5m2
     HP_FP_FLOAT8_AMAX_LOCAL_TP,        // trainer_hooks.c: float8 amax not MAX-reduced over tp
     HP_FP_FLOAT8_RECOMPUTE_SCALE,      // float8_linears.c: an AC recompute takes its amax again, unreduced
+    HP_FP_FLOAT8_FSDP_AMAX_LOCAL,      // fsdp.c: fp8 all-gather: weight amax not MAX-reduced over fsdp
+    HP_FP_FLOAT8_FSDP_GATHER_BF16,     // fsdp.c: fp8 all-gather gathers bf16, the linear casts after
+                                       //   (pytorch/ao#590)
     HP_FP_ASYNC_TP_CHUNK_OFFSET,       // tp.c: async TP places and consumes the first peer's
                                        //   all-gathered chunk at the next member's row offset
     HP_FP_ASYNC_TP_NOT_APPLIED,        // tp.c: --async-tp accepted, every region runs plain

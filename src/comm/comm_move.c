@@ -3,7 +3,7 @@
 // Deterministic by nature, so both modes use the same calls: nonblocking MPI collectives
 // or point-to-point messages, completed by the watchdog (hp_comm_wait). Groups of size 1
 // copy locally (0 bytes).
-// defines: hp_allgather(_int, _bf16, _fp8), hp_alltoallv(_bf16), hp_alltoall_int, hp_broadcast, hp_sendrecv(_bf16),
+// defines: hp_allgather(_int, _bf16, _bytes), hp_alltoallv(_bf16), hp_alltoall_int, hp_broadcast, hp_sendrecv(_bf16),
 //          hp_barrier, hp_gather_to_root(_int), hp_mpi_broadcast_int
 #include <string.h>
 #include "comm_internal.h"   // defines: struct hp_comm, HP_MPI_CHECK
@@ -37,9 +37,10 @@ void hp_allgather_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, const uin
     allgather(comm, g, recv, send, n, MPI_UINT16_T, sizeof(uint16_t), "hp_allgather_bf16");
 }
 
-// 1 byte an element: float8 codes (the tensorwise SP all-gather, precision.md §5.4)
-void hp_allgather_fp8(hp_comm *comm, hp_group_kind g, uint8_t *recv, const uint8_t *send, size_t n) {
-    allgather(comm, g, recv, send, n, MPI_UINT8_T, sizeof(uint8_t), "hp_allgather_fp8");
+// n bytes a member: the float8 parameter all-gather (fp8 codes, and the 2- or 4-byte
+// values of the unit's other tensors, in one flat buffer as FSDP2 gathers mixed dtypes)
+void hp_allgather_bytes(hp_comm *comm, hp_group_kind g, void *recv, const void *send, size_t n) {
+    allgather(comm, g, recv, send, n, MPI_BYTE, 1, "hp_allgather_bytes");
 }
 
 void hp_allgather_int(hp_comm *comm, hp_group_kind g, int *recv, const int *send, size_t n) {

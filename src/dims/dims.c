@@ -213,10 +213,7 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
                     rc->float8);
     if (rc->float8_fsdp_all_gather && rc->float8 != 1)
         return fail(err, n, "--float8-fsdp-all-gather (torchao's enable_fsdp_float8_all_gather) needs "
-                    "--float8 tensorwise: float8 = %d", rc->float8);
-    if (rc->float8_fsdp_all_gather)
-        return fail(err, n, "--float8-fsdp-all-gather (the fp8 parameter all-gather) is not implemented yet; "
-                    "--float8 tensorwise without it casts the gathered weight");
+                    "--float8 tensorwise (rowwise scales need the whole row, the 1-byte all-gather casts shards): float8 = %d", rc->float8);
     if (rc->async_tp && rc->float8)
         return fail(err, n, "--async-tp with --float8 is not composed yet: a float8 linear takes its amax "
                     "over the whole gathered tensor, which the row blocks of async TP split (float8 = %d)",

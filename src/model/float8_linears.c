@@ -7,7 +7,9 @@
 // reuse them (the recompute casts with the forward's scales, pytorch/torchtitan#1056).
 // defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
 //          hp_float8_linear_bwd, hp_float8_sp_gather(_done), hp_float8_block_amax_reduced,
-//          hp_float8_block_sp_gathers
+//          hp_float8_block_sp_gathers, hp_float8_param_converted
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/failpoint.h"
@@ -99,7 +101,7 @@ static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, in
 }
 
 void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
-                                  const char *filter, int l, uint64_t *fwd, uint64_t *bwd) {
+                                  const char *filter, int fsdp_f8, int l, uint64_t *fwd, uint64_t *bwd) {
     *fwd = *bwd = 0;
     if (recipe == HP_FLOAT8_OFF) return;
     for (int k = 0; k < N_ROLES; k++) {
@@ -108,7 +110,7 @@ void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shape
         role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
         hp_float8_amax_n red;
         reduced(&red, (hp_float8_recipe)recipe, sh->Nreg, in_l, out_l, in_l < in, out_l < out);
-        *fwd += (uint64_t)(red.x + red.w);
+        *fwd += (uint64_t)(red.x + (fsdp_f8 ? 0 : red.w));   // (fp8 all-gather: at the gather)
         *bwd += (uint64_t)(red.dy + red.wt);
     }
 }
@@ -138,6 +140,21 @@ void hp_float8_block_sp_gathers(const hp_model_config *m, const hp_local_shapes 
         *fwd += roles_on(m, sh, l, filter, ffn_in, 2);
         *bwd += roles_on(m, sh, l, filter, ffn_dy, 1);
     }
+}
+
+int hp_float8_param_converted(int recipe, const char *filter, const char *name, int64_t out, int64_t in) {
+    if (recipe == HP_FLOAT8_OFF) return 0;
+    int l = -1, at = 0;
+    if (sscanf(name, "layers.%d.%n", &l, &at) != 1 || at == 0) return 0;
+    for (int k = 0; k < N_ROLES; k++) {
+        char want[96];
+        snprintf(want, sizeof want, "layers.%d.%s.weight", l, hp_transformer_role_name(roles[k]));
+        if (strcmp(name, want) != 0) continue;
+        char fqn[96];
+        snprintf(fqn, sizeof fqn, "layers.%d.%s", l, hp_transformer_role_name(roles[k]));
+        return out <= INT32_MAX && in <= INT32_MAX && converted(fqn, (int)out, (int)in, filter);
+    }
+    return 0;
 }
 
 int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
@@ -227,6 +244,23 @@ void hp_float8_sp_gather_done(hp_transformer *tf) {
     if (tf->f8) tf->f8->given_on = 0;
 }
 
+// The structure check of an fp8-all-gathered weight (structure.h): its values are fp8 codes
+// dequantised with the gather's scale, so the linear's cast with that scale must give every
+// value back, bit for bit: the GEMM multiplies the gathered codes, not a second rounding.
+static void check_gathered_weight(const hp_transformer *tf, int k, const float *w, float amax, size_t n) {
+    const float s = hp_fp8_scale(amax, HP_FP8_E4M3, 0);
+    for (size_t i = 0; i < n; i++) {
+        const float v = hp_fp8_to_float(hp_fp8_from_float(w[i] * s, HP_FP8_E4M3), HP_FP8_E4M3) / s;
+        if (memcmp(&v, &w[i], sizeof v) != 0) {
+            hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s: gathered weight element %zu (%.9g) "
+                              "is not an e4m3 value with the all-gather's scale (recast: %.9g)",
+                              tf->f8_layer, hp_transformer_role_name(roles[k]), i, (double)w[i], (double)v);
+            return;
+        }
+    }
+    hp_structure_pass(HP_CHECK_FLOAT8_CAST);
+}
+
 int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
                          int in, int out) {
     const int k = find(tf, w);
@@ -245,7 +279,13 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
         hp_float8_forward_amax(&a, x, w, r, N, in, out);
         if (tf->f8->given_on == 1) a.x[0] = tf->f8->given;   // x came in a float8 SP all-gather
         reduce(tf, a.x, red.x);
-        reduce(tf, a.w, red.w);
+        // the fp8 all-gather's weight: its amax is the gather's (over fsdp and tp already), so
+        // the cast gives back the gathered codes; the amax of its dequantised values would not
+        const int pid = tf->blocks[tf->f8_layer].pid[roles[k]];
+        if (!(tf->hk.float8.weight_amax && tf->hk.float8.weight_amax(tf->hk.float8.ctx, pid, a.w)))
+            reduce(tf, a.w, red.w);
+        else if (hp_structure_enabled())
+            check_gathered_weight(tf, k, w, a.w[0], (size_t)out * (size_t)in);
     }
     hp_float8_linear_forward(y, x, w, &a, tf->f8->recipe, N, in, out);
     return 1;

@@ -75,9 +75,14 @@ typedef struct hp_attention_hooks {
 // MAX all-reduce over tp); the model calls it only for an amax over a dim that is a tp shard
 // (local dims smaller than the model's), the same calls in the same order on every tp rank.
 // NULL: one rank holds every dim.
+// weight_amax (--float8-fsdp-all-gather, precision.md §5.4): 1 and *amax when parameter i's
+// unsharded copy is the fp8 all-gather's (values value(q) / scale, scale from *amax, the
+// MAX over the fsdp and tp groups of the fp32 master shards'): the linear casts with that amax,
+// which gives back the gathered fp8 codes, and reduces nothing more; 0: it takes its own.
 typedef struct hp_float8_hooks {
     void *ctx;
     void (*amax_reduce)(void *ctx, float *amax, int n);
+    int  (*weight_amax)(void *ctx, int i, float *amax);
 } hp_float8_hooks;
 
 typedef struct hp_model_hooks {

@@ -48,6 +48,14 @@ typedef struct hp_fsdp_state {
     fsdp_reduce_record *pending;
     int n_pending, cap_pending;
     int work_unit;              // the unit work_p holds gathered, -1 none (freed or poisoned)
+    // --float8-fsdp-all-gather (torchao's enable_fsdp_float8_all_gather, precision.md §5.4):
+    // the weights the float8 filter converts (f8_on) travel as e4m3 codes of the fp32 master
+    // shard, cast with the scale of the amax MAX-reduced over the fsdp group (and tp when tp
+    // splits the weight); the unit's copy holds their dequantised values, f8_amax[i] the amax
+    // the linear casts with (valid while f8_valid[i]). Plain malloc: a float and two flags a param.
+    int f8ag;
+    unsigned char *f8_on, *f8_valid;   // [pt->n]
+    float *f8_amax;                    // [pt->n]
 } hp_fsdp_state;
 
 // M microbatches per step; from rc: --reshard-after-forward (hp_run_unit_keep, config.h) and
@@ -74,6 +82,9 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *st, int u, int mb);
 // Pointer to parameter i (and its grad) inside the gathered unit.
 float *hp_fsdp_param(hp_fsdp_state *st, int i);
 float *hp_fsdp_grad(hp_fsdp_state *st, int i);
+// --float8-fsdp-all-gather: 1 and *amax (the gathered scale's, over fsdp and tp) when
+// parameter i's gathered copy is the fp8 all-gather's, else 0.
+int hp_fsdp_float8_amax(const hp_fsdp_state *st, int i, float *amax);
 // Every rank's shards of one kind (p or g) into full tensors on rank 0 of world; returns
 // the largest difference between copies of one element (0: replicas agree).
 double hp_fsdp_gather_full(hp_fsdp_state *st, MPI_Comm world, const hp_model_config *m,

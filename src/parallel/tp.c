@@ -134,7 +134,7 @@ void hp_tp_region_gather_fp8(hp_tp_state *st, float *out, const float *in, int D
     //  whose range (448) clips what e5m2 (57344) keeps)
     hp_fp8_quantize(own, in, nres, scale, hp_failpoint(HP_FP_FLOAT8_SP_GATHER_E4M3) ? HP_FP8_E4M3 : format);
     check_fp8_codes(st, own, in, nres);
-    hp_allgather_fp8(st->comm, HP_G_TP, gathered8(st), own, nres);
+    hp_allgather_bytes(st->comm, HP_G_TP, gathered8(st), own, nres);   // 1 byte a code
     if (hp_failpoint(HP_FP_SP_ALLGATHER_LAYOUT)) gathered(st, out, 0, (size_t)st->sh.T * nres);
     else blocks_to_seq(st, out, D);
     st->fp8_scale = 0.0f;

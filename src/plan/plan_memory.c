@@ -15,6 +15,7 @@
 // same shapes: the gathered unit, the expert rows, the logits, a block's widest activation
 // and cp's gathered K/V.
 #include <string.h>
+#include "hyperpar/float8.h"
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/plan.h"
@@ -76,7 +77,7 @@ static void largest_of_table(hp_plan_memory *out) {
 }
 
 // What the rank's table decides (shards, gathered units, staging), for one precision policy:
-// under bf16 params every unit is gathered (hp_params_gather_every_unit).
+// under bf16 params (or the fp8 all-gather) every unit is gathered (hp_params_gather_every_unit).
 static int table_values(const hp_model_config *m, const hp_dims *d, int rank, int bf16,
                         hp_plan_memory *out) {
     hp_param_table t;
@@ -177,7 +178,9 @@ static void largest_of_run(const hp_model_config *m, const hp_dims *d, const hp_
 int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
                        int n_slots, hp_plan_memory *out) {
     const int bf16 = rc->mp_param == HP_DTYPE_BFLOAT16;
-    if (bf16 && table_values(m, d, rank, 1, out) != 0) return -1;
+    // (the fp8 all-gather's copies are casts too: every unit gathered, under fp32 params as well)
+    const int cast_copies = bf16 || (rc->float8_fsdp_all_gather && rc->float8 == HP_FLOAT8_TENSORWISE);
+    if (cast_copies && table_values(m, d, rank, 1, out) != 0) return -1;
     // fsdp.c: acc_g with accumulation (microbatches or pp), kept_p when units are kept apart,
     // loc_g (each unit's local grads of one microbatch) with accumulation under bf16
     const int kept_apart = hp_run_units_kept_apart(rc->reshard_after_forward, d->pp);

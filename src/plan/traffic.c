@@ -67,12 +67,19 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         const uint64_t shard = (uint64_t)p->shard_numel * F4;
         // --mixed-precision-reduce bfloat16 reduces 2 bytes an element (precision.md §8)
         const uint64_t reduced = rc->mp_reduce == HP_DTYPE_BFLOAT16 ? shard / 2 : shard;
+        const hp_unit_keep keep = hp_run_unit_keep(rc->reshard_after_forward, d->pp,
+                                                   p->unit == t.n_units - 1);
+        const uint64_t gathers = (uint64_t)hp_run_unit_gathers(keep, M);
+        // --float8-fsdp-all-gather: a converted weight travels as 1-byte fp8 codes; at each
+        // gather its amax (one value) is MAX-reduced over fsdp, then over tp when tp splits it
+        const int fp8 = rc->float8_fsdp_all_gather && p->stack == HP_STACK_DENSE && p->ndim == 2 &&
+                        hp_float8_param_converted(rc->float8, rc->float8_filter, p->name, p->shape[0],
+                                                  p->shape[1]);
+        if (fp8 && p->fsdp_size > 1) bytes[p->fsdp_group][HP_OP_ALLREDUCE] += gathers * F4;
+        if (fp8 && p->tp_size > 1) bytes[HP_G_TP][HP_OP_ALLREDUCE] += gathers * F4;
         if (p->fsdp_size > 1) {
-            const hp_unit_keep keep = hp_run_unit_keep(rc->reshard_after_forward, d->pp,
-                                                       p->unit == t.n_units - 1);
-            const uint64_t gathers = (uint64_t)hp_run_unit_gathers(keep, M);
-            // the bf16 policy gathers 2 bytes an element (precision.md §8)
-            const uint64_t gathered = rc->mp_param == HP_DTYPE_BFLOAT16 ? shard / 2 : shard;
+            // the bf16 policy gathers 2 bytes an element (precision.md §8), fp8 1
+            const uint64_t gathered = fp8 ? shard / 4 : rc->mp_param == HP_DTYPE_BFLOAT16 ? shard / 2 : shard;
             bytes[p->fsdp_group][HP_OP_ALLGATHER] += gathers * gathered;
             bytes[p->fsdp_group][HP_OP_REDUCE_SCATTER] += (uint64_t)p->fsdp_size * reduced;
         }
@@ -109,7 +116,8 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
                 if (lay.stage_rank[s] != co.p) continue;
                 for (int l = lay.stage_first[s]; l < lay.stage_first[s] + lay.stage_layers[s]; l++) {
                     uint64_t f, b;
-                    hp_float8_block_amax_reduced(m, &ls, rc->float8, rc->float8_filter, l, &f, &b);
+                    hp_float8_block_amax_reduced(m, &ls, rc->float8, rc->float8_filter,
+                                                 rc->float8_fsdp_all_gather, l, &f, &b);
                     bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)M * (f + bwds * b) * F4;
                     // tensorwise SP: the all-gathers whose consumers all convert move 1 byte an
                     // element, each after one amax MAX-reduced over tp per microbatch (the

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "hyperpar/float8.h"
 #include "hyperpar/cp.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/failpoint.h"
@@ -41,7 +42,10 @@ static int alloc_step_data(hp_trainer *tr) {
 // The styles' states, then the model over the hooks they fill.
 static int setup_model(hp_trainer *tr) {
     if (hp_params_build(&tr->pt, &tr->m, &tr->d, tr->rank) != 0) return -1;
-    if (tr->rc.mp_param == HP_DTYPE_BFLOAT16) hp_params_gather_every_unit(&tr->pt);
+    // (bf16 copies, or the fp8 all-gather's: every unit is gathered, none is its shards)
+    if (tr->rc.mp_param == HP_DTYPE_BFLOAT16 ||
+        (tr->rc.float8_fsdp_all_gather && tr->rc.float8 == HP_FLOAT8_TENSORWISE))
+        hp_params_gather_every_unit(&tr->pt);
     if (hp_fsdp_init(&tr->fsdp, &tr->pt, tr->comm, &tr->d, tr->sh.M, &tr->rc) != 0 ||
         hp_tp_init(&tr->tp, tr->comm, &tr->sh, tr->rc.mp_param == HP_DTYPE_BFLOAT16) != 0 || hp_tp_set_async(&tr->tp, tr->rc.async_tp) != 0 ||
         alloc_step_data(tr) != 0)

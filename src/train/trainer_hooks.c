@@ -137,6 +137,13 @@ static void float8_amax_reduce(void *ctx, float *amax, int n) {
     free(want);
 }
 
+// ---- float8 under --float8-fsdp-all-gather: a weight's amax is the one its fp8 all-gather
+// cast with (fsdp.c), taken over fsdp and tp there
+static int float8_weight_amax(void *ctx, int i, float *amax) {
+    hp_trainer *tr = ctx;
+    return hp_fsdp_float8_amax(&tr->fsdp, i, amax);
+}
+
 void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
     *hk = (hp_model_hooks){
         .unit = { &tr->fsdp, unit_gather, unit_after_forward, unit_after_backward, unit_zero_grads,
@@ -149,6 +156,6 @@ void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
         // (the bf16 policy's token rows travel in 2 bytes)
         .moe = tr->rc.mp_param == HP_DTYPE_BFLOAT16 ? hp_ep_moe_ops_bf16() : hp_ep_moe_ops(),
         .moe_ctx = tr->comm, .moe_mode = tr->rc.dispatcher,
-        .float8 = { tr, float8_amax_reduce },
+        .float8 = { tr, float8_amax_reduce, float8_weight_amax },
     };
 }

@@ -36,6 +36,9 @@ static int      suspended = 0;
 #define F8T   " --float8 tensorwise"
 #define M6ACF2 TINY(1, 1, 1, 2) " --sp --ac full"
 #define GA    TINY(1, 2, 2, 2) " --sp --cp-rotate allgather --microbatches 4"
+#define M4S4  TINY(1, 4, 1, 1)
+#define B2    TINY(1, 2, 1, 2) " --sp"
+#define F8AG  " --float8-fsdp-all-gather"
 
 const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_TP_PARTIAL_GRAD_DROPPED] = { HP_FP_TP_PARTIAL_GRAD_DROPPED, "tp_partial_grad_dropped", "M3-tp2", M3TP2,
@@ -167,6 +170,14 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_FLOAT8_RECOMPUTE_SCALE] = { HP_FP_FLOAT8_RECOMPUTE_SCALE, "float8_recompute_scale", "M3-tp2-ac-f8t", M6ACF2 BF16 F8T,
       "structure: activation-checkpointing recompute",
       "float8: an activation-checkpointing recompute takes its amax again on the local shard, not the forward's scales" },
+    [HP_FP_FLOAT8_FSDP_AMAX_LOCAL] = { HP_FP_FLOAT8_FSDP_AMAX_LOCAL, "float8_fsdp_amax_local", "M4-s4-f8ag",
+      M4S4 BF16 F8T F8AG,
+      "a gradient of step 1|structure: float8 scales",
+      "float8 fp8 all-gather: each rank casts its weight shard with its own amax, not the MAX over the fsdp group" },
+    [HP_FP_FLOAT8_FSDP_GATHER_BF16] = { HP_FP_FLOAT8_FSDP_GATHER_BF16, "float8_fsdp_gather_bf16", "B2-f8ag",
+      B2 BF16 F8T F8AG,
+      "bytes moved differ from the traffic formula|structure: float8 scales|structure: parameter all-gather",
+      "float8 fp8 all-gather: the bf16 weights gathered and cast after, with the amax of the bf16 values (pytorch/ao#590)" },
     [HP_FP_ASYNC_TP_CHUNK_OFFSET] = { HP_FP_ASYNC_TP_CHUNK_OFFSET, "async_tp_chunk_offset", "M3-tp2-async",
       M3TP2 " --async-tp", "loss of step 1",
       "async TP: the first peer's all-gathered chunk placed and consumed at the next member's row offset" },

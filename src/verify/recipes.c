@@ -33,6 +33,7 @@
 #define F8T   "--float8 tensorwise"
 #define F8R   "--float8 rowwise"
 #define F8G   "--float8 rowwise-gw-hp"
+#define F8AG  "--float8-fsdp-all-gather"
 #define PP4   "--layers 4 --pp-schedule"
 
 //  id               row    model       R  S  C  T  sp  EP ET rotate       dispatcher   level same_as          example
@@ -174,6 +175,8 @@ const hp_recipe hp_recipes[] = {
     { "M3-tp4-f8g",   "M3",  "tiny",     1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX2, "float8 rowwise-gw-hp, TP + SP 4: weight per tensor for dgrad, wgrad in bf16", BF16 " " F8G, 0, 0, NULL },
     { "B2-f8t",       "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 tensorwise, TP + SP + FSDP2 (activation amax per local batch)", BF16 " " F8T, 0, 0, NULL },
     { "B2-f8r",       "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 rowwise, TP + SP + FSDP2", BF16 " " F8R, 0, 0, NULL },
+    { "M4-s4-f8ag",   "M4",  "tiny",     1, 4, 1, 1, -1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 tensorwise FSDP2 4 with the fp8 all-gather: weight shards cast to e4m3 with the fsdp-wide amax, 1 byte gathered", BF16 " " F8T " " F8AG, 0, 0, NULL },
+    { "B2-f8ag",      "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 tensorwise TP + SP + FSDP2 with the fp8 all-gather: weight amax over fsdp and tp", BF16 " " F8T " " F8AG, 0, 0, NULL },
     { "M6-ag-f8t",    "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX3, "float8 tensorwise on the Titan grid (1,2,2,2)", BF16 " " F8T, 0, 0, NULL },
     { "M6-ag-f8r",    "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L2, NULL,          EX3, "float8 rowwise on the Titan grid (1,2,2,2)", BF16 " " F8R, 0, 0, NULL },
     { "M7-tp2-f8t",   "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, NULL,          EX3, "float8 tensorwise, HSDP x TP + SP", BF16 " " F8T, 0, 0, NULL },

@@ -280,6 +280,7 @@ int hp_verify_run(MPI_Comm world, const hp_model_config *m, const hp_dims *d,
             hp_run_config rc_f = rc_ref;
             rc_f.mp_param = rc_f.mp_reduce = HP_DTYPE_FLOAT32;
             rc_f.float8 = 0;
+            rc_f.float8_fsdp_all_gather = 0;
             record_run(MPI_COMM_SELF, m, &one, &rc_f, o, &f32, NULL);
         }
         hp_failpoint_suspend(0);

@@ -189,6 +189,8 @@ void hp_allgather_post(hp_comm *comm, hp_group_kind g, float *recv, const float 
 // The same with 2-byte bf16 elements (the bf16 policy's SP all-gathers).
 void hp_allgather_post_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, const uint16_t *send,
                             size_t n, MPI_Request *reqs);
+void hp_allgather_post_bytes(hp_comm *comm, hp_group_kind g, void *recv, const void *send, size_t n,
+                             MPI_Request *reqs);   // n bytes a member (float8 codes)
 void hp_allgather_wait_member(hp_comm *comm, hp_group_kind g, MPI_Request *reqs, int j);
 void hp_allgather_finish(hp_comm *comm, hp_group_kind g, MPI_Request *reqs);
 void hp_reduce_scatter_post(hp_comm *comm, hp_group_kind g, float *rows, size_t n, MPI_Request *reqs);

@@ -2,7 +2,7 @@
 // so the caller computes between the posting and the last arrival: a GEMM on each shard as it
 // lands, a partial for each member before it leaves. Direct exchange (every member sends its
 // chunk straight to every other), so a member's shard can be waited for by itself.
-// defines: hp_allgather_post(_bf16), hp_allgather_wait_member, hp_allgather_finish,
+// defines: hp_allgather_post(_bf16, _bytes), hp_allgather_wait_member, hp_allgather_finish,
 //          hp_reduce_scatter_post, hp_reduce_scatter_send, hp_reduce_scatter_finish
 //
 // Counters, wire bytes and arithmetic are those of hp_allgather and hp_reduce_scatter (comm.h):
@@ -46,6 +46,11 @@ void hp_allgather_post_bf16(hp_comm *comm, hp_group_kind g, uint16_t *recv, cons
                             size_t n, MPI_Request *reqs) {
     allgather_post(comm, g, (char *)recv, send, n, reqs, MPI_UINT16_T, sizeof(uint16_t),
                    "hp_allgather_post_bf16");
+}
+
+void hp_allgather_post_bytes(hp_comm *comm, hp_group_kind g, void *recv, const void *send, size_t n,
+                             MPI_Request *reqs) {
+    allgather_post(comm, g, (char *)recv, send, n, reqs, MPI_BYTE, 1, "hp_allgather_post_bytes");
 }
 
 void hp_allgather_wait_member(hp_comm *comm, hp_group_kind g, MPI_Request *reqs, int j) {

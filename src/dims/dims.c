@@ -214,10 +214,10 @@ static int check_run(const hp_dims *d, const hp_run_config *rc, char *err, size_
     if (rc->float8_fsdp_all_gather && rc->float8 != 1)
         return fail(err, n, "--float8-fsdp-all-gather (torchao's enable_fsdp_float8_all_gather) needs "
                     "--float8 tensorwise (rowwise scales need the whole row, the 1-byte all-gather casts shards): float8 = %d", rc->float8);
-    if (rc->async_tp && rc->float8)
-        return fail(err, n, "--async-tp with --float8 is not composed yet: a float8 linear takes its amax "
-                    "over the whole gathered tensor, which the row blocks of async TP split (float8 = %d)",
-                    rc->float8);
+    if (rc->async_tp && rc->float8 > 1)
+        return fail(err, n, "--async-tp composes with --float8 tensorwise only (its one scale a tensor is "
+                    "known before the row blocks; rowwise casts need every row and column of a tensor at "
+                    "once): float8 = %d", rc->float8);
     if (rc->async_tp && T == 1)
         return fail(err, n, "--async-tp needs tp > 1: it overlaps the sequence-parallel all-gather and "
                     "reduce-scatter of the tp regions, and tp = 1 has none");

@@ -32,10 +32,13 @@ struct hp_float8_linears {
     size_t stride;        // Nreg + the widest local out
     float *bwd;           // backward amax scratch: dy (Nreg), wt, dyt, xt (widest dim each)
     int widest;
-    // the amax of the tensor a float8 SP all-gather just moved (hp_float8_sp_gather): its
-    // consumers' x (forward) or dy (backward) casts take it, not one of the dequantised values
-    int given_on;         // 0 none, 1 x, 2 dy
-    float given;
+    // Tensorwise, within one block's forward or backward (hp_float8_layer_begin clears them):
+    // a linear called by row blocks (the tp regions' blocks, async TP) casts every block with
+    // the amax of its whole tensor. x_set / w_set: its kept x / w amax are this forward's
+    // (taken from the whole input before the blocks, or from a float8 SP all-gather, or by its
+    // first call); dy_set: dy_amax[k] is this backward's (the same ways).
+    unsigned char x_set[N_ROLES], w_set[N_ROLES], dy_set[N_ROLES];
+    float dy_amax[N_ROLES];
 };
 
 // TorchTitan's module filter: both dims divisible by 16, the name contains no filter entry;
@@ -206,19 +209,69 @@ static void reduce(const hp_transformer *tf, float *amax, int n) {
     if (n > 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
 }
 
+// Role k's kept forward amax in this slot and block: x's (1 under tensorwise, else a row each
+// of N), then w's.
 static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
     const hp_float8_linears *f = tf->f8;
     float *base = f->kept + (((size_t)tf->slot * tf->m.n_layers + tf->f8_layer) * N_ROLES + k) * f->stride;
-    return (hp_float8_amax){ .x = base, .w = base + N };
+    return (hp_float8_amax){ .x = base, .w = base + (f->recipe == HP_FLOAT8_TENSORWISE ? 1 : N) };
+}
+
+void hp_float8_layer_begin(hp_transformer *tf, int l) {
+    tf->f8_layer = l;
+    hp_float8_linears *f = tf->f8;
+    if (!f) return;
+    memset(f->x_set, 0, sizeof f->x_set);
+    memset(f->w_set, 0, sizeof f->w_set);
+    memset(f->dy_set, 0, sizeof f->dy_set);
+}
+
+int hp_float8_tensorwise(const hp_transformer *tf) { return tf->f8 && tf->f8->recipe == HP_FLOAT8_TENSORWISE; }
+
+// Role k's amax of its forward input x (N, in): the whole tensor's, MAX-reduced over tp when
+// in is a tp shard, kept for its casts (tensorwise; not in a recompute, which keeps the
+// forward's).
+static void take_x_amax(hp_transformer *tf, int k, const float *x, int N, int in) {
+    hp_float8_linears *f = tf->f8;
+    if (f->x_set[k] || tf->f8_recompute) return;
+    int fo, fi, out_l, in_l;
+    role_dims(&tf->m, &tf->sh, roles[k], &fo, &fi, &out_l, &in_l);
+    float *ax = kept_amax(tf, k, N).x;
+    ax[0] = hp_float8_amax_all(x, (size_t)N * in);
+    if (in_l < fi) reduce(tf, ax, 1);
+    f->x_set[k] = 1;
+}
+
+// Role k's amax of its grad_output dy (N, out) in this backward, the same way.
+static void take_dy_amax(hp_transformer *tf, int k, const float *dy, int N, int out) {
+    hp_float8_linears *f = tf->f8;
+    if (f->dy_set[k]) return;
+    int fo, fi, out_l, in_l;
+    role_dims(&tf->m, &tf->sh, roles[k], &fo, &fi, &out_l, &in_l);
+    f->dy_amax[k] = hp_float8_amax_all(dy, (size_t)N * out);
+    if (out_l < fo) reduce(tf, &f->dy_amax[k], 1);
+    f->dy_set[k] = 1;
+}
+
+void hp_float8_prepare_x(hp_transformer *tf, const float *w, const float *x, int N, int in) {
+    const int k = find(tf, w);
+    if (k >= 0 && hp_float8_tensorwise(tf)) take_x_amax(tf, k, x, N, in);
+}
+
+void hp_float8_prepare_dy(hp_transformer *tf, const float *w, const float *dy, int N, int out) {
+    const int k = find(tf, w);
+    if (k >= 0 && hp_float8_tensorwise(tf)) take_dy_amax(tf, k, dy, N, out);
 }
 
 int hp_float8_linear_converted(const hp_transformer *tf, const float *w) { return find(tf, w) >= 0; }
 
-int hp_float8_sp_gather(hp_transformer *tf, float *out, const float *in, int D, const float *const *w,
-                        int n_w, int backward) {
+int hp_float8_sp_gather_consume(hp_transformer *tf, float *out, const float *in, int D,
+                                const float *const *w, int n_w, int backward, hp_region_rows_fn *rows,
+                                void *rows_ctx) {
     hp_float8_linears *f = tf->f8;
     const hp_region_hooks *rh = &tf->hk.region;
-    if (!f || f->recipe != HP_FLOAT8_TENSORWISE || n_w <= 0 || !rh->gather_fp8 || !rh->sp_gathers(rh->ctx))
+    if (!f || f->recipe != HP_FLOAT8_TENSORWISE || n_w <= 0 || !rh->gather_fp8_consume ||
+        !rh->sp_gathers(rh->ctx))
         return 0;
     // (zbv's I: its W casts dy again from the kept copy, with an amax of its own: plain gather)
     if (backward && tf->input_only) return 0;
@@ -233,15 +286,21 @@ int hp_float8_sp_gather(hp_transformer *tf, float *out, const float *in, int D, 
         amax = hp_float8_amax_all(in, n);
         if (!again) reduce(tf, &amax, 1);
     }
+    // the consumers cast with the gathered tensor's amax (their cast of its dequantised codes
+    // gives back those codes), never with one of their row blocks'
+    for (int i = 0; i < n_w; i++) {
+        const int k = find(tf, w[i]);
+        if (backward) {
+            f->dy_amax[k] = amax;
+            f->dy_set[k] = 1;
+        } else if (!tf->f8_recompute || again) {
+            kept_amax(tf, k, tf->sh.Nreg).x[0] = amax;
+            f->x_set[k] = 1;
+        }
+    }
     const hp_fp8_format format = backward ? hp_float8_grad_format(f->recipe) : HP_FP8_E4M3;
-    rh->gather_fp8(rh->ctx, out, in, D, hp_fp8_scale(amax, format, 0), format);
-    f->given_on = backward ? 2 : 1;
-    f->given = amax;
+    rh->gather_fp8_consume(rh->ctx, out, in, D, hp_fp8_scale(amax, format, 0), format, rows, rows_ctx);
     return 1;
-}
-
-void hp_float8_sp_gather_done(hp_transformer *tf) {
-    if (tf->f8) tf->f8->given_on = 0;
 }
 
 // The structure check of an fp8-all-gathered weight (structure.h): its values are fp8 codes
@@ -276,16 +335,25 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
         const hp_float8_recipe r = tf->f8->recipe;
         hp_float8_amax_n red;
         reduced(&red, r, N, in, out, in_l < fi && !again, out_l < fo && !again);
+        hp_float8_linears *f = tf->f8;
+        const int tw = r == HP_FLOAT8_TENSORWISE && !again;
+        const float x_kept = a.x[0], w_kept = a.w[0];
         hp_float8_forward_amax(&a, x, w, r, N, in, out);
-        if (tf->f8->given_on == 1) a.x[0] = tf->f8->given;   // x came in a float8 SP all-gather
-        reduce(tf, a.x, red.x);
-        // the fp8 all-gather's weight: its amax is the gather's (over fsdp and tp already), so
-        // the cast gives back the gathered codes; the amax of its dequantised values would not
-        const int pid = tf->blocks[tf->f8_layer].pid[roles[k]];
-        if (!(tf->hk.float8.weight_amax && tf->hk.float8.weight_amax(tf->hk.float8.ctx, pid, a.w)))
-            reduce(tf, a.w, red.w);
-        else if (hp_structure_enabled())
-            check_gathered_weight(tf, k, w, a.w[0], (size_t)out * (size_t)in);
+        // tensorwise: the whole tensor's amax once (a row block's would be its own), kept
+        if (tw && f->x_set[k]) a.x[0] = x_kept;
+        else reduce(tf, a.x, red.x);
+        if (tw && f->w_set[k]) {
+            a.w[0] = w_kept;
+        } else {
+            // the fp8 all-gather's weight: its amax is the gather's (over fsdp and tp already), so
+            // the cast gives back the gathered codes; the amax of its dequantised values would not
+            const int pid = tf->blocks[tf->f8_layer].pid[roles[k]];
+            if (!(tf->hk.float8.weight_amax && tf->hk.float8.weight_amax(tf->hk.float8.ctx, pid, a.w)))
+                reduce(tf, a.w, red.w);
+            else if (hp_structure_enabled())
+                check_gathered_weight(tf, k, w, a.w[0], (size_t)out * (size_t)in);
+        }
+        if (tw) f->x_set[k] = f->w_set[k] = 1;
     }
     hp_float8_linear_forward(y, x, w, &a, tf->f8->recipe, N, in, out);
     return 1;
@@ -334,7 +402,7 @@ int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const f
                          const float *x, const float *w, int N, int in, int out, float dx_beta) {
     const int k = find(tf, w);
     if (k < 0) return 0;
-    const hp_float8_linears *f = tf->f8;
+    hp_float8_linears *f = tf->f8;
     const hp_float8_recipe r = f->recipe;
     hp_float8_amax a = kept_amax(tf, k, N);
     a.dy = f->bwd;
@@ -346,8 +414,14 @@ int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const f
     hp_float8_amax_n red;
     reduced(&red, r, N, in, out, in_l < fi, out_l < fo);
     hp_float8_backward_amax(&a, dy, x, w, r, N, in, out);
-    if (f->given_on == 2) a.dy[0] = f->given;   // dy came in a float8 SP all-gather
-    reduce(tf, a.dy, red.dy);
+    if (r == HP_FLOAT8_TENSORWISE) {   // the whole tensor's, once per backward (row blocks, dw)
+        if (f->dy_set[k]) a.dy[0] = f->dy_amax[k];
+        else reduce(tf, a.dy, red.dy);
+        f->dy_amax[k] = a.dy[0];
+        f->dy_set[k] = 1;
+    } else {
+        reduce(tf, a.dy, red.dy);
+    }
     reduce(tf, a.wt, red.wt);
     hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);
     if (dx && dx_beta == 0.0f && hp_structure_enabled()) check_dgrad(tf, k, dx, dy, w, &a, N, in, out);

@@ -48,10 +48,12 @@ typedef struct hp_region_hooks {
     void (*enter_backward_produce)(void *ctx, float *din, float *dout, int D,
                                    hp_region_rows_fn *rows, void *rows_ctx);
     // Float8 tensorwise inputs (precision.md §5.4): sp_gathers says whether enter (and
-    // exit_backward) all-gather the sequence; gather_fp8 is that all-gather of in (res, D) cast
-    // with scale to 1-byte codes of format, dequantized into out (reg, D).
+    // exit_backward) all-gather the sequence; gather_fp8_consume is that all-gather of in (res,
+    // D) cast with scale to 1-byte codes of format, dequantized into out (reg, D), then rows()
+    // over its row blocks as enter_consume (async TP overlaps them with the gather).
     int  (*sp_gathers)(void *ctx);
-    void (*gather_fp8)(void *ctx, float *out, const float *in, int D, float scale, hp_fp8_format format);
+    void (*gather_fp8_consume)(void *ctx, float *out, const float *in, int D, float scale,
+                               hp_fp8_format format, hp_region_rows_fn *rows, void *rows_ctx);
 } hp_region_hooks;
 
 // The attention core on this rank's q (reg, Hl*hd), k, v (reg, Hkvl*hd) after RoPE: plain

@@ -61,43 +61,68 @@ static void region_exit(hp_transformer *tf, float *out, float *in, int D) {
     tf->hk.region.exit(tf->hk.region.ctx, out, in, D);
 }
 // The regions whose collective feeds or drains GEMMs, handed the GEMMs by row block (async
-// TP overlaps them; the plain path runs the same blocks). Float8 linears take their amax
-// over the whole tensor, so under float8 the GEMMs run once over all rows, around the plain
-// collective (--async-tp is refused with --float8). Its consumers' weights w (n_w of them):
-// when they all convert under tensorwise, the SP all-gather moves float8 (hp_float8_sp_gather).
+// TP overlaps them; the plain path runs the same blocks). A float8 linear casts with the amax
+// of its whole tensor: under tensorwise it is taken before the blocks (hp_float8_prepare_x /
+// _dy) or comes with the float8 SP all-gather of a region whose consumers (weights w, n_w of
+// them) all convert (hp_float8_sp_gather_consume), so the blocks (and async TP) stay; a
+// region mixing converted and plain consumers, and every rowwise one (its per-row and
+// per-column amax want the whole tensor too; --async-tp is refused with it), runs its GEMMs
+// once over all rows around the plain collective.
+static int n_converted(const hp_transformer *tf, const float *const *w, int n_w) {
+    int n = 0;
+    for (int i = 0; i < n_w; i++) n += hp_float8_linear_converted(tf, w[i]);
+    return n;
+}
 static void region_enter_consume(hp_transformer *tf, float *out, const float *in, int D,
                                  hp_region_rows_fn *rows, void *rows_ctx, const float *const *w, int n_w) {
-    if (!tf->f8) { tf->hk.region.enter_consume(tf->hk.region.ctx, out, in, D, rows, rows_ctx); return; }
-    if (!hp_float8_sp_gather(tf, out, in, D, w, n_w, 0)) region_enter(tf, out, in, D);
+    const int conv = tf->f8 ? n_converted(tf, w, n_w) : 0;
+    if (!tf->f8 || (hp_float8_tensorwise(tf) && conv == 0)) {
+        tf->hk.region.enter_consume(tf->hk.region.ctx, out, in, D, rows, rows_ctx);
+        return;
+    }
+    if (hp_float8_tensorwise(tf) && conv == n_w &&
+        hp_float8_sp_gather_consume(tf, out, in, D, w, n_w, 0, rows, rows_ctx))
+        return;
+    region_enter(tf, out, in, D);
     rows(rows_ctx, 0, tf->sh.Nreg);
-    hp_float8_sp_gather_done(tf);
 }
+// (x (reg, in): the producer's input, whose amax its blocks cast with)
 static void region_exit_produce(hp_transformer *tf, float *out, float *partial, int D,
-                                hp_region_rows_fn *rows, void *rows_ctx) {
-    if (!tf->f8) { tf->hk.region.exit_produce(tf->hk.region.ctx, out, partial, D, rows, rows_ctx); return; }
-    rows(rows_ctx, 0, tf->sh.Nreg);
-    region_exit(tf, out, partial, D);
+                                hp_region_rows_fn *rows, void *rows_ctx, const float *w, const float *x, int in) {
+    if (tf->f8 && !hp_float8_tensorwise(tf)) {
+        rows(rows_ctx, 0, tf->sh.Nreg);
+        region_exit(tf, out, partial, D);
+        return;
+    }
+    if (tf->f8) hp_float8_prepare_x(tf, w, x, tf->sh.Nreg, in);
+    tf->hk.region.exit_produce(tf->hk.region.ctx, out, partial, D, rows, rows_ctx);
 }
 static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D);
 static void region_exit_backward_consume(hp_transformer *tf, float *din, const float *dout, int D,
                                          hp_region_rows_fn *rows, void *rows_ctx, const float *const *w,
                                          int n_w) {
-    if (!tf->f8) {
+    const int conv = tf->f8 ? n_converted(tf, w, n_w) : 0;
+    if (!tf->f8 || (hp_float8_tensorwise(tf) && conv == 0)) {
         tf->hk.region.exit_backward_consume(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
         return;
     }
-    if (!hp_float8_sp_gather(tf, din, dout, D, w, n_w, 1)) region_exit_backward(tf, din, dout, D);
+    if (hp_float8_tensorwise(tf) && conv == n_w &&
+        hp_float8_sp_gather_consume(tf, din, dout, D, w, n_w, 1, rows, rows_ctx))
+        return;
+    region_exit_backward(tf, din, dout, D);
     rows(rows_ctx, 0, tf->sh.Nreg);
-    hp_float8_sp_gather_done(tf);
 }
+// (dy[i] (reg, out[i]): the producers' grad_outputs, whose amax their blocks cast with)
 static void region_enter_backward_produce(hp_transformer *tf, float *din, float *dout, int D,
-                                          hp_region_rows_fn *rows, void *rows_ctx) {
-    if (!tf->f8) {
-        tf->hk.region.enter_backward_produce(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
+                                          hp_region_rows_fn *rows, void *rows_ctx, const float *const *dy,
+                                          const float *const *w, const int *out, int n) {
+    if (tf->f8 && !hp_float8_tensorwise(tf)) {
+        rows(rows_ctx, 0, tf->sh.Nreg);
+        region_enter_backward(tf, din, dout, D);
         return;
     }
-    rows(rows_ctx, 0, tf->sh.Nreg);
-    region_enter_backward(tf, din, dout, D);
+    for (int i = 0; tf->f8 && i < n; i++) hp_float8_prepare_dy(tf, w[i], dy[i], tf->sh.Nreg, out[i]);
+    tf->hk.region.enter_backward_produce(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
 }
 static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D) {
     tf->hk.region.exit_backward(tf->hk.region.ctx, din, dout, D);
@@ -511,7 +536,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_block_acts *A = block_work(tf, l);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nres = (size_t)tf->sh.Nres * D;
-    tf->f8_layer = l;
+    hp_float8_layer_begin(tf, l);
     tf->f8_recompute = recompute;
 
     // h_mid = h_in + Attention(RMSNorm(h_in))
@@ -528,7 +553,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     tf->hk.attn.forward(tf->hk.attn.ctx, A->attn, A->att, A->lse, A->q, A->k, A->v);
     op_out(tf, A->att, nq);   // (under cp the partial outputs and lse stay fp32: one rounding)
     job.w[0] = PARAM(l, BP_WO);
-    region_exit_produce(tf, tf->res_a, tf->reg_a, D, wo_rows, &job);   // (reads, never writes, reg_a)
+    region_exit_produce(tf, tf->res_a, tf->reg_a, D, wo_rows, &job, job.w[0], A->att, qd);   // (reads, never writes, reg_a)
     check_partial(tf, tf->reg_a, (size_t)Nr * D, "attention output (wo)", l);
     op_out(tf, tf->res_a, nres);
     add_into(A->h_mid, A->h_in, tf->res_a, nres);
@@ -553,7 +578,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
         hp_swiglu_forward(A->act, A->a1, A->a3, nf);
         op_out(tf, A->act, nf);
         job.w[0] = PARAM(l, BP_W2);
-        region_exit_produce(tf, tf->res_a, tf->reg_a, D, w2_rows, &job);
+        region_exit_produce(tf, tf->res_a, tf->reg_a, D, w2_rows, &job, job.w[0], A->act, tf->sh.Fl);
         check_partial(tf, tf->reg_a, (size_t)Nr * D, "FFN / MoE output (w2)", l);
     }
     op_out(tf, tf->res_a, nres);
@@ -629,15 +654,19 @@ static void zeros(float *x, size_t n) { hp_par_zero(x, n); }
 // TP): the input gradient dx by row block (dx_rows, called by region_*_backward_*: rows of dx
 // read rows of dy only; the first product into dx writes it, no zero-fill, later ones add), and
 // the weight gradient dw in one call over all rows (it sums over the rows: never split), or
-// under zbv's I later (W) from the kept copy of dy. A float8 linear makes both in the one call
-// of dx_rows over all rows (its casts and amax reductions once), so its dw is skipped here.
+// under zbv's I later (W) from the kept copy of dy. A rowwise float8 linear makes both in the
+// one call of dx_rows over all rows (its casts and amax reductions once), so its dw is skipped
+// here; a tensorwise one makes its dw here with the backward's amax of dy (float8_linears.c).
 static void linear_bwd_dw(hp_transformer *tf, float *dw, float *keep_dy, const float *dy,
                           const float *x, const float *w, int N, int in, int out) {
     if (tf->input_only && keep_dy) {
         memcpy(keep_dy, dy, (size_t)N * out * sizeof(float));
         return;
     }
-    if (tf->f8 && hp_float8_linear_converted(tf, w)) return;
+    if (tf->f8 && hp_float8_linear_converted(tf, w)) {
+        if (hp_float8_tensorwise(tf)) hp_float8_linear_bwd(tf, NULL, dw, dy, x, w, N, in, out, 0.0f);
+        return;
+    }
     linear_bwd_add(tf, NULL, dw, dy, x, NULL, N, in, out);
 }
 
@@ -658,8 +687,10 @@ static void dx_rows(void *ctx, int r0, int n) {
     for (int i = 0; i < j->n_terms; i++) {
         const float *dy = j->dy[i] + (size_t)r0 * j->out[i];
         float *dw = j->tf->input_only ? NULL : j->dw[i];   // (zbv's I: dw in its W)
-        if (j->tf->f8 && hp_float8_linear_bwd(j->tf, dx, dw, dy, j->x, j->w[i], n, j->in, j->out[i],
-                                              i > 0 ? 1.0f : 0.0f))
+        // (float8 tensorwise: dx by blocks here, dw over all rows in linear_bwd_dw; rowwise: both
+        //  in this one call over all rows)
+        if (j->tf->f8 && hp_float8_linear_bwd(j->tf, dx, hp_float8_tensorwise(j->tf) ? NULL : dw, dy, j->x,
+                                              j->w[i], n, j->in, j->out[i], i > 0 ? 1.0f : 0.0f))
             continue;
         if (i > 0)            linear_bwd_add(j->tf, dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
         else if (j->tf->bf16) hp_linear_backward_first_bf16(dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
@@ -703,7 +734,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     hp_block_acts *A = block_work(tf, l);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl, nres = (size_t)tf->sh.Nres * D;
-    tf->f8_layer = l;
+    hp_float8_layer_begin(tf, l);
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
     if (hp_model_is_moe_layer(m, l)) {   // (MoE: plain regions, as in the forward)
@@ -725,7 +756,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
         linear_bwd_dw(tf, GRAD(l, BP_W3), A->dy_w3, tf->reg_f2, A->g2, PARAM(l, BP_W3), Nr, D, Fl);
         dx_job w13 = { tf, tf->reg_b, { tf->reg_f1, tf->reg_f2 }, { PARAM(l, BP_W1), PARAM(l, BP_W3) },
                        2, D, { Fl, Fl }, { GRAD(l, BP_W1), GRAD(l, BP_W3) }, A->g2 };
-        region_enter_backward_produce(tf, tf->res_a, tf->reg_b, D, dx_rows, &w13);
+        region_enter_backward_produce(tf, tf->res_a, tf->reg_b, D, dx_rows, &w13, w13.dy, w13.w, w13.out, 2);
     }
     op_out(tf, tf->res_a, nres);
     hp_rmsnorm_backward(dh, GRAD(l, BP_FFN_NORM), tf->res_a, A->h_mid,
@@ -755,7 +786,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     dx_job qkv = { tf, tf->reg_b, { tf->reg_q, tf->reg_k, tf->reg_v },
                    { PARAM(l, BP_WQ), PARAM(l, BP_WK), PARAM(l, BP_WV) }, 3, D, { qd, kvd, kvd },
                    { GRAD(l, BP_WQ), GRAD(l, BP_WK), GRAD(l, BP_WV) }, A->g1 };
-    region_enter_backward_produce(tf, tf->res_a, tf->reg_b, D, dx_rows, &qkv);
+    region_enter_backward_produce(tf, tf->res_a, tf->reg_b, D, dx_rows, &qkv, qkv.dy, qkv.w, qkv.out, 3);
     op_out(tf, tf->res_a, nres);
     hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tf->res_a, A->h_in,
                         PARAM(l, BP_ATTN_NORM), A->rstd1, tf->sh.Nres, D);  // dh_in
@@ -781,7 +812,7 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         op_out(tf, tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl);
         linear_bwd_dw(tf, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
         dx_job out = { tf, tf->reg_a, { tf->dlogits }, { TOP_PARAM(pid_out) }, 1, D, { tf->sh.Vl }, { TOP_GRAD(pid_out) }, H->gf };
-        region_enter_backward_produce(tf, tf->res_a, tf->reg_a, D, dx_rows, &out);
+        region_enter_backward_produce(tf, tf->res_a, tf->reg_a, D, dx_rows, &out, out.dy, out.w, out.out, 1);
         op_out(tf, tf->res_a, nres);
         zeros(dh, nres);
         hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tf->res_a, H->h_final, TOP_PARAM(pid_norm),
@@ -823,7 +854,7 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
     }
     for (int l = l1 - 1; l >= l0; l--) {
         hp_block_acts *A = acts(tf, l);
-        tf->f8_layer = l;
+        hp_float8_layer_begin(tf, l);
         if (!A->moe) {   // a MoE block ran its whole backward in the I
             linear_bwd_add(tf, NULL, GRAD(l, BP_W2), A->dy_w2, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
             linear_bwd_add(tf, NULL, GRAD(l, BP_W1), A->dy_w1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);

@@ -126,14 +126,23 @@ int    hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, 
 int    hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const float *dy,
                             const float *x, const float *w, int N, int in, int out, float dx_beta);
 // The same as hp_moe_weights's f8_fwd / f8_bwd (ctx: the hp_transformer; the backward adds).
+// Sets tf->f8_layer = l and starts its forward or backward: no tensorwise amax taken yet.
+void   hp_float8_layer_begin(hp_transformer *tf, int l);
+int    hp_float8_tensorwise(const hp_transformer *tf);   // float8 on, recipe tensorwise
+// Tensorwise, before a linear runs by row blocks: the amax of its whole input x (N, in) / of
+// its whole grad_output dy (N, out), MAX-reduced over tp where that dim is a tp shard, for every
+// block's cast (and the backward's dw). No-ops for a weight that is not converted.
+void   hp_float8_prepare_x(hp_transformer *tf, const float *w, const float *x, int N, int in);
+void   hp_float8_prepare_dy(hp_transformer *tf, const float *w, const float *dy, int N, int out);
 // The SP all-gather of a float8 tensorwise input into a region whose consumers w[0..n_w) all
 // convert (torchao's Float8 TP, precision.md §5.4): in (res, D) cast with the tensor's scale
 // (its amax MAX-reduced over tp; an AC recompute takes the forward's), 1 byte an element, into
-// out (reg, D); backward: the grad_output in e5m2. 1 when done (the consumers' casts take that
-// amax until hp_float8_sp_gather_done), 0 when the plain region entry is the way.
-int    hp_float8_sp_gather(hp_transformer *tf, float *out, const float *in, int D, const float *const *w,
-                           int n_w, int backward);
-void   hp_float8_sp_gather_done(hp_transformer *tf);
+// out (reg, D), then rows() over its row blocks (async TP: as each member's shard lands);
+// backward: the grad_output in e5m2. The consumers cast with that amax. 1 when done, 0 when
+// it does not apply (another recipe, a consumer not converted, no SP gather, zbv's I).
+int    hp_float8_sp_gather_consume(hp_transformer *tf, float *out, const float *in, int D,
+                                   const float *const *w, int n_w, int backward,
+                                   hp_region_rows_fn *rows, void *rows_ctx);
 int    hp_float8_moe_fwd(void *ctx, float *y, const float *x, const float *w, int N, int in, int out);
 int    hp_float8_moe_bwd(void *ctx, float *dx, float *dw, const float *dy, const float *x,
                          const float *w, int N, int in, int out);   // block l's input (l == L: the head's)

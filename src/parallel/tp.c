@@ -124,9 +124,9 @@ static void check_fp8_codes(const hp_tp_state *st, const hp_fp8 *own, const floa
     hp_structure_pass(HP_CHECK_FLOAT8_SP_GATHER);
 }
 
-void hp_tp_region_gather_fp8(hp_tp_state *st, float *out, const float *in, int D, float scale,
-                             hp_fp8_format format) {
-    const size_t nres = (size_t)st->sh.Nres * D;
+// This rank's shard of a float8 SP all-gather cast into its slot of buf (1-byte codes); the
+// gathered codes decode with (fp8_scale, fp8_format) until the gather is done.
+static hp_fp8 *quantize_own(hp_tp_state *st, const float *in, size_t nres, float scale, hp_fp8_format format) {
     hp_fp8 *own = gathered8(st) + (size_t)hp_comm_rank(st->comm, HP_G_TP) * nres;
     st->fp8_scale = scale;
     st->fp8_format = format;
@@ -134,10 +134,7 @@ void hp_tp_region_gather_fp8(hp_tp_state *st, float *out, const float *in, int D
     //  whose range (448) clips what e5m2 (57344) keeps)
     hp_fp8_quantize(own, in, nres, scale, hp_failpoint(HP_FP_FLOAT8_SP_GATHER_E4M3) ? HP_FP8_E4M3 : format);
     check_fp8_codes(st, own, in, nres);
-    hp_allgather_bytes(st->comm, HP_G_TP, gathered8(st), own, nres);   // 1 byte a code
-    if (hp_failpoint(HP_FP_SP_ALLGATHER_LAYOUT)) gathered(st, out, 0, (size_t)st->sh.T * nres);
-    else blocks_to_seq(st, out, D);
-    st->fp8_scale = 0.0f;
+    return own;
 }
 
 void hp_tp_region_enter_backward(hp_tp_state *st, float *din, float *dout, int D) {
@@ -282,6 +279,32 @@ static void produce_scatter(hp_tp_state *st, float *out, float *partial, int D, 
     if (forward && hp_failpoint(HP_FP_SP_REDUCE_SCATTER_MEAN))   // (the plain exit's bug, kept)
         for (size_t i = 0; i < nres; i++) out[i] /= (float)T;
     st->async_ops++;
+}
+
+void hp_tp_region_gather_fp8_consume(hp_tp_state *st, float *out, const float *in, int D, float scale,
+                                     hp_fp8_format format, hp_rows_fn *consume, void *ctx) {
+    const int T = st->sh.T;
+    const size_t nres = (size_t)st->sh.Nres * D;
+    hp_fp8 *own = quantize_own(st, in, nres, scale, format);
+    if (!st->async) {   // the blocking gather (1 byte a code), then every member's row blocks
+        hp_allgather_bytes(st->comm, HP_G_TP, gathered8(st), own, nres);
+        if (hp_failpoint(HP_FP_SP_ALLGATHER_LAYOUT)) gathered(st, out, 0, (size_t)T * nres);
+        else blocks_to_seq(st, out, D);
+        for (int t = 0; t < T; t++) run_blocks(st, t, consume, ctx);
+    } else {           // as gather_consume: own member first, then each peer's as it lands
+        const int me = hp_comm_rank(st->comm, HP_G_TP);
+        hp_allgather_post_bytes(st->comm, HP_G_TP, gathered8(st), own, nres, st->reqs);
+        for (int s = 0; s < T; s++) {
+            const int t = (me + s) % T;
+            if (s > 0) hp_allgather_wait_member(st->comm, HP_G_TP, st->reqs, t);
+            const int at = s == 1 && hp_failpoint(HP_FP_ASYNC_TP_CHUNK_OFFSET) ? (t + 1) % T : t;
+            place_shard(st, out, t, at, D);
+            run_blocks(st, at, consume, ctx);
+        }
+        hp_allgather_finish(st->comm, HP_G_TP, st->reqs);
+        st->async_ops++;
+    }
+    st->fp8_scale = 0.0f;
 }
 
 void hp_tp_region_enter_consume(hp_tp_state *st, float *out, const float *in, int D,

@@ -2,7 +2,7 @@
 // tp regions and vocab-parallel cross-entropy, over the HP_G_TP group of its comm.
 // defines: hp_tp_state, hp_rows_fn, hp_tp_init/free, hp_tp_set_async, hp_tp_region_enter/exit
 //          (+ backward), their _consume / _produce forms (async TP), hp_tp_sp_gathers,
-//          hp_tp_region_gather_fp8, hp_tp_take_async_ops,
+//          hp_tp_region_gather_fp8_consume, hp_tp_take_async_ops,
 //          hp_tp_cross_entropy
 #ifndef HP_PARALLEL_TP_H
 #define HP_PARALLEL_TP_H
@@ -64,12 +64,14 @@ void hp_tp_region_enter_backward_produce(hp_tp_state *st, float *din, float *dou
                                          hp_rows_fn *produce, void *ctx);
 // 1 when entering a region all-gathers the sequence (SP on, tp > 1).
 int  hp_tp_sp_gathers(const hp_tp_state *st);
-// The SP all-gather of a float8 tensorwise input (torchao's Float8 TP, precision.md §5.4): in
-// (res, D), this rank's shard, cast with scale (its tensor's, over tp) to 1-byte codes of
-// format, all-gathered, and dequantized into out (reg, D): the values the consuming linears'
-// own cast of the gathered tensor gives, bit for bit (their cast of them is the same codes).
-void hp_tp_region_gather_fp8(hp_tp_state *st, float *out, const float *in, int D, float scale,
-                             hp_fp8_format format);
+// The SP all-gather of a float8 tensorwise input (torchao's Float8 TP, precision.md §5.4), and
+// its consumers: in (res, D), this rank's shard, cast with scale (its tensor's, over tp) to
+// 1-byte codes of format, all-gathered and dequantized into out (reg, D) - the values the
+// consuming linears' own cast of the gathered tensor gives, bit for bit - then consume() over
+// every member's row blocks as hp_tp_region_enter_consume (async: each member's as it lands).
+// SP on and tp > 1 only (hp_tp_sp_gathers).
+void hp_tp_region_gather_fp8_consume(hp_tp_state *st, float *out, const float *in, int D, float scale,
+                                     hp_fp8_format format, hp_rows_fn *consume, void *ctx);
 // Fused ops run overlapped since the last call (and resets the count).
 long hp_tp_take_async_ops(hp_tp_state *st);
 // Vocab-parallel cross-entropy of logits (reg, Vl): returns sum of CE over valid rows; keeps

@@ -39,8 +39,9 @@ static void region_enter_consume(void *ctx, float *out, const float *in, int D,
     hp_tp_region_enter_consume(ctx, out, in, D, rows, rows_ctx);
 }
 static int region_sp_gathers(void *ctx) { return hp_tp_sp_gathers(ctx); }
-static void region_gather_fp8(void *ctx, float *out, const float *in, int D, float scale, hp_fp8_format format) {
-    hp_tp_region_gather_fp8(ctx, out, in, D, scale, format);
+static void region_gather_fp8_consume(void *ctx, float *out, const float *in, int D, float scale,
+                                      hp_fp8_format format, hp_region_rows_fn *rows, void *rows_ctx) {
+    hp_tp_region_gather_fp8_consume(ctx, out, in, D, scale, format, rows, rows_ctx);
 }
 static void region_exit_produce(void *ctx, float *out, float *partial, int D,
                                 hp_region_rows_fn *rows, void *rows_ctx) {
@@ -151,7 +152,7 @@ void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
         .region = { &tr->tp, region_enter, region_enter_backward, region_exit,
                     region_exit_backward, region_cross_entropy, region_enter_consume, region_exit_produce,
                     region_exit_backward_consume, region_enter_backward_produce, region_sp_gathers,
-                    region_gather_fp8 },
+                    region_gather_fp8_consume },
         .attn = { &tr->attn, attn_state_init, attn_state_free, attn_forward, attn_backward },
         // (the bf16 policy's token rows travel in 2 bytes)
         .moe = tr->rc.mp_param == HP_DTYPE_BFLOAT16 ? hp_ep_moe_ops_bf16() : hp_ep_moe_ops(),

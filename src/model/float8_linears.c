@@ -5,10 +5,14 @@
 // scale is the scale of the whole tensor. The forward's amax of x and w are kept per slot,
 // block and linear: the backward's tensorwise casts and an activation-checkpointing recompute
 // reuse them (the recompute casts with the forward's scales, pytorch/torchtitan#1056).
+// The routed experts (moe.experts.w1/w2/w3, one linear per local expert over the rows routed
+// to it) keep theirs per expert, and an amax over an expert's split hidden dim goes to the
+// expert hook (expert tensor parallel) instead of the tp one.
 // defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
 //          hp_float8_linear_bwd, hp_float8_block_amax_reduced
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/comm.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/structure.h"
@@ -17,19 +21,27 @@
 #include "model/transformer.h"
 
 // The linears a block may have that the float8 filter converts (the dense FFN in dense blocks,
-// the shared experts in MoE blocks), in the order their kept amax are stored.
+// the shared and the routed experts in MoE blocks), in the order their kept amax are stored;
+// the routed experts' (from FIRST_EXPERT on) are kept apart, per local expert.
 static const hp_block_param roles[] = { BP_WQ, BP_WK, BP_WV, BP_WO, BP_W1, BP_W2, BP_W3,
-                                        BP_SW1, BP_SW2, BP_SW3 };
-enum { N_ROLES = (int)(sizeof roles / sizeof roles[0]) };
+                                        BP_SW1, BP_SW2, BP_SW3, BP_EW1, BP_EW2, BP_EW3 };
+enum { N_ROLES = (int)(sizeof roles / sizeof roles[0]), FIRST_EXPERT = 10, N_EXPERT_ROLES = 3 };
+
+static int is_expert(int k) { return k >= FIRST_EXPERT; }
 
 struct hp_float8_linears {
     hp_float8_recipe recipe;
     unsigned char *on;    // (L, N_ROLES) 1: converted
     float *kept;          // (n_slots, L, N_ROLES, stride): x's amax, then w's
     size_t stride;        // Nreg + the widest local out
-    float *bwd;           // backward amax scratch: dy (Nreg), wt, dyt, xt (widest dim each)
+    float *ekept;         // (n_slots, L, N_EXPERT_ROLES, El, estride): an expert's x amax, w's
+    size_t estride;       // erows + the widest local out
+    int erows;            // the most rows one local expert computes: (E/El) * Nreg/token_split
+    float *bwd;           // backward amax scratch: dy (max(Nreg, erows)), wt, dyt, xt (widest each)
     int widest;
 };
+
+static int rowwise_recipe(int r) { return r == HP_FLOAT8_ROWWISE || r == HP_FLOAT8_ROWWISE_GW_HP; }
 
 // TorchTitan's module filter: both dims divisible by 16, the name contains no filter entry;
 // `output` and `router.gate` always stay in the param dtype (they are not block linears here).
@@ -52,6 +64,9 @@ static void role_dims(const hp_model_config *m, const hp_local_shapes *sh, hp_bl
     const int hd = sh->hd, q = m->n_heads * hd, kv = m->n_kv_heads * hd, D = m->dim;
     const int ql = sh->Hl * hd, kvl = sh->Hkvl * hd, fs = m->moe_hidden * m->n_shared_experts;
     switch (r) {
+    case BP_EW1:
+    case BP_EW3: *out = m->moe_hidden; *in = D; *out_l = sh->Fel; *in_l = D; break;
+    case BP_EW2: *out = D; *in = m->moe_hidden; *out_l = D; *in_l = sh->Fel; break;
     case BP_SW1:
     case BP_SW3: *out = fs; *in = D; *out_l = sh->Fsl; *in_l = D; break;
     case BP_SW2: *out = D; *in = fs; *out_l = D; *in_l = sh->Fsl; break;
@@ -78,14 +93,24 @@ static void reduced(hp_float8_amax_n *red, hp_float8_recipe r, int N, int in, in
     red->dyt = red->xt = 0;                                                     // over N: never split
 }
 
-// A block's dense linears of the model that a float8 filter converts (their full dims and
-// name) and the amax values they MAX-reduce over tp per microbatch.
-static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int l, int k,
+// A block's linears of the model that a float8 filter converts (their full dims and name).
+// The routed experts' full weight is one expert's (Fe, D) / (D, Fe), named
+// layers.L.moe.experts.w1 as TorchTitan's GroupedExperts. Under the rowwise recipes with
+// experts split over ep and their hidden split too (etp), the per-row amax of w2's input (and
+// of w1/w3's grad_output) over the split hidden would be MAX-reduced over etp in a size the
+// routing sets (the rows each expert receives): those routed experts stay in the param dtype
+// (docs/float8.md), so that every collective's size is the formula's.
+static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int recipe, int l, int k,
                          const char *filter) {
     const int ffn = roles[k] == BP_W1 || roles[k] == BP_W2 || roles[k] == BP_W3;
     const int shared = roles[k] == BP_SW1 || roles[k] == BP_SW2 || roles[k] == BP_SW3;
-    if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (the routed experts: not converted yet)
+    if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (MoE blocks: the experts instead)
     if (shared && (!hp_model_is_moe_layer(m, l) || m->n_shared_experts == 0)) return 0;
+    if (is_expert(k)) {
+        if (!hp_model_is_moe_layer(m, l) || sh->El < 1) return 0;
+        const int split_ep = m->num_experts / sh->El > 1, split_hidden = sh->Fel < m->moe_hidden;
+        if (rowwise_recipe(recipe) && split_ep && split_hidden) return 0;
+    }
     int out, in, out_l, in_l;
     role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
     char fqn[96];
@@ -98,13 +123,25 @@ void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shape
     *fwd = *bwd = 0;
     if (recipe == HP_FLOAT8_OFF) return;
     for (int k = 0; k < N_ROLES; k++) {
-        if (!block_role_on(m, sh, l, k, filter)) continue;
+        if (!block_role_on(m, sh, recipe, l, k, filter)) continue;
         int out, in, out_l, in_l;
         role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
         hp_float8_amax_n red;
-        reduced(&red, (hp_float8_recipe)recipe, sh->Nreg, in_l, out_l, in_l < in, out_l < out);
-        *fwd += (uint64_t)(red.x + red.w);
-        *bwd += (uint64_t)(red.dy + red.wt);
+        if (!is_expert(k)) {
+            reduced(&red, (hp_float8_recipe)recipe, sh->Nreg, in_l, out_l, in_l < in, out_l < out);
+            *fwd += (uint64_t)(red.x + red.w);
+            *bwd += (uint64_t)(red.dy + red.wt);
+            continue;
+        }
+        // One call per local expert over its c rows; a count is a + b c, and b != 0 (a
+        // per-row amax reduced) only without ep (block_role_on), where every rank routes all
+        // Nreg rows to its experts, K entries each: the c add up to Nreg K.
+        hp_float8_amax_n red1;
+        reduced(&red, (hp_float8_recipe)recipe, 0, in_l, out_l, in_l < in, out_l < out);
+        reduced(&red1, (hp_float8_recipe)recipe, 1, in_l, out_l, in_l < in, out_l < out);
+        const uint64_t El = (uint64_t)sh->El, rows = (uint64_t)sh->Nreg * (uint64_t)m->top_k;
+        *fwd += El * (uint64_t)(red.x + red.w) + rows * (uint64_t)(red1.x + red1.w - red.x - red.w);
+        *bwd += El * (uint64_t)(red.dy + red.wt) + rows * (uint64_t)(red1.dy + red1.wt - red.dy - red.wt);
     }
 }
 
@@ -125,51 +162,89 @@ int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
             if (out_l > widest) widest = out_l;
             if (in_l > widest) widest = in_l;
             f->on[(size_t)l * N_ROLES + k] = tf->blocks[l].pid[roles[k]] >= 0 &&
-                                             block_role_on(&tf->m, &tf->sh, l, k, filter);
+                                             block_role_on(&tf->m, &tf->sh, recipe, l, k, filter);
         }
     f->widest = widest;
     f->stride = (size_t)tf->sh.Nreg + (size_t)widest;
     f->kept = calloc((size_t)tf->n_slots * L * N_ROLES * f->stride, sizeof(float));
-    f->bwd = calloc((size_t)tf->sh.Nreg + 3 * (size_t)widest, sizeof(float));
-    return f->kept && f->bwd ? 0 : -1;
+    // a local expert computes at most one entry per row of each ep member's routed rows
+    const int El = tf->sh.El > 0 ? tf->sh.El : 1, ts = tf->sh.token_split > 0 ? tf->sh.token_split : 1;
+    f->erows = tf->sh.El > 0 ? tf->m.num_experts / El * (tf->sh.Nreg / ts) : 0;
+    f->estride = (size_t)f->erows + (size_t)widest;
+    f->ekept = calloc((size_t)tf->n_slots * L * N_EXPERT_ROLES * El * f->estride, sizeof(float));
+    const size_t rows = (size_t)(f->erows > tf->sh.Nreg ? f->erows : tf->sh.Nreg);
+    f->bwd = calloc(rows + 3 * (size_t)widest, sizeof(float));
+    return f->kept && f->ekept && f->bwd ? 0 : -1;
 }
 
 void hp_float8_linears_free(hp_transformer *tf) {
     hp_float8_linears *f = tf->f8;
     if (!f) return;
-    free(f->on); free(f->kept); free(f->bwd); free(f);
+    free(f->on); free(f->kept); free(f->ekept); free(f->bwd); free(f);
     tf->f8 = NULL;
 }
 
-// The converted role of block tf->f8_layer whose weight is w: its index, or -1.
-static int find(const hp_transformer *tf, const float *w) {
+// A converted linear of block tf->f8_layer: its role index k and, for a routed expert's
+// weight (a slice of the (El, out, in) parameter), the local expert e (-1 otherwise).
+typedef struct { int k, e; } f8_linear;
+
+// The converted linear whose weight is w: k = -1 when w is none.
+static f8_linear find(const hp_transformer *tf, const float *w) {
     const int l = tf->f8_layer;
-    if (!tf->f8 || l < 0) return -1;
+    f8_linear none = { -1, -1 };
+    if (!tf->f8 || l < 0) return none;
     for (int k = 0; k < N_ROLES; k++) {
         const int pid = tf->blocks[l].pid[roles[k]];
-        if (pid >= 0 && tf->hk.unit.param(tf->hk.unit.ctx, pid) == w)
-            return tf->f8->on[(size_t)l * N_ROLES + k] ? k : -1;
+        if (pid < 0) continue;
+        const float *p = tf->hk.unit.param(tf->hk.unit.ctx, pid);
+        const int on = tf->f8->on[(size_t)l * N_ROLES + k];
+        if (!is_expert(k)) {
+            if (p == w) return on ? (f8_linear){ k, -1 } : none;
+            continue;
+        }
+        int out, in, out_l, in_l;
+        role_dims(&tf->m, &tf->sh, roles[k], &out, &in, &out_l, &in_l);
+        const size_t one = (size_t)out_l * in_l;
+        if (w >= p && w < p + (size_t)tf->sh.El * one && (size_t)(w - p) % one == 0)
+            return on ? (f8_linear){ k, (int)((size_t)(w - p) / one) } : none;
     }
-    return -1;
+    return none;
 }
 
-static void reduce(const hp_transformer *tf, float *amax, int n) {
-    if (n > 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
+// An amax over a split dim: a dense linear's over tp, a routed expert's over the ranks its
+// hidden dim is split across (the expert hook: etp).
+static void reduce(const hp_transformer *tf, f8_linear c, float *amax, int n) {
+    if (n <= 0) return;
+    if (c.e < 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
+    if (c.e >= 0 && tf->hk.float8.expert_amax_reduce)
+        tf->hk.float8.expert_amax_reduce(tf->hk.float8.ctx, amax, n);
 }
 
-static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
+// The kept forward amax of a linear for the running slot: x's (N values), then w's; a routed
+// expert's per local expert (x's at most erows values).
+static hp_float8_amax kept_amax(const hp_transformer *tf, f8_linear c, int N) {
     const hp_float8_linears *f = tf->f8;
-    float *base = f->kept + (((size_t)tf->slot * tf->m.n_layers + tf->f8_layer) * N_ROLES + k) * f->stride;
+    const size_t sl = (size_t)tf->slot * tf->m.n_layers + tf->f8_layer;
+    if (c.e >= 0) {
+        const size_t El = (size_t)tf->sh.El;
+        float *base = f->ekept + ((sl * N_EXPERT_ROLES + (size_t)(c.k - FIRST_EXPERT)) * El + (size_t)c.e) * f->estride;
+        return (hp_float8_amax){ .x = base, .w = base + f->erows };
+    }
+    float *base = f->kept + (sl * N_ROLES + (size_t)c.k) * f->stride;
     return (hp_float8_amax){ .x = base, .w = base + N };
 }
 
-int hp_float8_linear_converted(const hp_transformer *tf, const float *w) { return find(tf, w) >= 0; }
+int hp_float8_linear_converted(const hp_transformer *tf, const float *w) { return find(tf, w).k >= 0; }
 
 int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
                          int in, int out) {
-    const int k = find(tf, w);
+    const f8_linear c = find(tf, w);
+    const int k = c.k;
     if (k < 0) return 0;
-    hp_float8_amax a = kept_amax(tf, k, N);
+    if (c.e >= 0 && N > tf->f8->erows)
+        hp_fail_line_and_abort(1, "float8: expert %d of block %d computes %d rows, room for %d",
+                               c.e, tf->f8_layer, N, tf->f8->erows);
+    hp_float8_amax a = kept_amax(tf, c, N);
     // (float8_recompute_scale: the bug's recompute takes its amax again, on this rank's shard
     //  only, and keeps it for the backward: pytorch/torchtitan#1056's recompute that is not
     //  bitwise, where the scales of a recomputed cast differ from the forward's)
@@ -181,8 +256,8 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
         hp_float8_amax_n red;
         reduced(&red, r, N, in, out, in_l < fi && !again, out_l < fo && !again);
         hp_float8_forward_amax(&a, x, w, r, N, in, out);
-        reduce(tf, a.x, red.x);
-        reduce(tf, a.w, red.w);
+        reduce(tf, c, a.x, red.x);
+        reduce(tf, c, a.w, red.w);
     }
     hp_float8_linear_forward(y, x, w, &a, tf->f8->recipe, N, in, out);
     return 1;
@@ -192,8 +267,12 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
 // recipe's table prescribes (precision.md §5.2: grad_output e5m2 per tensor under tensorwise,
 // e4m3 per row (pow2) under the rowwise recipes; w e4m3 with the forward's scale, per column
 // (pow2) or per tensor (pow2)), each cast redone here with float8.h's quantize / dequantize.
-static void check_dgrad(const hp_transformer *tf, int k, const float *dx, const float *dy,
-                        const float *w, const hp_float8_amax *a, int N, int in, int out) {
+// A dgrad accumulated into dx (dx_beta 1: the MoE block's) is checked against the same GEMM
+// with beta 1 onto the dx it found (before).
+static void check_dgrad(const hp_transformer *tf, f8_linear lin, const float *dx, const float *before,
+                        float beta, const float *dy, const float *w, const hp_float8_amax *a, int N,
+                        int in, int out) {
+    const int k = lin.k;
     const hp_float8_recipe r = tf->f8->recipe;
     const int rw = r != HP_FLOAT8_TENSORWISE;
     const hp_fp8_format gf = rw ? HP_FP8_E4M3 : HP_FP8_E5M2;
@@ -214,14 +293,16 @@ static void check_dgrad(const hp_transformer *tf, int k, const float *dx, const 
             hp_fp8_dequantize(wq + (size_t)o * in + c, q, 1, s, HP_FP8_E4M3);
         }
     }
-    hp_gemm(HP_GEMM_N, HP_GEMM_N, N, in, out, 1.0f, dyq, out, wq, in, 0.0f, want, in);
+    if (beta != 0.0f) memcpy(want, before, (size_t)N * in * sizeof(float));
+    hp_gemm(HP_GEMM_N, HP_GEMM_N, N, in, out, 1.0f, dyq, out, wq, in, beta, want, in);
     size_t bad = (size_t)-1;
     for (size_t i = 0; i < (size_t)N * in && bad == (size_t)-1; i++)
         if (memcmp(&want[i], &dx[i], sizeof(float)) != 0) bad = i;
     if (bad != (size_t)-1)
-        hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s, microbatch %d: dgrad element %zu is "
-                          "%.9g, the product of the prescribed casts %.9g", tf->f8_layer,
-                          hp_transformer_role_name(roles[k]), tf->mb, bad, (double)dx[bad], (double)want[bad]);
+        hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s (local expert %d), microbatch %d: dgrad "
+                          "element %zu is %.9g, the product of the prescribed casts %.9g", tf->f8_layer,
+                          hp_transformer_role_name(roles[k]), lin.e, tf->mb, bad, (double)dx[bad],
+                          (double)want[bad]);
     else
         hp_structure_pass(HP_CHECK_FLOAT8_CAST);
     free(dyq); free(wq); free(want); free(q);
@@ -229,13 +310,14 @@ static void check_dgrad(const hp_transformer *tf, int k, const float *dx, const 
 
 int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const float *dy,
                          const float *x, const float *w, int N, int in, int out, float dx_beta) {
-    const int k = find(tf, w);
+    const f8_linear c = find(tf, w);
+    const int k = c.k;
     if (k < 0) return 0;
     const hp_float8_linears *f = tf->f8;
     const hp_float8_recipe r = f->recipe;
-    hp_float8_amax a = kept_amax(tf, k, N);
+    hp_float8_amax a = kept_amax(tf, c, N);
     a.dy = f->bwd;
-    a.wt = a.dy + N;
+    a.wt = a.dy + (f->erows > tf->sh.Nreg ? f->erows : tf->sh.Nreg);
     a.dyt = a.wt + f->widest;
     a.xt = a.dyt + f->widest;
     int fo, fi, out_l, in_l;
@@ -243,10 +325,15 @@ int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const f
     hp_float8_amax_n red;
     reduced(&red, r, N, in, out, in_l < fi, out_l < fo);
     hp_float8_backward_amax(&a, dy, x, w, r, N, in, out);
-    reduce(tf, a.dy, red.dy);
-    reduce(tf, a.wt, red.wt);
+    reduce(tf, c, a.dy, red.dy);
+    reduce(tf, c, a.wt, red.wt);
+    float *before = NULL;   // (the structure check of an accumulated dgrad: the dx it found)
+    const int check = dx && N > 0 && in > 0 && out > 0 && hp_structure_enabled();
+    if (check && dx_beta != 0.0f && (before = malloc((size_t)N * in * sizeof(float))) != NULL)
+        memcpy(before, dx, (size_t)N * in * sizeof(float));
     hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);
-    if (dx && dx_beta == 0.0f && hp_structure_enabled()) check_dgrad(tf, k, dx, dy, w, &a, N, in, out);
+    if (check && (dx_beta == 0.0f || before)) check_dgrad(tf, c, dx, before, dx_beta, dy, w, &a, N, in, out);
+    free(before);
     return 1;
 }
 

@@ -176,6 +176,10 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_ASYNC_TP_SCATTER_DIM] = { HP_FP_ASYNC_TP_SCATTER_DIM, "async_tp_scatter_dim", "M3-tp2-async",
       M3TP2 " --async-tp", "loss of step 1",
       "async TP: the fused reduce-scatter splits the partial along its last dim, not the sequence (pytorch/pytorch#153595)" },
+    [HP_FP_FLOAT8_EXPERT_AMAX_LOCAL] = { HP_FP_FLOAT8_EXPERT_AMAX_LOCAL, "float8_expert_amax_local", "S2-f8t",
+      "--model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 2 --etp 2" BF16 F8T,
+      "structure: float8 scales",
+      "float8: a routed expert's weight amax not MAX-reduced over etp, so the etp ranks cast one expert with different scales" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

@@ -41,7 +41,6 @@ struct hp_float8_linears {
     int widest;
 };
 
-static int rowwise_recipe(int r) { return r == HP_FLOAT8_ROWWISE || r == HP_FLOAT8_ROWWISE_GW_HP; }
 
 // TorchTitan's module filter: both dims divisible by 16, the name contains no filter entry;
 // `output` and `router.gate` always stay in the param dtype (they are not block linears here).
@@ -95,22 +94,14 @@ static void reduced(hp_float8_amax_n *red, hp_float8_recipe r, int N, int in, in
 
 // A block's linears of the model that a float8 filter converts (their full dims and name).
 // The routed experts' full weight is one expert's (Fe, D) / (D, Fe), named
-// layers.L.moe.experts.w1 as TorchTitan's GroupedExperts. Under the rowwise recipes with
-// experts split over ep and their hidden split too (etp), the per-row amax of w2's input (and
-// of w1/w3's grad_output) over the split hidden would be MAX-reduced over etp in a size the
-// routing sets (the rows each expert receives): those routed experts stay in the param dtype
-// (docs/float8.md), so that every collective's size is the formula's.
-static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int recipe, int l, int k,
+// layers.L.moe.experts.w1 as TorchTitan's GroupedExperts.
+static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int l, int k,
                          const char *filter) {
     const int ffn = roles[k] == BP_W1 || roles[k] == BP_W2 || roles[k] == BP_W3;
     const int shared = roles[k] == BP_SW1 || roles[k] == BP_SW2 || roles[k] == BP_SW3;
     if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (MoE blocks: the experts instead)
     if (shared && (!hp_model_is_moe_layer(m, l) || m->n_shared_experts == 0)) return 0;
-    if (is_expert(k)) {
-        if (!hp_model_is_moe_layer(m, l) || sh->El < 1) return 0;
-        const int split_ep = m->num_experts / sh->El > 1, split_hidden = sh->Fel < m->moe_hidden;
-        if (rowwise_recipe(recipe) && split_ep && split_hidden) return 0;
-    }
+    if (is_expert(k) && (!hp_model_is_moe_layer(m, l) || sh->El < 1)) return 0;
     int out, in, out_l, in_l;
     role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
     char fqn[96];
@@ -119,11 +110,12 @@ static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, in
 }
 
 void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
-                                  const char *filter, int l, uint64_t *fwd, uint64_t *bwd) {
-    *fwd = *bwd = 0;
+                                  const char *filter, int l, uint64_t *fwd, uint64_t *bwd,
+                                  uint64_t *fwd_entry, uint64_t *bwd_entry) {
+    *fwd = *bwd = *fwd_entry = *bwd_entry = 0;
     if (recipe == HP_FLOAT8_OFF) return;
     for (int k = 0; k < N_ROLES; k++) {
-        if (!block_role_on(m, sh, recipe, l, k, filter)) continue;
+        if (!block_role_on(m, sh, l, k, filter)) continue;
         int out, in, out_l, in_l;
         role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
         hp_float8_amax_n red;
@@ -133,15 +125,16 @@ void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shape
             *bwd += (uint64_t)(red.dy + red.wt);
             continue;
         }
-        // One call per local expert over its c rows; a count is a + b c, and b != 0 (a
-        // per-row amax reduced) only without ep (block_role_on), where every rank routes all
-        // Nreg rows to its experts, K entries each: the c add up to Nreg K.
+        // One call per local expert over its c rows; a count is a + b c (b != 0: an amax per
+        // row over the split hidden): a per local expert, b per routed entry computed here.
         hp_float8_amax_n red1;
         reduced(&red, (hp_float8_recipe)recipe, 0, in_l, out_l, in_l < in, out_l < out);
         reduced(&red1, (hp_float8_recipe)recipe, 1, in_l, out_l, in_l < in, out_l < out);
-        const uint64_t El = (uint64_t)sh->El, rows = (uint64_t)sh->Nreg * (uint64_t)m->top_k;
-        *fwd += El * (uint64_t)(red.x + red.w) + rows * (uint64_t)(red1.x + red1.w - red.x - red.w);
-        *bwd += El * (uint64_t)(red.dy + red.wt) + rows * (uint64_t)(red1.dy + red1.wt - red.dy - red.wt);
+        const uint64_t El = (uint64_t)sh->El;
+        *fwd += El * (uint64_t)(red.x + red.w);
+        *bwd += El * (uint64_t)(red.dy + red.wt);
+        *fwd_entry += (uint64_t)(red1.x + red1.w - red.x - red.w);
+        *bwd_entry += (uint64_t)(red1.dy + red1.wt - red.dy - red.wt);
     }
 }
 
@@ -162,7 +155,7 @@ int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
             if (out_l > widest) widest = out_l;
             if (in_l > widest) widest = in_l;
             f->on[(size_t)l * N_ROLES + k] = tf->blocks[l].pid[roles[k]] >= 0 &&
-                                             block_role_on(&tf->m, &tf->sh, recipe, l, k, filter);
+                                             block_role_on(&tf->m, &tf->sh, l, k, filter);
         }
     f->widest = widest;
     f->stride = (size_t)tf->sh.Nreg + (size_t)widest;

@@ -29,6 +29,8 @@ enum { N_ROLES = (int)(sizeof roles / sizeof roles[0]), FIRST_EXPERT = 10, N_EXP
 
 static int is_expert(int k) { return k >= FIRST_EXPERT; }
 
+static int f8_rows_amax(hp_float8_recipe r) { return r == HP_FLOAT8_ROWWISE || r == HP_FLOAT8_ROWWISE_GW_HP; }
+
 struct hp_float8_linears {
     hp_float8_recipe recipe;
     unsigned char *on;    // (L, N_ROLES) 1: converted
@@ -36,7 +38,8 @@ struct hp_float8_linears {
     size_t stride;        // Nreg + the widest local out
     float *ekept;         // (n_slots, L, N_EXPERT_ROLES, El, estride): an expert's x amax, w's
     size_t estride;       // erows + the widest local out
-    int erows;            // the most rows one local expert computes: (E/El) * Nreg/token_split
+    int erows;            // x amax an expert keeps: under the rowwise recipes the most rows one
+                          //   local expert computes, (E/El) * Nreg/token_split; 1 under tensorwise
     float *bwd;           // backward amax scratch: dy (max(Nreg, erows)), wt, dyt, xt (widest each)
     int widest;
 };
@@ -160,9 +163,10 @@ int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
     f->widest = widest;
     f->stride = (size_t)tf->sh.Nreg + (size_t)widest;
     f->kept = calloc((size_t)tf->n_slots * L * N_ROLES * f->stride, sizeof(float));
-    // a local expert computes at most one entry per row of each ep member's routed rows
+    // a local expert computes at most one entry per row of each ep member's routed rows (top-k
+    // picks K distinct experts)
     const int El = tf->sh.El > 0 ? tf->sh.El : 1, ts = tf->sh.token_split > 0 ? tf->sh.token_split : 1;
-    f->erows = tf->sh.El > 0 ? tf->m.num_experts / El * (tf->sh.Nreg / ts) : 0;
+    f->erows = tf->sh.El < 1 ? 0 : f8_rows_amax(f->recipe) ? tf->m.num_experts / El * (tf->sh.Nreg / ts) : 1;
     f->estride = (size_t)f->erows + (size_t)widest;
     f->ekept = calloc((size_t)tf->n_slots * L * N_EXPERT_ROLES * El * f->estride, sizeof(float));
     const size_t rows = (size_t)(f->erows > tf->sh.Nreg ? f->erows : tf->sh.Nreg);
@@ -234,7 +238,7 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
     const f8_linear c = find(tf, w);
     const int k = c.k;
     if (k < 0) return 0;
-    if (c.e >= 0 && N > tf->f8->erows)
+    if (c.e >= 0 && f8_rows_amax(tf->f8->recipe) && N > tf->f8->erows)
         hp_fail_line_and_abort(1, "float8: expert %d of block %d computes %d rows, room for %d",
                                c.e, tf->f8_layer, N, tf->f8->erows);
     hp_float8_amax a = kept_amax(tf, c, N);

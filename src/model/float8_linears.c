@@ -10,6 +10,8 @@
 // expert hook (expert tensor parallel) instead of the tp one.
 // defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
 //          hp_float8_linear_bwd, hp_float8_block_amax_reduced
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/comm.h"
@@ -43,7 +45,6 @@ struct hp_float8_linears {
     float *bwd;           // backward amax scratch: dy (max(Nreg, erows)), wt, dyt, xt (widest each)
     int widest;
 };
-
 
 // TorchTitan's module filter: both dims divisible by 16, the name contains no filter entry;
 // `output` and `router.gate` always stay in the param dtype (they are not block linears here).
@@ -201,9 +202,11 @@ static f8_linear find(const hp_transformer *tf, const float *w) {
         }
         int out, in, out_l, in_l;
         role_dims(&tf->m, &tf->sh, roles[k], &out, &in, &out_l, &in_l);
-        const size_t one = (size_t)out_l * in_l;
-        if (w >= p && w < p + (size_t)tf->sh.El * one && (size_t)(w - p) % one == 0)
-            return on ? (f8_linear){ k, (int)((size_t)(w - p) / one) } : none;
+        // (addresses compared as integers: w may lie outside the parameter)
+        const uintptr_t one = (uintptr_t)out_l * (uintptr_t)in_l * sizeof(float);
+        const uintptr_t a = (uintptr_t)w, b = (uintptr_t)p;
+        if (a >= b && a < b + (uintptr_t)tf->sh.El * one && (a - b) % one == 0)
+            return on ? (f8_linear){ k, (int)((a - b) / one) } : none;
     }
     return none;
 }
@@ -295,11 +298,13 @@ static void check_dgrad(const hp_transformer *tf, f8_linear lin, const float *dx
     size_t bad = (size_t)-1;
     for (size_t i = 0; i < (size_t)N * in && bad == (size_t)-1; i++)
         if (memcmp(&want[i], &dx[i], sizeof(float)) != 0) bad = i;
+    char name[80];
+    if (lin.e >= 0) snprintf(name, sizeof name, "%s[local %d]", hp_transformer_role_name(roles[k]), lin.e);
+    else snprintf(name, sizeof name, "%s", hp_transformer_role_name(roles[k]));
     if (bad != (size_t)-1)
-        hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s (local expert %d), microbatch %d: dgrad "
-                          "element %zu is %.9g, the product of the prescribed casts %.9g", tf->f8_layer,
-                          hp_transformer_role_name(roles[k]), lin.e, tf->mb, bad, (double)dx[bad],
-                          (double)want[bad]);
+        hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s, microbatch %d: dgrad element %zu is "
+                          "%.9g, the product of the prescribed casts %.9g", tf->f8_layer, name, tf->mb,
+                          bad, (double)dx[bad], (double)want[bad]);
     else
         hp_structure_pass(HP_CHECK_FLOAT8_CAST);
     free(dyq); free(wq); free(want); free(q);

@@ -9,6 +9,7 @@
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
 #include "hyperpar/comm.h"
+#include "hyperpar/float8.h"
 #include "hyperpar/plan.h"
 #include "hyperpar/traffic_ac.h"
 #include "hyperpar/train.h"
@@ -239,6 +240,36 @@ static void test_memory_rules(void) {
     hp_dims d4 = layout(1, 2, 1, 2, 4, 1, &m, &rc4);
     CHECK(hp_plan_memory_predict(&m, &d4, &rc4, 3, &mem4) == 0 && mem4.activations < mem.activations &&
           mem4.accumulation > 0 && mem.accumulation == 0, "microbatches: fewer activations, accumulation buffers");
+}
+
+// The rowwise float8 amax per row over a routed expert's etp-split hidden (docs/float8.md):
+// with ep x etp the tp all-reduce depends on the routing (marked, then the planner's
+// expectation), without ep or under tensorwise it does not.
+static void test_float8_expert_traffic(void) {
+    hp_model_config m;
+    hp_model_config_by_name("tiny-moe", &m);
+    hp_run_config rc;
+    hp_run_config_default(&rc);
+    rc.float8 = HP_FLOAT8_ROWWISE;
+    hp_dims d = layout(1, 2, 1, 2, 2, 2, &m, &rc);
+    uint64_t a[HP_G_COUNT][HP_OP_COUNT], b[HP_G_COUNT][HP_OP_COUNT], per[2] = { 7, 7 }, fixed = 0;
+    hp_traffic_predict(&m, &d, &rc, 0, a);
+    hp_plan_traffic_predict(&m, &d, &rc, 0, b, NULL);
+    CHECK(a[HP_G_TP][HP_OP_ALLREDUCE] == UINT64_MAX, "rowwise, ep 2 x etp 2: tp all-reduce routing-dependent");
+    // per routed entry: w2's x row (forward), w1's and w3's dy rows (backward), 4 bytes each
+    CHECK(hp_traffic_tp_routed(&m, &d, &rc, 0, &fixed, per) == 1 && per[0] == 12 && per[1] == 12,
+          "bytes per routed entry %llu %llu, want 12", (unsigned long long)per[0], (unsigned long long)per[1]);
+    // 4 sequences of 32 tokens, K = 2: n K = 256 entries a block expected here
+    CHECK(b[HP_G_TP][HP_OP_ALLREDUCE] == fixed + 2 * 256 * 12, "planner: %llu, want %llu",
+          (unsigned long long)b[HP_G_TP][HP_OP_ALLREDUCE], (unsigned long long)(fixed + 2 * 256 * 12));
+    rc.float8 = HP_FLOAT8_TENSORWISE;
+    hp_traffic_predict(&m, &d, &rc, 0, a);
+    CHECK(a[HP_G_TP][HP_OP_ALLREDUCE] != UINT64_MAX && hp_traffic_tp_routed(&m, &d, &rc, 0, &fixed, per) == 0,
+          "tensorwise: one amax per expert, whatever the routing");
+    rc.float8 = HP_FLOAT8_ROWWISE;
+    hp_dims t = layout(1, 1, 1, 2, 1, 1, &m, &rc);
+    hp_traffic_predict(&m, &t, &rc, 0, a);
+    CHECK(a[HP_G_TP][HP_OP_ALLREDUCE] != UINT64_MAX, "rowwise without ep: every expert is local, N K entries");
 }
 
 static void test_traffic_and_flops(void) {
@@ -567,6 +598,7 @@ int main(void) {
     test_hf_reader();
     test_memory_rules();
     test_traffic_and_flops();
+    test_float8_expert_traffic();
     test_pp_in_flight();
     test_ac_memory();
     test_ac_traffic();

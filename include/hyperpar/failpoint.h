@@ -97,6 +97,8 @@ typedef enum hp_failpoint_id {
     HP_FP_ASYNC_TP_SCATTER_DIM,        // tp.c: async reduce-scatter splits the partial along its
                                        //   last dim, not the sequence (pytorch/pytorch#153595)
     HP_FP_FLOAT8_SP_GATHER_E4M3,       // tp.c: the float8 SP all-gather casts grad_output to e4m3
+    HP_FP_FLOAT8_EXPERT_AMAX_LOCAL,    // trainer_hooks.c: a routed expert's float8 amax (its weight's
+                                       //   first) not MAX-reduced over etp
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -53,7 +53,9 @@ typedef struct hp_moe_weights {
     const float *sw2;      // (D, Fsl)
     const float *sw3;      // (Fsl, D)
     // float8 linears (docs/float8.md): the experts' products are offered to these first (NULL:
-    // none); each returns 1 when it ran the product in float8 (a converted linear), else 0.
+    // none); each returns 1 when it ran the product in float8 (a converted linear), else 0. A
+    // routed expert's w is its slice of w1/w2/w3 (local expert l at l * Fel * D), which tells
+    // the model which expert it is.
     // The backward accumulates into dx and dw like hp_linear_backward.
     int (*f8_fwd)(void *ctx, float *y, const float *x, const float *w, int N, int in, int out);
     int (*f8_bwd)(void *ctx, float *dx, float *dw, const float *dy, const float *x, const float *w,

@@ -5,13 +5,18 @@
 // scale is the scale of the whole tensor. The forward's amax of x and w are kept per slot,
 // block and linear: the backward's tensorwise casts and an activation-checkpointing recompute
 // reuse them (the recompute casts with the forward's scales, pytorch/torchtitan#1056).
+// The routed experts (moe.experts.w1/w2/w3, one linear per local expert over the rows routed
+// to it) keep theirs per expert, and an amax over an expert's split hidden dim goes to the
+// expert hook (expert tensor parallel) instead of the tp one.
 // defines: hp_float8_linears_init, hp_float8_linears_free, hp_float8_linear_fwd,
-//          hp_float8_linear_bwd, hp_float8_sp_gather(_done), hp_float8_block_amax_reduced,
+//          hp_float8_linear_bwd, hp_float8_layer_begin, hp_float8_tensorwise,
+//          hp_float8_prepare_x / _dy, hp_float8_sp_gather_consume, hp_float8_block_amax_reduced,
 //          hp_float8_block_sp_gathers, hp_float8_param_converted
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/comm.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/structure.h"
@@ -20,17 +25,26 @@
 #include "model/transformer.h"
 
 // The linears a block may have that the float8 filter converts (the dense FFN in dense blocks,
-// the shared experts in MoE blocks), in the order their kept amax are stored.
+// the shared and the routed experts in MoE blocks), in the order their kept amax are stored;
+// the routed experts' (from FIRST_EXPERT on) are kept apart, per local expert.
 static const hp_block_param roles[] = { BP_WQ, BP_WK, BP_WV, BP_WO, BP_W1, BP_W2, BP_W3,
-                                        BP_SW1, BP_SW2, BP_SW3 };
-enum { N_ROLES = (int)(sizeof roles / sizeof roles[0]) };
+                                        BP_SW1, BP_SW2, BP_SW3, BP_EW1, BP_EW2, BP_EW3 };
+enum { N_ROLES = (int)(sizeof roles / sizeof roles[0]), FIRST_EXPERT = 10, N_EXPERT_ROLES = 3 };
+
+static int is_expert(int k) { return k >= FIRST_EXPERT; }
+
+static int f8_rows_amax(hp_float8_recipe r) { return r == HP_FLOAT8_ROWWISE || r == HP_FLOAT8_ROWWISE_GW_HP; }
 
 struct hp_float8_linears {
     hp_float8_recipe recipe;
     unsigned char *on;    // (L, N_ROLES) 1: converted
     float *kept;          // (n_slots, L, N_ROLES, stride): x's amax, then w's
     size_t stride;        // Nreg + the widest local out
-    float *bwd;           // backward amax scratch: dy (Nreg), wt, dyt, xt (widest dim each)
+    float *ekept;         // (n_slots, L, N_EXPERT_ROLES, El, estride): an expert's x amax, w's
+    size_t estride;       // erows + the widest local out
+    int erows;            // x amax an expert keeps: under the rowwise recipes the most rows one
+                          //   local expert computes, (E/El) * Nreg/token_split; 1 under tensorwise
+    float *bwd;           // backward amax scratch: dy (max(Nreg, erows)), wt, dyt, xt (widest each)
     int widest;
     // Tensorwise, within one block's forward or backward (hp_float8_layer_begin clears them):
     // a linear called by row blocks (the tp regions' blocks, async TP) casts every block with
@@ -62,6 +76,9 @@ static void role_dims(const hp_model_config *m, const hp_local_shapes *sh, hp_bl
     const int hd = sh->hd, q = m->n_heads * hd, kv = m->n_kv_heads * hd, D = m->dim;
     const int ql = sh->Hl * hd, kvl = sh->Hkvl * hd, fs = m->moe_hidden * m->n_shared_experts;
     switch (r) {
+    case BP_EW1:
+    case BP_EW3: *out = m->moe_hidden; *in = D; *out_l = sh->Fel; *in_l = D; break;
+    case BP_EW2: *out = D; *in = m->moe_hidden; *out_l = D; *in_l = sh->Fel; break;
     case BP_SW1:
     case BP_SW3: *out = fs; *in = D; *out_l = sh->Fsl; *in_l = D; break;
     case BP_SW2: *out = D; *in = fs; *out_l = D; *in_l = sh->Fsl; break;
@@ -88,14 +105,16 @@ static void reduced(hp_float8_amax_n *red, hp_float8_recipe r, int N, int in, in
     red->dyt = red->xt = 0;                                                     // over N: never split
 }
 
-// A block's dense linears of the model that a float8 filter converts (their full dims and
-// name) and the amax values they MAX-reduce over tp per microbatch.
+// A block's linears of the model that a float8 filter converts (their full dims and name).
+// The routed experts' full weight is one expert's (Fe, D) / (D, Fe), named
+// layers.L.moe.experts.w1 as TorchTitan's GroupedExperts.
 static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, int l, int k,
                          const char *filter) {
     const int ffn = roles[k] == BP_W1 || roles[k] == BP_W2 || roles[k] == BP_W3;
     const int shared = roles[k] == BP_SW1 || roles[k] == BP_SW2 || roles[k] == BP_SW3;
-    if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (the routed experts: not converted yet)
+    if (ffn && hp_model_is_moe_layer(m, l)) return 0;   // (MoE blocks: the experts instead)
     if (shared && (!hp_model_is_moe_layer(m, l) || m->n_shared_experts == 0)) return 0;
+    if (is_expert(k) && (!hp_model_is_moe_layer(m, l) || sh->El < 1)) return 0;
     int out, in, out_l, in_l;
     role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
     char fqn[96];
@@ -104,17 +123,31 @@ static int block_role_on(const hp_model_config *m, const hp_local_shapes *sh, in
 }
 
 void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
-                                  const char *filter, int fsdp_f8, int l, uint64_t *fwd, uint64_t *bwd) {
-    *fwd = *bwd = 0;
+                                  const char *filter, int fsdp_f8, int l, uint64_t *fwd, uint64_t *bwd,
+                                  uint64_t *fwd_entry, uint64_t *bwd_entry) {
+    *fwd = *bwd = *fwd_entry = *bwd_entry = 0;
     if (recipe == HP_FLOAT8_OFF) return;
     for (int k = 0; k < N_ROLES; k++) {
         if (!block_role_on(m, sh, l, k, filter)) continue;
         int out, in, out_l, in_l;
         role_dims(m, sh, roles[k], &out, &in, &out_l, &in_l);
         hp_float8_amax_n red;
-        reduced(&red, (hp_float8_recipe)recipe, sh->Nreg, in_l, out_l, in_l < in, out_l < out);
-        *fwd += (uint64_t)(red.x + (fsdp_f8 ? 0 : red.w));   // (fp8 all-gather: at the gather)
-        *bwd += (uint64_t)(red.dy + red.wt);
+        if (!is_expert(k)) {
+            reduced(&red, (hp_float8_recipe)recipe, sh->Nreg, in_l, out_l, in_l < in, out_l < out);
+            *fwd += (uint64_t)(red.x + (fsdp_f8 ? 0 : red.w));   // (fp8 all-gather: at the gather)
+            *bwd += (uint64_t)(red.dy + red.wt);
+            continue;
+        }
+        // One call per local expert over its c rows; a count is a + b c (b != 0: an amax per
+        // row over the split hidden): a per local expert, b per routed entry computed here.
+        hp_float8_amax_n red1;
+        reduced(&red, (hp_float8_recipe)recipe, 0, in_l, out_l, in_l < in, out_l < out);
+        reduced(&red1, (hp_float8_recipe)recipe, 1, in_l, out_l, in_l < in, out_l < out);
+        const uint64_t El = (uint64_t)sh->El;
+        *fwd += El * (uint64_t)(red.x + red.w);
+        *bwd += El * (uint64_t)(red.dy + red.wt);
+        *fwd_entry += (uint64_t)(red1.x + red1.w - red.x - red.w);
+        *bwd_entry += (uint64_t)(red1.dy + red1.wt - red.dy - red.wt);
     }
 }
 
@@ -149,7 +182,7 @@ int hp_float8_param_converted(int recipe, const char *filter, const char *name, 
     if (recipe == HP_FLOAT8_OFF) return 0;
     int l = -1, at = 0;
     if (sscanf(name, "layers.%d.%n", &l, &at) != 1 || at == 0) return 0;
-    for (int k = 0; k < N_ROLES; k++) {
+    for (int k = 0; k < N_ROLES && !is_expert(k); k++) {   // (the routed experts: never fp8-gathered)
         char want[96];
         snprintf(want, sizeof want, "layers.%d.%s.weight", l, hp_transformer_role_name(roles[k]));
         if (strcmp(name, want) != 0) continue;
@@ -182,38 +215,73 @@ int hp_float8_linears_init(hp_transformer *tf, int recipe, const char *filter) {
     f->widest = widest;
     f->stride = (size_t)tf->sh.Nreg + (size_t)widest;
     f->kept = calloc((size_t)tf->n_slots * L * N_ROLES * f->stride, sizeof(float));
-    f->bwd = calloc((size_t)tf->sh.Nreg + 3 * (size_t)widest, sizeof(float));
-    return f->kept && f->bwd ? 0 : -1;
+    // a local expert computes at most one entry per row of each ep member's routed rows (top-k
+    // picks K distinct experts)
+    const int El = tf->sh.El > 0 ? tf->sh.El : 1, ts = tf->sh.token_split > 0 ? tf->sh.token_split : 1;
+    f->erows = tf->sh.El < 1 ? 0 : f8_rows_amax(f->recipe) ? tf->m.num_experts / El * (tf->sh.Nreg / ts) : 1;
+    f->estride = (size_t)f->erows + (size_t)widest;
+    f->ekept = calloc((size_t)tf->n_slots * L * N_EXPERT_ROLES * El * f->estride, sizeof(float));
+    const size_t rows = (size_t)(f->erows > tf->sh.Nreg ? f->erows : tf->sh.Nreg);
+    f->bwd = calloc(rows + 3 * (size_t)widest, sizeof(float));
+    return f->kept && f->ekept && f->bwd ? 0 : -1;
 }
 
 void hp_float8_linears_free(hp_transformer *tf) {
     hp_float8_linears *f = tf->f8;
     if (!f) return;
-    free(f->on); free(f->kept); free(f->bwd); free(f);
+    free(f->on); free(f->kept); free(f->ekept); free(f->bwd); free(f);
     tf->f8 = NULL;
 }
 
-// The converted role of block tf->f8_layer whose weight is w: its index, or -1.
-static int find(const hp_transformer *tf, const float *w) {
+// A converted linear of block tf->f8_layer: its role index k and, for a routed expert's
+// weight (a slice of the (El, out, in) parameter), the local expert e (-1 otherwise).
+typedef struct { int k, e; } f8_linear;
+
+// The converted linear whose weight is w: k = -1 when w is none.
+static f8_linear find(const hp_transformer *tf, const float *w) {
     const int l = tf->f8_layer;
-    if (!tf->f8 || l < 0) return -1;
+    f8_linear none = { -1, -1 };
+    if (!tf->f8 || l < 0) return none;
     for (int k = 0; k < N_ROLES; k++) {
         const int pid = tf->blocks[l].pid[roles[k]];
-        if (pid >= 0 && tf->hk.unit.param(tf->hk.unit.ctx, pid) == w)
-            return tf->f8->on[(size_t)l * N_ROLES + k] ? k : -1;
+        if (pid < 0) continue;
+        const float *p = tf->hk.unit.param(tf->hk.unit.ctx, pid);
+        const int on = tf->f8->on[(size_t)l * N_ROLES + k];
+        if (!is_expert(k)) {
+            if (p == w) return on ? (f8_linear){ k, -1 } : none;
+            continue;
+        }
+        int out, in, out_l, in_l;
+        role_dims(&tf->m, &tf->sh, roles[k], &out, &in, &out_l, &in_l);
+        // (addresses compared as integers: w may lie outside the parameter)
+        const uintptr_t one = (uintptr_t)out_l * (uintptr_t)in_l * sizeof(float);
+        const uintptr_t a = (uintptr_t)w, b = (uintptr_t)p;
+        if (a >= b && a < b + (uintptr_t)tf->sh.El * one && (a - b) % one == 0)
+            return on ? (f8_linear){ k, (int)((a - b) / one) } : none;
     }
-    return -1;
+    return none;
 }
 
-static void reduce(const hp_transformer *tf, float *amax, int n) {
-    if (n > 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
+// An amax over a split dim: a dense linear's over tp, a routed expert's over the ranks its
+// hidden dim is split across (the expert hook: etp).
+static void reduce(const hp_transformer *tf, f8_linear c, float *amax, int n) {
+    if (n <= 0) return;
+    if (c.e < 0 && tf->hk.float8.amax_reduce) tf->hk.float8.amax_reduce(tf->hk.float8.ctx, amax, n);
+    if (c.e >= 0 && tf->hk.float8.expert_amax_reduce)
+        tf->hk.float8.expert_amax_reduce(tf->hk.float8.ctx, amax, n);
 }
 
-// Role k's kept forward amax in this slot and block: x's (1 under tensorwise, else a row each
-// of N), then w's.
-static hp_float8_amax kept_amax(const hp_transformer *tf, int k, int N) {
+// The kept forward amax of a linear for the running slot: x's (1 under tensorwise, else N
+// values, a row each), then w's; a routed expert's per local expert (x's at most erows values).
+static hp_float8_amax kept_amax(const hp_transformer *tf, f8_linear c, int N) {
     const hp_float8_linears *f = tf->f8;
-    float *base = f->kept + (((size_t)tf->slot * tf->m.n_layers + tf->f8_layer) * N_ROLES + k) * f->stride;
+    const size_t sl = (size_t)tf->slot * tf->m.n_layers + tf->f8_layer;
+    if (c.e >= 0) {
+        const size_t El = (size_t)tf->sh.El;
+        float *base = f->ekept + ((sl * N_EXPERT_ROLES + (size_t)(c.k - FIRST_EXPERT)) * El + (size_t)c.e) * f->estride;
+        return (hp_float8_amax){ .x = base, .w = base + f->erows };
+    }
+    float *base = f->kept + (sl * N_ROLES + (size_t)c.k) * f->stride;
     return (hp_float8_amax){ .x = base, .w = base + (f->recipe == HP_FLOAT8_TENSORWISE ? 1 : N) };
 }
 
@@ -228,42 +296,42 @@ void hp_float8_layer_begin(hp_transformer *tf, int l) {
 
 int hp_float8_tensorwise(const hp_transformer *tf) { return tf->f8 && tf->f8->recipe == HP_FLOAT8_TENSORWISE; }
 
-// Role k's amax of its forward input x (N, in): the whole tensor's, MAX-reduced over tp when
-// in is a tp shard, kept for its casts (tensorwise; not in a recompute, which keeps the
-// forward's).
-static void take_x_amax(hp_transformer *tf, int k, const float *x, int N, int in) {
+// The dense linear c's amax of its forward input x (N, in): the whole tensor's, MAX-reduced
+// over tp when in is a tp shard, kept for its casts (tensorwise; not in a recompute, which
+// keeps the forward's). (The routed experts run one call each over all their rows.)
+static void take_x_amax(hp_transformer *tf, f8_linear c, const float *x, int N, int in) {
     hp_float8_linears *f = tf->f8;
-    if (f->x_set[k] || tf->f8_recompute) return;
+    if (c.e >= 0 || f->x_set[c.k] || tf->f8_recompute) return;
     int fo, fi, out_l, in_l;
-    role_dims(&tf->m, &tf->sh, roles[k], &fo, &fi, &out_l, &in_l);
-    float *ax = kept_amax(tf, k, N).x;
+    role_dims(&tf->m, &tf->sh, roles[c.k], &fo, &fi, &out_l, &in_l);
+    float *ax = kept_amax(tf, c, N).x;
     ax[0] = hp_float8_amax_all(x, (size_t)N * in);
-    if (in_l < fi) reduce(tf, ax, 1);
-    f->x_set[k] = 1;
+    if (in_l < fi) reduce(tf, c, ax, 1);
+    f->x_set[c.k] = 1;
 }
 
-// Role k's amax of its grad_output dy (N, out) in this backward, the same way.
-static void take_dy_amax(hp_transformer *tf, int k, const float *dy, int N, int out) {
+// The dense linear c's amax of its grad_output dy (N, out) in this backward, the same way.
+static void take_dy_amax(hp_transformer *tf, f8_linear c, const float *dy, int N, int out) {
     hp_float8_linears *f = tf->f8;
-    if (f->dy_set[k]) return;
+    if (c.e >= 0 || f->dy_set[c.k]) return;
     int fo, fi, out_l, in_l;
-    role_dims(&tf->m, &tf->sh, roles[k], &fo, &fi, &out_l, &in_l);
-    f->dy_amax[k] = hp_float8_amax_all(dy, (size_t)N * out);
-    if (out_l < fo) reduce(tf, &f->dy_amax[k], 1);
-    f->dy_set[k] = 1;
+    role_dims(&tf->m, &tf->sh, roles[c.k], &fo, &fi, &out_l, &in_l);
+    f->dy_amax[c.k] = hp_float8_amax_all(dy, (size_t)N * out);
+    if (out_l < fo) reduce(tf, c, &f->dy_amax[c.k], 1);
+    f->dy_set[c.k] = 1;
 }
 
 void hp_float8_prepare_x(hp_transformer *tf, const float *w, const float *x, int N, int in) {
-    const int k = find(tf, w);
-    if (k >= 0 && hp_float8_tensorwise(tf)) take_x_amax(tf, k, x, N, in);
+    const f8_linear c = find(tf, w);
+    if (c.k >= 0 && hp_float8_tensorwise(tf)) take_x_amax(tf, c, x, N, in);
 }
 
 void hp_float8_prepare_dy(hp_transformer *tf, const float *w, const float *dy, int N, int out) {
-    const int k = find(tf, w);
-    if (k >= 0 && hp_float8_tensorwise(tf)) take_dy_amax(tf, k, dy, N, out);
+    const f8_linear c = find(tf, w);
+    if (c.k >= 0 && hp_float8_tensorwise(tf)) take_dy_amax(tf, c, dy, N, out);
 }
 
-int hp_float8_linear_converted(const hp_transformer *tf, const float *w) { return find(tf, w) >= 0; }
+int hp_float8_linear_converted(const hp_transformer *tf, const float *w) { return find(tf, w).k >= 0; }
 
 int hp_float8_sp_gather_consume(hp_transformer *tf, float *out, const float *in, int D,
                                 const float *const *w, int n_w, int backward, hp_region_rows_fn *rows,
@@ -276,7 +344,7 @@ int hp_float8_sp_gather_consume(hp_transformer *tf, float *out, const float *in,
     // (zbv's I: its W casts dy again from the kept copy, with an amax of its own: plain gather)
     if (backward && tf->input_only) return 0;
     for (int i = 0; i < n_w; i++)
-        if (find(tf, w[i]) < 0) return 0;
+        if (find(tf, w[i]).k < 0) return 0;
     const size_t n = (size_t)tf->sh.Nres * D;
     float amax;
     const int again = tf->f8_recompute && hp_failpoint(HP_FP_FLOAT8_RECOMPUTE_SCALE);
@@ -284,18 +352,18 @@ int hp_float8_sp_gather_consume(hp_transformer *tf, float *out, const float *in,
         amax = kept_amax(tf, find(tf, w[0]), tf->sh.Nreg).x[0];
     } else {
         amax = hp_float8_amax_all(in, n);
-        if (!again) reduce(tf, &amax, 1);
+        if (!again) reduce(tf, find(tf, w[0]), &amax, 1);   // (a dense linear's: over tp)
     }
     // the consumers cast with the gathered tensor's amax (their cast of its dequantised codes
     // gives back those codes), never with one of their row blocks'
     for (int i = 0; i < n_w; i++) {
-        const int k = find(tf, w[i]);
+        const f8_linear c = find(tf, w[i]);
         if (backward) {
-            f->dy_amax[k] = amax;
-            f->dy_set[k] = 1;
+            f->dy_amax[c.k] = amax;
+            f->dy_set[c.k] = 1;
         } else if (!tf->f8_recompute || again) {
-            kept_amax(tf, k, tf->sh.Nreg).x[0] = amax;
-            f->x_set[k] = 1;
+            kept_amax(tf, c, tf->sh.Nreg).x[0] = amax;
+            f->x_set[c.k] = 1;
         }
     }
     const hp_fp8_format format = backward ? hp_float8_grad_format(f->recipe) : HP_FP8_E4M3;
@@ -322,9 +390,13 @@ static void check_gathered_weight(const hp_transformer *tf, int k, const float *
 
 int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
                          int in, int out) {
-    const int k = find(tf, w);
+    const f8_linear c = find(tf, w);
+    const int k = c.k;
     if (k < 0) return 0;
-    hp_float8_amax a = kept_amax(tf, k, N);
+    if (c.e >= 0 && f8_rows_amax(tf->f8->recipe) && N > tf->f8->erows)
+        hp_fail_line_and_abort(1, "float8: expert %d of block %d computes %d rows, room for %d",
+                               c.e, tf->f8_layer, N, tf->f8->erows);
+    hp_float8_amax a = kept_amax(tf, c, N);
     // (float8_recompute_scale: the bug's recompute takes its amax again, on this rank's shard
     //  only, and keeps it for the backward: pytorch/torchtitan#1056's recompute that is not
     //  bitwise, where the scales of a recomputed cast differ from the forward's)
@@ -336,20 +408,20 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
         hp_float8_amax_n red;
         reduced(&red, r, N, in, out, in_l < fi && !again, out_l < fo && !again);
         hp_float8_linears *f = tf->f8;
-        const int tw = r == HP_FLOAT8_TENSORWISE && !again;
+        const int tw = r == HP_FLOAT8_TENSORWISE && !again && c.e < 0;
         const float x_kept = a.x[0], w_kept = a.w[0];
         hp_float8_forward_amax(&a, x, w, r, N, in, out);
-        // tensorwise: the whole tensor's amax once (a row block's would be its own), kept
+        // tensorwise: a dense linear's whole-tensor amax once (a row block's would be its own)
         if (tw && f->x_set[k]) a.x[0] = x_kept;
-        else reduce(tf, a.x, red.x);
+        else reduce(tf, c, a.x, red.x);
         if (tw && f->w_set[k]) {
             a.w[0] = w_kept;
         } else {
             // the fp8 all-gather's weight: its amax is the gather's (over fsdp and tp already), so
             // the cast gives back the gathered codes; the amax of its dequantised values would not
             const int pid = tf->blocks[tf->f8_layer].pid[roles[k]];
-            if (!(tf->hk.float8.weight_amax && tf->hk.float8.weight_amax(tf->hk.float8.ctx, pid, a.w)))
-                reduce(tf, a.w, red.w);
+            if (c.e >= 0 || !(tf->hk.float8.weight_amax && tf->hk.float8.weight_amax(tf->hk.float8.ctx, pid, a.w)))
+                reduce(tf, c, a.w, red.w);
             else if (hp_structure_enabled())
                 check_gathered_weight(tf, k, w, a.w[0], (size_t)out * (size_t)in);
         }
@@ -363,8 +435,12 @@ int hp_float8_linear_fwd(const hp_transformer *tf, float *y, const float *x, con
 // recipe's table prescribes (precision.md §5.2: grad_output e5m2 per tensor under tensorwise,
 // e4m3 per row (pow2) under the rowwise recipes; w e4m3 with the forward's scale, per column
 // (pow2) or per tensor (pow2)), each cast redone here with float8.h's quantize / dequantize.
-static void check_dgrad(const hp_transformer *tf, int k, const float *dx, const float *dy,
-                        const float *w, const hp_float8_amax *a, int N, int in, int out) {
+// A dgrad accumulated into dx (dx_beta 1: the MoE block's) is checked against the same GEMM
+// with beta 1 onto the dx it found (before).
+static void check_dgrad(const hp_transformer *tf, f8_linear lin, const float *dx, const float *before,
+                        float beta, const float *dy, const float *w, const hp_float8_amax *a, int N,
+                        int in, int out) {
+    const int k = lin.k;
     const hp_float8_recipe r = tf->f8->recipe;
     const int rw = r != HP_FLOAT8_TENSORWISE;
     const hp_fp8_format gf = rw ? HP_FP8_E4M3 : HP_FP8_E5M2;
@@ -385,14 +461,18 @@ static void check_dgrad(const hp_transformer *tf, int k, const float *dx, const 
             hp_fp8_dequantize(wq + (size_t)o * in + c, q, 1, s, HP_FP8_E4M3);
         }
     }
-    hp_gemm(HP_GEMM_N, HP_GEMM_N, N, in, out, 1.0f, dyq, out, wq, in, 0.0f, want, in);
+    if (beta != 0.0f) memcpy(want, before, (size_t)N * in * sizeof(float));
+    hp_gemm(HP_GEMM_N, HP_GEMM_N, N, in, out, 1.0f, dyq, out, wq, in, beta, want, in);
     size_t bad = (size_t)-1;
     for (size_t i = 0; i < (size_t)N * in && bad == (size_t)-1; i++)
         if (memcmp(&want[i], &dx[i], sizeof(float)) != 0) bad = i;
+    char name[80];
+    if (lin.e >= 0) snprintf(name, sizeof name, "%s[local %d]", hp_transformer_role_name(roles[k]), lin.e);
+    else snprintf(name, sizeof name, "%s", hp_transformer_role_name(roles[k]));
     if (bad != (size_t)-1)
         hp_structure_fail(HP_CHECK_FLOAT8_CAST, "block %d, %s, microbatch %d: dgrad element %zu is "
-                          "%.9g, the product of the prescribed casts %.9g", tf->f8_layer,
-                          hp_transformer_role_name(roles[k]), tf->mb, bad, (double)dx[bad], (double)want[bad]);
+                          "%.9g, the product of the prescribed casts %.9g", tf->f8_layer, name, tf->mb,
+                          bad, (double)dx[bad], (double)want[bad]);
     else
         hp_structure_pass(HP_CHECK_FLOAT8_CAST);
     free(dyq); free(wq); free(want); free(q);
@@ -400,13 +480,14 @@ static void check_dgrad(const hp_transformer *tf, int k, const float *dx, const 
 
 int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const float *dy,
                          const float *x, const float *w, int N, int in, int out, float dx_beta) {
-    const int k = find(tf, w);
+    const f8_linear c = find(tf, w);
+    const int k = c.k;
     if (k < 0) return 0;
     hp_float8_linears *f = tf->f8;
     const hp_float8_recipe r = f->recipe;
-    hp_float8_amax a = kept_amax(tf, k, N);
+    hp_float8_amax a = kept_amax(tf, c, N);
     a.dy = f->bwd;
-    a.wt = a.dy + N;
+    a.wt = a.dy + (f->erows > tf->sh.Nreg ? f->erows : tf->sh.Nreg);
     a.dyt = a.wt + f->widest;
     a.xt = a.dyt + f->widest;
     int fo, fi, out_l, in_l;
@@ -414,17 +495,22 @@ int hp_float8_linear_bwd(const hp_transformer *tf, float *dx, float *dw, const f
     hp_float8_amax_n red;
     reduced(&red, r, N, in, out, in_l < fi, out_l < fo);
     hp_float8_backward_amax(&a, dy, x, w, r, N, in, out);
-    if (r == HP_FLOAT8_TENSORWISE) {   // the whole tensor's, once per backward (row blocks, dw)
+    if (r == HP_FLOAT8_TENSORWISE && c.e < 0) {   // the whole tensor's, once per backward (blocks, dw)
         if (f->dy_set[k]) a.dy[0] = f->dy_amax[k];
-        else reduce(tf, a.dy, red.dy);
+        else reduce(tf, c, a.dy, red.dy);
         f->dy_amax[k] = a.dy[0];
         f->dy_set[k] = 1;
     } else {
-        reduce(tf, a.dy, red.dy);
+        reduce(tf, c, a.dy, red.dy);
     }
-    reduce(tf, a.wt, red.wt);
+    reduce(tf, c, a.wt, red.wt);
+    float *before = NULL;   // (the structure check of an accumulated dgrad: the dx it found)
+    const int check = dx && N > 0 && in > 0 && out > 0 && hp_structure_enabled();
+    if (check && dx_beta != 0.0f && (before = malloc((size_t)N * in * sizeof(float))) != NULL)
+        memcpy(before, dx, (size_t)N * in * sizeof(float));
     hp_float8_linear_backward(dx, dw, dy, x, w, &a, r, tf->bf16, dx_beta, N, in, out);
-    if (dx && dx_beta == 0.0f && hp_structure_enabled()) check_dgrad(tf, k, dx, dy, w, &a, N, in, out);
+    if (check && (dx_beta == 0.0f || before)) check_dgrad(tf, c, dx, before, dx_beta, dy, w, &a, N, in, out);
+    free(before);
     return 1;
 }
 

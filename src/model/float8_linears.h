@@ -10,11 +10,14 @@
 
 // Block l under recipe (hyperpar/float8.h) and filter (a comma list), per microbatch: *fwd
 // values reduced by its forward, *bwd by one backward (zbv's I and W each run one; an
-// activation-checkpointing recompute reduces none: it reuses the forward's).
-// fsdp_f8: --float8-fsdp-all-gather, where the weight's amax is taken at its all-gather (its
-// tp reduction is counted with the gather's, not here).
+// activation-checkpointing recompute reduces none: it reuses the forward's), plus *fwd_entry
+// and *bwd_entry values for each routed entry (row, expert) its local experts compute: an
+// amax per row over a routed expert's etp-split hidden (the rowwise recipes).
+// fsdp_f8: --float8-fsdp-all-gather, where a dense weight's amax is taken at its all-gather
+// (its tp reduction is counted with the gather's, not here).
 void hp_float8_block_amax_reduced(const hp_model_config *m, const hp_local_shapes *sh, int recipe,
-                                  const char *filter, int fsdp_f8, int l, uint64_t *fwd, uint64_t *bwd);
+                                  const char *filter, int fsdp_f8, int l, uint64_t *fwd, uint64_t *bwd,
+                                  uint64_t *fwd_entry, uint64_t *bwd_entry);
 
 // 1 when the parameter named name (full shape out x in) is the weight of a block linear the
 // float8 filter converts (recipe on): the weights the fp8 all-gather casts.

@@ -76,7 +76,10 @@ typedef struct hp_attention_hooks {
 // operand into the ones of the whole tensor over the ranks the amax's dim is split across (a
 // MAX all-reduce over tp); the model calls it only for an amax over a dim that is a tp shard
 // (local dims smaller than the model's), the same calls in the same order on every tp rank.
-// NULL: one rank holds every dim.
+// NULL: one rank holds every dim. expert_amax_reduce does the same for a routed expert's amax
+// over its hidden dim, split across the ranks that split every expert's hidden (expert tensor
+// parallel), called only when that split is on (an expert's local hidden smaller than the
+// model's), the same calls in the same order on each of those ranks (they compute the same rows).
 // weight_amax (--float8-fsdp-all-gather, precision.md §5.4): 1 and *amax when parameter i's
 // unsharded copy is the fp8 all-gather's (values value(q) / scale, scale from *amax, the
 // MAX over the fsdp and tp groups of the fp32 master shards'): the linear casts with that amax,
@@ -84,6 +87,7 @@ typedef struct hp_attention_hooks {
 typedef struct hp_float8_hooks {
     void *ctx;
     void (*amax_reduce)(void *ctx, float *amax, int n);
+    void (*expert_amax_reduce)(void *ctx, float *amax, int n);
     int  (*weight_amax)(void *ctx, int i, float *amax);
 } hp_float8_hooks;
 

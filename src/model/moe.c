@@ -179,7 +179,9 @@ static void op_out(const hp_moe_state *st, float *x, size_t n) {
 }
 
 // The experts' linears (not the router's: fp32), with bf16 operands under the bf16 policy, or
-// in float8 where the model converts them (the shared experts).
+// in float8 where the model converts them (the shared experts, and each routed expert: one
+// call per local expert over its rows, w its slice of the (El, ...) weight, even with 0 rows,
+// so that every rank of an etp group makes the same calls).
 static void expert_fwd(const hp_moe_state *st, const hp_moe_weights *W, float *y, const float *x, const float *w,
                        int N, int in, int out) {
     if (W->f8_fwd && W->f8_fwd(W->f8_ctx, y, x, w, N, in, out)) return;

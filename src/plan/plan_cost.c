@@ -17,6 +17,19 @@ void hp_plan_traffic_predict(const hp_model_config *m, const hp_dims *d, const h
                              int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], uint64_t *ep_worst) {
     hp_traffic_predict(m, d, rc, rank, bytes);   // with the checkpointed blocks' forwards again
     if (ep_worst) *ep_worst = 0;
+    if (bytes[HP_G_TP][HP_OP_ALLREDUCE] == UINT64_MAX) {
+        // the rowwise float8 amax per row over a routed expert's etp-split hidden: uniform
+        // routing brings each rank's experts the n*K entries of one member's rows on average
+        uint64_t fixed = 0, *per_entry = calloc((size_t)m->n_layers, sizeof *per_entry);
+        if (per_entry && hp_traffic_tp_routed(m, d, rc, rank, &fixed, per_entry)) {
+            const uint64_t n = (uint64_t)(rc->batch / hp_dims_batch(d)) *
+                               (uint64_t)(rc->seq_len / (d->cp * d->ulysses)) / (uint64_t)hp_dims_token_split(d);
+            uint64_t tp = fixed;
+            for (int l = 0; l < m->n_layers; l++) tp += n * (uint64_t)m->top_k * per_entry[l];
+            bytes[HP_G_TP][HP_OP_ALLREDUCE] = tp;
+        }
+        free(per_entry);
+    }
     if (bytes[HP_G_EP][HP_OP_ALLTOALL] != UINT64_MAX) return;
     // uniform routing: each of the n*K entries leaves this rank with probability (ep-1)/ep,
     // and as many arrive; the counts exchange is (ep-1) * experts-per-rank ints. The MoE

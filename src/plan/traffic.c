@@ -38,11 +38,15 @@ static pp_share share_of(const hp_model_config *m, const hp_dims *d, int rank) {
     return sh;
 }
 
-void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
-                        int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]) {
+// The formulas; returns 1 when the tp all-reduce also carries a routing-dependent part (the
+// rowwise float8 amax per row over a routed expert's etp-split hidden, with ep > 1), whose
+// bytes per routed entry computed here go to per_entry[l] (NULL: not wanted), not to bytes.
+static int predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
+                   uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], uint64_t *per_entry) {
     memset(bytes, 0, sizeof(uint64_t) * HP_G_COUNT * HP_OP_COUNT);
+    int routed = 0;
     hp_param_table t;
-    if (hp_params_build(&t, m, d, rank) != 0) return;
+    if (hp_params_build(&t, m, d, rank) != 0) return 0;
     hp_coords co;
     hp_mesh_coords(d, rank, &co);
     hp_local_shapes ls;
@@ -106,8 +110,11 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         if (sh.head) bytes[HP_G_TP][HP_OP_ALLREDUCE] += 3 * Nreg * F4;
     }
 
-    // float8 (precision.md §5.4, §8): each amax over a tp-sharded dim MAX-reduced over tp, 4
-    // bytes a value, per microbatch; zbv runs each linear's backward twice (its I and its W)
+    // float8 (precision.md §5.4, §8): each amax over a tp-sharded dim MAX-reduced over tp (a
+    // routed expert's over etp = tp), 4 bytes a value, per microbatch; zbv runs each linear's
+    // backward twice (its I and its W). An amax per row over a routed expert's split hidden
+    // counts its expert's rows: without ep every rank's experts compute all Nreg K entries of
+    // the step; with ep the routing decides (per_entry, hp_traffic_predict_ep).
     if (T > 1 && rc->float8) {
         hp_pp_layout lay;
         if (hp_pp_layout_init(&lay, d, m->n_layers) == 0) {
@@ -115,10 +122,17 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
             for (int s = 0; s < lay.n_stages; s++) {
                 if (lay.stage_rank[s] != co.p) continue;
                 for (int l = lay.stage_first[s]; l < lay.stage_first[s] + lay.stage_layers[s]; l++) {
-                    uint64_t f, b;
+                    uint64_t f, b, fe, be;
                     hp_float8_block_amax_reduced(m, &ls, rc->float8, rc->float8_filter,
-                                                 rc->float8_fsdp_all_gather, l, &f, &b);
+                                                 rc->float8_fsdp_all_gather, l, &f, &b, &fe, &be);
                     bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)M * (f + bwds * b) * F4;
+                    const uint64_t per = (fe + bwds * be) * F4;
+                    if (per && d->ep <= 1) {
+                        bytes[HP_G_TP][HP_OP_ALLREDUCE] += Nreg * (uint64_t)m->top_k * per;
+                    } else if (per) {
+                        routed = 1;
+                        if (per_entry) per_entry[l] = per;
+                    }
                     // tensorwise SP: the all-gathers whose consumers all convert move 1 byte an
                     // element, each after one amax MAX-reduced over tp per microbatch (the
                     // forward's; zbv's I gathers plain); an AC recompute gathers again with the
@@ -206,6 +220,21 @@ void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run
         for (int op = 0; op < HP_OP_COUNT; op++)
             if (bytes[g][op] != UINT64_MAX && ac[g][op] != UINT64_MAX) bytes[g][op] += ac[g][op];
     hp_params_free(&t);
+    return routed;
+}
+
+void hp_traffic_predict(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                        int rank, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]) {
+    if (predict(m, d, rc, rank, bytes, NULL)) bytes[HP_G_TP][HP_OP_ALLREDUCE] = UINT64_MAX;
+}
+
+int hp_traffic_tp_routed(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc, int rank,
+                         uint64_t *fixed, uint64_t *per_entry) {
+    uint64_t bytes[HP_G_COUNT][HP_OP_COUNT];
+    for (int l = 0; l < m->n_layers; l++) per_entry[l] = 0;
+    if (!predict(m, d, rc, rank, bytes, per_entry)) return 0;
+    *fixed = bytes[HP_G_TP][HP_OP_ALLREDUCE];
+    return 1;
 }
 
 // The global tokens (index g*S + s into the routing) that `rank` routes, in its row order:
@@ -238,27 +267,34 @@ static int routed_tokens(const hp_model_config *m, const hp_dims *d, const hp_ru
 // this rank sends to another ep member's experts, R those the others send to its experts and
 // e is 4, or 2 under bf16 (the rows out and their grads; the outputs back stay 4); a
 // checkpointed layer (hp_run_ac_block) adds its forward half, (n_ep-1)*El*4 + (S*e+R*4)*D.
+// The tp all-reduce, where it depends on the routing (hp_traffic_tp_routed): its fixed part
+// plus per layer the entries this rank's experts compute (its own and R) times per_entry[l].
 // The routing is the gathered one (hp_trainer_gather_routing), independent of the counters.
 void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                            int rank, const int *routing, uint64_t bytes[HP_G_COUNT][HP_OP_COUNT]) {
-    if (m->num_experts == 0 || d->ep <= 1 || rc->dispatcher != HP_DISPATCH_ALLTOALL) return;
+    if (m->num_experts == 0 || d->ep <= 1) return;
+    const int a2a = rc->dispatcher == HP_DISPATCH_ALLTOALL;
+    uint64_t *per_entry = calloc((size_t)m->n_layers, sizeof *per_entry), tp_fixed = 0;
+    if (!per_entry) return;
+    const int tp_routed = hp_traffic_tp_routed(m, d, rc, rank, &tp_fixed, per_entry);
+    if (!a2a && !tp_routed) { free(per_entry); return; }
     const int n_ep = d->ep, El = m->num_experts / n_ep, K = m->top_k;
     const size_t tokens = (size_t)rc->batch * rc->seq_len;
     int *members = malloc((size_t)d->world * sizeof(int));
     int *tok = malloc(tokens * sizeof(int));
-    if (!members || !tok) { free(members); free(tok); return; }
+    if (!members || !tok) { free(members); free(tok); free(per_entry); return; }
     int me = 0;
     hp_mesh_group(d, HP_G_EP, rank, members, &me);
     hp_pp_layout lay;
     hp_coords co;
     hp_mesh_coords(d, rank, &co);
     hp_pp_layout_init(&lay, d, m->n_layers);
-    uint64_t total = 0;
+    uint64_t total = 0, tp = tp_fixed;
     for (int l = 0, li = 0; l < m->n_layers; l++) {
         if (!hp_model_is_moe_layer(m, l)) continue;
         const int *lr = routing + (size_t)li++ * tokens * K;
         if (lay.stage_rank[hp_pp_layer_stage(&lay, l)] != co.p) continue;   // another pp rank's
-        uint64_t sent = 0, received = 0;
+        uint64_t sent = 0, received = 0, kept = 0;
         for (int j = 0; j < n_ep; j++) {
             const int n = routed_tokens(m, d, rc, members[j], tok);
             for (int i = 0; i < n; i++)
@@ -266,8 +302,10 @@ void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_
                     const int owner = lr[(size_t)tok[i] * K + k] / El;
                     if (j == me && owner != me) sent++;
                     if (j != me && owner == me) received++;
+                    if (j == me && owner == me) kept++;
                 }
         }
+        tp += (received + kept) * per_entry[l];
         // one counts exchange per microbatch; the rows add up over the step. A checkpointed
         // layer repeats its forward half (counts, dispatch, combine) in its recompute, with
         // the same routing.
@@ -279,7 +317,9 @@ void hp_traffic_predict_ep(const hp_model_config *m, const hp_dims *d, const hp_
         total += counts + 2 * (sent * out_e + received * F4) * (uint64_t)m->dim +
                  (hp_run_ac_block(rc, l) ? fwd_half : 0);
     }
-    bytes[HP_G_EP][HP_OP_ALLTOALL] = total;
+    if (a2a) bytes[HP_G_EP][HP_OP_ALLTOALL] = total;
+    if (tp_routed) bytes[HP_G_TP][HP_OP_ALLREDUCE] = tp;
     free(members);
     free(tok);
+    free(per_entry);
 }

@@ -1,7 +1,7 @@
 // trainer_hooks.c - the model's hooks (model/model_hooks.h) filled from the trainer's style
 // states: units -> FSDP (fsdp.c), regions and the loss -> TP/SP (tp.c), the attention core
 // -> CP ring (cp_attention.c) with Ulysses around it (ulysses.c), MoE dispatch -> EP
-// (ep_dispatch.c), float8 amax -> a MAX all-reduce over tp. The only place that knows which
+// (ep_dispatch.c), float8 amax -> a MAX all-reduce over tp (etp = tp for the routed experts). The only place that knows which
 // style serves which hook.
 #include <stdlib.h>
 #include <string.h>
@@ -104,16 +104,17 @@ void hp_attn_style_init(hp_attn_style *a, hp_trainer *tr) {
 
 // ---- float8: amax MAX-reduced over tp (precision.md §5.4). Under the structure check the
 // prescribed value, the MAX of every rank's local amax, is reduced again from a kept copy of
-// the inputs and compared bit for bit with what the linear will use (structure.h).
-static void float8_amax_reduce(void *ctx, float *amax, int n) {
-    hp_trainer *tr = ctx;
+// the inputs and compared bit for bit with what the linear will use (structure.h). A routed
+// expert's hidden dim is split over etp, which is the tp group in this mesh (mesh.h).
+static void float8_amax_max_tp(hp_trainer *tr, float *amax, int n, hp_failpoint_id local_bug) {
     if (tr->d.tp <= 1 || n <= 0) return;
     float *want = NULL;
     if (hp_structure_enabled() && (want = malloc((size_t)n * sizeof *want)) != NULL)
         memcpy(want, amax, (size_t)n * sizeof *want);
-    // (float8_amax_local_tp: the bug reduces, but each rank casts with its own amax: the scales
-    //  of one tensor differ between tp ranks, pytorch/ao#590's kind; the bytes moved are the same)
-    if (!hp_failpoint(HP_FP_FLOAT8_AMAX_LOCAL_TP)) {
+    // (float8_amax_local_tp, float8_expert_amax_local: the bug reduces, but each rank casts
+    //  with its own amax: the scales of one tensor differ between tp (etp) ranks, pytorch/ao#590's
+    //  kind; the bytes moved are the same)
+    if (!hp_failpoint(local_bug)) {
         hp_allreduce_max(tr->comm, HP_G_TP, amax, (size_t)n);
     } else {
         float *lost = malloc((size_t)n * sizeof *lost);
@@ -130,12 +131,20 @@ static void float8_amax_reduce(void *ctx, float *amax, int n) {
     for (int i = 0; i < n && bad < 0; i++)
         if (memcmp(&want[i], &amax[i], sizeof *want) != 0) bad = i;
     if (bad >= 0)
-        hp_structure_fail(HP_CHECK_FLOAT8_SCALE, "amax %d of %d is %.9g on tp rank %d, the MAX over "
-                          "the tp group %.9g: the scale is not the whole tensor's", bad, n,
-                          (double)amax[bad], tr->co.t, (double)want[bad]);
+        hp_structure_fail(HP_CHECK_FLOAT8_SCALE, "%samax %d of %d is %.9g on tp rank %d, the MAX over "
+                          "the %s group %.9g: the scale is not the whole tensor's",
+                          local_bug == HP_FP_FLOAT8_EXPERT_AMAX_LOCAL ? "routed expert " : "", bad, n,
+                          (double)amax[bad], tr->co.t,
+                          local_bug == HP_FP_FLOAT8_EXPERT_AMAX_LOCAL ? "etp" : "tp", (double)want[bad]);
     else
         hp_structure_pass(HP_CHECK_FLOAT8_SCALE);
     free(want);
+}
+static void float8_amax_reduce(void *ctx, float *amax, int n) {
+    float8_amax_max_tp(ctx, amax, n, HP_FP_FLOAT8_AMAX_LOCAL_TP);
+}
+static void float8_expert_amax_reduce(void *ctx, float *amax, int n) {
+    float8_amax_max_tp(ctx, amax, n, HP_FP_FLOAT8_EXPERT_AMAX_LOCAL);
 }
 
 // ---- float8 under --float8-fsdp-all-gather: a weight's amax is the one its fp8 all-gather
@@ -157,6 +166,6 @@ void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
         // (the bf16 policy's token rows travel in 2 bytes)
         .moe = tr->rc.mp_param == HP_DTYPE_BFLOAT16 ? hp_ep_moe_ops_bf16() : hp_ep_moe_ops(),
         .moe_ctx = tr->comm, .moe_mode = tr->rc.dispatcher,
-        .float8 = { tr, float8_amax_reduce, float8_weight_amax },
+        .float8 = { tr, float8_amax_reduce, float8_expert_amax_reduce, float8_weight_amax },
     };
 }

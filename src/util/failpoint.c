@@ -190,6 +190,10 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_FLOAT8_SP_GATHER_E4M3] = { HP_FP_FLOAT8_SP_GATHER_E4M3, "float8_sp_gather_e4m3", "M3-tp2-f8t", M3TP2 BF16 F8T,
       "non-finite loss or grad norm|structure: float8 SP all-gather",
       "float8 TP: the 1-byte SP all-gather of grad_output casts to e4m3 (max 448), decoded as e5m2" },
+    [HP_FP_FLOAT8_EXPERT_AMAX_LOCAL] = { HP_FP_FLOAT8_EXPERT_AMAX_LOCAL, "float8_expert_amax_local", "S2-f8t",
+      "--model tiny-moe --dp-replicate 1 --dp-shard 2 --cp 1 --tp 2 --sp --ep 2 --etp 2" BF16 F8T,
+      "structure: float8 scales",
+      "float8: a routed expert's weight amax not MAX-reduced over etp, so the etp ranks cast one expert with different scales" },
 };
 
 int hp_failpoint_parse(const char *spec, uint64_t *mask, char *err, size_t errlen) {

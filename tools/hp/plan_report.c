@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include "hyperpar/mesh.h"
 #include "hyperpar/plan.h"
+#include "hyperpar/traffic.h"
 #include "plan_tool.h"
 #include "util/file_io.h"
 
@@ -142,8 +143,9 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
         printf("  %-26s %14.0f B  %10.3f GiB  rank %d, of the %d pp ranks with rank %d's inner coordinates\n",
                "worst pp rank's peak", worst_peak, worst_peak / GIB, worst_rank, d->pp, rank);
 
-    uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], ep_worst = 0;
+    uint64_t bytes[HP_G_COUNT][HP_OP_COUNT], ep_worst = 0, formula[HP_G_COUNT][HP_OP_COUNT];
     hp_plan_traffic_predict(m, d, rc, rank, bytes, &ep_worst);
+    hp_traffic_predict(m, d, rc, rank, formula);   // (UINT64_MAX: routing-dependent)
     printf("\ntraffic per step on rank %d (bytes as comm.h counts them; docs/traffic.md)\n", rank);
     cJSON *traffic = cJSON_CreateObject();
     for (int g = 0; g < HP_G_COUNT; g++) {
@@ -155,7 +157,7 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
             printf("  %-13s %-15s %20llu  (wire %.0f, group of %d)%s\n", hp_group_name((hp_group_kind)g),
                    hp_op_name((hp_op_kind)op), (unsigned long long)bytes[g][op],
                    hp_plan_wire_bytes((hp_op_kind)op, bytes[g][op], size), size,
-                   ep_a2a ? "  expected under uniform routing" : "");
+                   formula[g][op] == UINT64_MAX ? "  expected under uniform routing" : "");
             if (ep_a2a) printf("  %-13s %-15s %20llu  the worst rank (every entry of the ep group)\n",
                                "", "", (unsigned long long)ep_worst);
             if (!ops) ops = cJSON_AddObjectToObject(traffic, hp_group_name((hp_group_kind)g));

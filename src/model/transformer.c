@@ -686,7 +686,8 @@ static void dx_rows(void *ctx, int r0, int n) {
     float *dx = j->dx + (size_t)r0 * j->in;
     for (int i = 0; i < j->n_terms; i++) {
         const float *dy = j->dy[i] + (size_t)r0 * j->out[i];
-        float *dw = j->tf->input_only ? NULL : j->dw[i];   // (zbv's I: dw in its W)
+        // (zbv's I: dw in its W, except in a block that keeps no dy for one: a MoE block)
+        float *dw = j->tf->input_only && !j->tf->dw_in_i ? NULL : j->dw[i];
         // (float8 tensorwise: dx by blocks here, dw over all rows in linear_bwd_dw; rowwise: both
         //  in this one call over all rows)
         if (j->tf->f8 && hp_float8_linear_bwd(j->tf, dx, hp_float8_tensorwise(j->tf) ? NULL : dw, dy, j->x,
@@ -735,6 +736,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl, nres = (size_t)tf->sh.Nres * D;
     hp_float8_layer_begin(tf, l);
+    tf->dw_in_i = A->dy_wo == NULL;   // (zbv: no kept dy, no W for this block's linears)
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
     if (hp_model_is_moe_layer(m, l)) {   // (MoE: plain regions, as in the forward)

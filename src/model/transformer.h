@@ -67,6 +67,7 @@ typedef struct hp_transformer {
                                //    (precision.md §2.2); partial sums over tp only after their sum
     int split_backward;        // zbv: backwards run as I (input grads) then W (weight grads)
     int input_only;            // the running backward is an I: weight grads of linears wait for W
+    int dw_in_i;               // the running block keeps no dy for a W (a MoE block): its I makes dw
     hp_block_acts *blocks;     // [n_slots * L]; slot 0's entries also carry the role indices.
                                // Buffers only for this rank's blocks (and h_in of the block after
                                // each of its stages: where that stage's output goes); a

@@ -125,8 +125,10 @@ static int predict(const hp_model_config *m, const hp_dims *d, const hp_run_conf
                     uint64_t f, b, fe, be;
                     hp_float8_block_amax_reduced(m, &ls, rc->float8, rc->float8_filter,
                                                  rc->float8_fsdp_all_gather, l, &f, &b, &fe, &be);
-                    bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)M * (f + bwds * b) * F4;
-                    const uint64_t per = (fe + bwds * be) * F4;
+                    // (a MoE block keeps no dy for a W: its whole backward runs in the I)
+                    const uint64_t bw = hp_model_is_moe_layer(m, l) ? 1 : bwds;
+                    bytes[HP_G_TP][HP_OP_ALLREDUCE] += (uint64_t)M * (f + bw * b) * F4;
+                    const uint64_t per = (fe + bw * be) * F4;
                     if (per && d->ep <= 1) {
                         bytes[HP_G_TP][HP_OP_ALLREDUCE] += Nreg * (uint64_t)m->top_k * per;
                     } else if (per) {

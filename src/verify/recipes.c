@@ -190,6 +190,8 @@ const hp_recipe hp_recipes[] = {
     { "S1b-f8t",      "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "float8 tensorwise, EP 4 borrowing TP: each routed expert's amax over the rows routed to it", BF16 " " F8T, 0, 0, NULL },
     { "S1b-f8r",      "S1",  "tiny-moe", 1, 2, 1, 2,  1, 4, 1, NULL,        NULL,        L2, NULL,          EX6, "float8 rowwise, EP 4 borrowing TP: routed experts per row", BF16 " " F8R, 0, 0, NULL },
     { "S2-ac-f8t",    "S2",  "tiny-moe", 1, 2, 1, 2,  1, 2, 2, NULL,        NULL,        L2, NULL,          EX6, "float8 tensorwise ETP, every block recomputed: the routed experts' recompute casts with the forward's scales", "--ac full " BF16 " " F8T, 0, 0, NULL },
+    { "P4m-f8t",      "P4",  "tiny-moe", 1, 1, 1, 2,  1, 2, 1, NULL,        NULL,        L2, NULL,          EX7, "float8 tensorwise, zero bubble V + TP + EP: a MoE block makes its weight grads in its I (no W), a dense one in its W", "--layers 4 --pp-schedule zbv --pp-microbatches 4 " BF16 " " F8T, 2, 0, NULL },
+    { "P4m-f8r",      "P4",  "tiny-moe", 1, 1, 1, 2,  1, 2, 1, NULL,        NULL,        L2, NULL,          EX7, "float8 rowwise, zero bubble V + TP + EP", "--layers 4 --pp-schedule zbv --pp-microbatches 4 " BF16 " " F8R, 2, 0, NULL },
     // async TP (docs/async_tp.md): each plain TP + SP recipe again with --async-tp; bitwise the
     // plain one (the CTest async_tp_equals_tp compares their dumps), and its trajectory here
     { "M3-tp2-async", "M3",  "tiny",     1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "M3-tp2",      EX2, "async TP 2: each SP all-gather and reduce-scatter overlapped with its GEMMs, forward and backward", "--async-tp", 0, 0, NULL },

@@ -199,6 +199,8 @@ const hp_recipe hp_recipes[] = {
     { "M3-tp4-bf16-async","M3","tiny",   1, 1, 1, 4,  1, 1, 1, NULL,        NULL,        L1, "M3-tp4-bf16", EX2, "bf16 async TP 4: fp32 partials sent, summed in rank order", BF16 " --async-tp", 0, 0, NULL },
     { "B2-async",     "B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "B2",          EX3, "async TP + SP + FSDP2", "--async-tp", 0, 0, NULL },
     { "B2-bf16-async","B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L1, "B2-bf16",     EX3, "bf16 async TP + SP + FSDP2", BF16 " --async-tp", 0, 0, NULL },
+    { "M3-tp2-f8t-async","M3","tiny",    1, 1, 1, 2,  1, 1, 1, NULL,        NULL,        L2, "M3-tp2-f8t",  EX2, "float8 tensorwise async TP: the 1-byte SP all-gathers overlapped with their GEMMs (every row block cast with the tensor's scale)", BF16 " " F8T " --async-tp", 0, 0, NULL },
+    { "B2-f8ag-async","B2",  "tiny",     1, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, "B2-f8ag",     EX3, "float8 tensorwise async TP + FSDP2 with the fp8 parameter all-gather", BF16 " " F8T " --float8-fsdp-all-gather --async-tp", 0, 0, NULL },
     { "M6-ag-async",  "M6",  "tiny",     1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, "M6-ag",       EX3, "async TP on the Titan grid (1,2,2,2)", "--async-tp", 0, 0, NULL },
     { "M6-ag-bf16-async","M6","tiny",    1, 2, 2, 2,  1, 1, 1, "allgather", NULL,        L1, "M6-ag-bf16",  EX3, "bf16 async TP on the Titan grid (1,2,2,2)", BF16 " --async-tp", 0, 0, NULL },
     { "M7-tp2-async", "M7",  "tiny",     2, 2, 1, 2,  1, 1, 1, NULL,        NULL,        L2, "M7-tp2",      EX3, "async TP under HSDP", "--async-tp", 0, 0, NULL },

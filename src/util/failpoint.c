@@ -168,7 +168,7 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
       "structure: float8 scales",
       "float8: amax not MAX-reduced over tp, so the tp ranks cast with different scales" },
     [HP_FP_FLOAT8_RECOMPUTE_SCALE] = { HP_FP_FLOAT8_RECOMPUTE_SCALE, "float8_recompute_scale", "M3-tp2-ac-f8t", M6ACF2 BF16 F8T,
-      "structure: activation-checkpointing recompute",
+      "global gradient norm|structure: activation-checkpointing recompute",
       "float8: an activation-checkpointing recompute takes its amax again on the local shard, not the forward's scales" },
     [HP_FP_FLOAT8_FSDP_AMAX_LOCAL] = { HP_FP_FLOAT8_FSDP_AMAX_LOCAL, "float8_fsdp_amax_local", "M4-s4-f8ag",
       M4S4 BF16 F8T F8AG,

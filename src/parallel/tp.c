@@ -214,6 +214,23 @@ static void exit_backward_fn(hp_tp_state *st, float *out, float *in, int D) {
     hp_tp_region_exit_backward(st, out, in, D);
 }
 
+// The posted all-gather's shards into out's rows and consume() over them: own member first,
+// then member (me+s) mod T as its shard lands (the async side of gather_consume).
+static void consume_as_landed(hp_tp_state *st, float *out, int D, hp_rows_fn *consume, void *ctx) {
+    const int T = st->sh.T, me = hp_comm_rank(st->comm, HP_G_TP);
+    for (int s = 0; s < T; s++) {
+        const int t = (me + s) % T;
+        if (s > 0) hp_allgather_wait_member(st->comm, HP_G_TP, st->reqs, t);
+        // (async_tp_chunk_offset: the bug places and consumes the first peer's chunk at the
+        //  next member's row offset: one block computed twice, another never)
+        const int at = s == 1 && hp_failpoint(HP_FP_ASYNC_TP_CHUNK_OFFSET) ? (t + 1) % T : t;
+        place_shard(st, out, t, at, D);
+        run_blocks(st, at, consume, ctx);
+    }
+    hp_allgather_finish(st->comm, HP_G_TP, st->reqs);
+    st->async_ops++;
+}
+
 // out (reg) = the SP all-gather of in (res), consume() over out's rows (see tp.h).
 static void gather_consume(hp_tp_state *st, float *out, const float *in, int D, hp_rows_fn *consume,
                            void *ctx, region_fn *plain) {
@@ -238,17 +255,7 @@ static void gather_consume(hp_tp_state *st, float *out, const float *in, int D, 
     } else {
         hp_allgather_post(st->comm, HP_G_TP, st->buf, in, nres, st->reqs);
     }
-    for (int s = 0; s < T; s++) {
-        const int t = (me + s) % T;
-        if (s > 0) hp_allgather_wait_member(st->comm, HP_G_TP, st->reqs, t);
-        // (async_tp_chunk_offset: the bug places and consumes the first peer's chunk at the
-        //  next member's row offset: one block computed twice, another never)
-        const int at = s == 1 && hp_failpoint(HP_FP_ASYNC_TP_CHUNK_OFFSET) ? (t + 1) % T : t;
-        place_shard(st, out, t, at, D);
-        run_blocks(st, at, consume, ctx);
-    }
-    hp_allgather_finish(st->comm, HP_G_TP, st->reqs);
-    st->async_ops++;
+    consume_as_landed(st, out, D, consume, ctx);
 }
 
 // out (res) = the SP reduce-scatter of partial (reg), whose rows produce() writes (see tp.h).
@@ -292,17 +299,8 @@ void hp_tp_region_gather_fp8_consume(hp_tp_state *st, float *out, const float *i
         else blocks_to_seq(st, out, D);
         for (int t = 0; t < T; t++) run_blocks(st, t, consume, ctx);
     } else {           // as gather_consume: own member first, then each peer's as it lands
-        const int me = hp_comm_rank(st->comm, HP_G_TP);
         hp_allgather_post_bytes(st->comm, HP_G_TP, gathered8(st), own, nres, st->reqs);
-        for (int s = 0; s < T; s++) {
-            const int t = (me + s) % T;
-            if (s > 0) hp_allgather_wait_member(st->comm, HP_G_TP, st->reqs, t);
-            const int at = s == 1 && hp_failpoint(HP_FP_ASYNC_TP_CHUNK_OFFSET) ? (t + 1) % T : t;
-            place_shard(st, out, t, at, D);
-            run_blocks(st, at, consume, ctx);
-        }
-        hp_allgather_finish(st->comm, HP_G_TP, st->reqs);
-        st->async_ops++;
+        consume_as_landed(st, out, D, consume, ctx);
     }
     st->fp8_scale = 0.0f;
 }

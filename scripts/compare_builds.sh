@@ -5,6 +5,7 @@
 # (grads.safetensors, byte for byte) are identical. Exits 1 when any differs.
 #   git worktree add /tmp/old <commit> && cmake -S /tmp/old -B /tmp/old/build && cmake --build /tmp/old/build --target hp
 #   scripts/compare_builds.sh /tmp/old/build/hp build/hp
+#   RECIPES='bf16' scripts/compare_builds.sh ...   # only the recipes whose id matches (grep -E)
 old=$1 new=$2 out=${3:-/tmp/hp-compare}
 [ -x "$old" ] && [ -x "$new" ] || { echo "usage: compare_builds.sh OLD_HP NEW_HP [DIR]" >&2; exit 2; }
 rm -rf "$out" && mkdir -p "$out" || exit 2
@@ -16,7 +17,8 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 echo "compare_builds: both builds on core ${OPENBLAS_CORETYPE:-(OpenBLAS's own)}, $OPENBLAS_NUM_THREADS BLAS thread(s) per process"
 losses() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['losses_exact'])" "$1" 2>/dev/null; }
 same=0 diff=0
-"$old" matrix --list | awk -F '\t' '$1 == "recipe" { print $2 "\t" $5 }' >"$out/list"
+"$old" matrix --list | awk -F '\t' '$1 == "recipe" { print $2 "\t" $5 }' |
+  { if [ -n "${RECIPES:-}" ]; then grep -E "^[^$(printf '\t')]*(${RECIPES})"; else cat; fi; } >"$out/list"
 tab=$(printf '\t')
 while IFS="$tab" read -r id flags; do
   for b in old new; do

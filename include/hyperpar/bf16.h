@@ -8,7 +8,8 @@
 // float: its low 16 bits are zero), rounding at every op boundary with hp_bf16_round; the wire
 // and the GEMM's operands carry the 2-byte form (hp_bf16_pack / hp_bf16_unpack).
 // defines: hp_bf16, hp_bf16_from_float, hp_bf16_to_float, hp_bf16_round_float, hp_bf16_round,
-//          hp_bf16_pack, hp_bf16_unpack, hp_bf16_narrow_in_place, hp_bf16_widen_in_place
+//          hp_bf16_pack, hp_bf16_pack_exact, hp_bf16_unpack, hp_bf16_narrow_in_place,
+//          hp_bf16_widen_in_place
 //
 //   hp_bf16_round(y, (size_t)N * out);            // an op's output, rounded once
 //   hp_bf16_pack(wire, shard, n); ... hp_bf16_unpack(full, wire, n * G);   // 2 bytes on the wire
@@ -41,6 +42,10 @@ void hp_bf16_round(float *x, size_t n);
 // dst (n bf16) <- round(src (n fp32)); dst (n fp32) <- src (n bf16), exact
 void hp_bf16_pack(hp_bf16 *dst, const float *src, size_t n);
 void hp_bf16_unpack(float *dst, const hp_bf16 *src, size_t n);
+// dst (n bf16) <- the upper halves of src (n fp32) that are bf16 already: 1 when every low half
+// was zero (the copy is exact, unpack gives src back bit for bit), else 0 (dst holds the upper
+// halves, truncated: the caller's invariant broke). For bf16 activations kept in 2 bytes.
+int hp_bf16_pack_exact(hp_bf16 *dst, const float *src, size_t n);
 // In place, for a float buffer that travels as 2 bytes: narrow packs its n floats into bf16
 // at its start (each one rounded); widen turns n bf16 at its start back into n floats
 // (exact, last element first, so no value is overwritten before it is read).

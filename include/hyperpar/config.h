@@ -152,6 +152,14 @@ int hp_run_config_parse_ac(const char *s, int *ac_every, char *err, size_t errle
 static inline int hp_run_ac_block(const hp_run_config *rc, int l) {
     return rc->ac_every > 0 && (l + 1) % rc->ac_every == 0;
 }
+// bf16 activation storage (precision.md §2.2): under --mixed-precision-param bfloat16 a block
+// that keeps its activations keeps the bf16 ones in 2 bytes each (its fp32 statistics, the
+// residual stream h_in and the attention / MoE states stay 4), and every such block runs in ONE
+// fp32 set, as a checkpointed block does. Float8 runs keep fp32 buffers (their dequantised
+// operands are not all bf16 values).
+static inline int hp_run_bf16_stored(const hp_run_config *rc) {
+    return rc->mp_param == HP_DTYPE_BFLOAT16 && rc->float8 == 0;
+}
 // "default", "always", "never" -> *policy; 0, or -1 with one line in err naming the choices.
 // hp_dims_validate refuses "always" under pp.
 int hp_run_config_parse_reshard(const char *s, hp_reshard_policy *policy, char *err, size_t errlen);

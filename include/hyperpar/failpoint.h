@@ -99,6 +99,8 @@ typedef enum hp_failpoint_id {
     HP_FP_FLOAT8_SP_GATHER_E4M3,       // tp.c: the float8 SP all-gather casts grad_output to e4m3
     HP_FP_FLOAT8_EXPERT_AMAX_LOCAL,    // trainer_hooks.c: a routed expert's float8 amax (its weight's
                                        //   first) not MAX-reduced over etp
+    HP_FP_BF16_STORE_SLOT,             // transformer.c: bf16 storage: a stored block's backward
+                                       //   unpacks the next pipeline slot's activations
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -24,7 +24,8 @@
 #include "dims.h"
 #include "memtrack.h"
 
-// Bytes on one rank, by category (hyperpar keeps everything in fp32: 4 bytes an element).
+// Bytes on one rank, by category (4 bytes an element, but for the bf16 activation stores of
+// config.h's hp_run_bf16_stored: 2).
 // The persistent and FSDP buffers are exactly what fsdp.c allocates; the activations are
 // exactly the buffers transformer.c, moe.c, ep_dispatch.c and ulysses.c allocate
 // (hp_plan_activations), the expert rows sized for the worst rank under EP imbalance (every
@@ -49,7 +50,8 @@ typedef struct hp_plan_memory {
     int    pp_in_flight;    // pp > 1: the most microbatches holding activations here at once
     double activations_uniform;  // the same if the expert rows were sized for uniform routing
                             // (n*K per rank instead of ep*n*K; = activations for dense models)
-    double activations_recompute;  // of activations: the shared recompute set (0 without AC)
+    double activations_recompute;  // of activations: the shared set the checkpointed (and under
+                                   // bf16 storage the stored) blocks run in (0: none)
     double scratch;         // backward scratch, the ring's K/V, token ids, dlogits
     double persistent;      // params + grads + optimizer
     double peak;            // all of the above
@@ -95,9 +97,10 @@ int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_
 // dense_block / moe_block are a block's other buffers; head is the slot's h_final plus, on
 // the head's pp rank, the final norm, logits and CE buffers.
 typedef struct hp_plan_activations {
-    double block_input, dense_block, moe_block, head;
+    double block_input, dense_block, moe_block, head;   // (under bf16 storage a block's
+                            //   statistics, states and 2-byte store: config.h hp_run_bf16_stored)
     double slot;            // one microbatch slot under rc->ac_every
-    double recompute;       // the shared recompute set (0 when no block here is checkpointed)
+    double recompute;       // the shared set (0 when no block here is checkpointed or stored)
     double boundary;        // pp: pipeline_run.c's dh_buf, n_slots * pp_virtual * Nres*D floats
                             //   (and under bf16 its fwd_wire, as many 2-byte elements)
     int    n_slots;         // 1 at pp 1; the schedule's microbatches in flight under pp

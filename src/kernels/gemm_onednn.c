@@ -32,6 +32,7 @@
 #include <dnnl_debug.h>
 #include "hyperpar/bf16.h"
 #include "kernels/gemm_onednn.h"
+#include "kernels/parallel.h"
 
 #define CACHE_SLOTS 64
 
@@ -203,7 +204,9 @@ static hp_bf16 *pack(hp_bf16 **buf, size_t *cap, const float *src, int rows, int
         if (!*buf) { fprintf(stderr, "hp: gemm: out of memory (%zu bf16)\n", need); abort(); }
         *cap = need;
     }
-    for (int r = 0; r < rows; r++) hp_bf16_pack(*buf + (size_t)r * cols, src + (size_t)r * ld, (size_t)cols);
+    if (ld == cols) hp_par_bf16_pack(*buf, src, need);   // (contiguous: on the job's threads)
+    else
+        for (int r = 0; r < rows; r++) hp_bf16_pack(*buf + (size_t)r * cols, src + (size_t)r * ld, (size_t)cols);
     return *buf;
 }
 

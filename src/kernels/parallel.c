@@ -6,12 +6,14 @@
 // holding up the rest. What each item computes does not depend on its range or its thread,
 // so the result cannot depend on the thread count or on scheduling.
 // Why not OpenMP: that contract is this file's, and there is no second runtime.
-// defines: hp_par_for, hp_par_threads, hp_par_zero
+// defines: hp_par_for, hp_par_threads, hp_par_zero, hp_par_bf16_round, hp_par_bf16_pack,
+//          hp_par_bf16_pack_exact, hp_par_bf16_unpack
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <cblas.h>
+#include "hyperpar/bf16.h"
 #include "kernels/parallel.h"
 
 #define PAR_MAX_THREADS 16
@@ -129,4 +131,59 @@ static void zero_items(void *ctx, int lo, int hi) {
 void hp_par_zero(float *x, size_t n) {
     zero_job J = { x, n };
     hp_par_for((int)((n + ZERO_ITEM - 1) / ZERO_ITEM), 4, 0, zero_items, &J);
+}
+
+// ---------------------------------------------------------------------------------------
+// bf16 conversions: memory-bound too; each item converts its own elements
+
+typedef enum { CONV_ROUND, CONV_PACK, CONV_PACK_EXACT, CONV_UNPACK } conv_op;
+
+typedef struct conv_job {
+    conv_op op;
+    float *f;              // round: in place; unpack: the destination
+    const float *src;      // pack: the source
+    hp_bf16 *h;            // pack: the destination
+    const hp_bf16 *hsrc;   // unpack: the source
+    size_t n;
+    atomic_int inexact;    // pack_exact: set by any item that met a value that is not bf16
+} conv_job;
+
+static void conv_items(void *ctx, int lo, int hi) {
+    conv_job *J = ctx;
+    const size_t i0 = (size_t)lo * ZERO_ITEM, i1 = (size_t)hi * ZERO_ITEM < J->n ? (size_t)hi * ZERO_ITEM : J->n;
+    const size_t m = i1 - i0;
+    switch (J->op) {
+    case CONV_ROUND:  hp_bf16_round(J->f + i0, m); break;
+    case CONV_PACK:   hp_bf16_pack(J->h + i0, J->src + i0, m); break;
+    case CONV_UNPACK: hp_bf16_unpack(J->f + i0, J->hsrc + i0, m); break;
+    case CONV_PACK_EXACT:
+        if (!hp_bf16_pack_exact(J->h + i0, J->src + i0, m)) atomic_store(&J->inexact, 1);
+        break;
+    }
+}
+
+static int conv_run(conv_job *J) {
+    atomic_init(&J->inexact, 0);
+    hp_par_for((int)((J->n + ZERO_ITEM - 1) / ZERO_ITEM), 4, 0, conv_items, J);
+    return atomic_load(&J->inexact) == 0;
+}
+
+void hp_par_bf16_round(float *x, size_t n) {
+    conv_job J = { .op = CONV_ROUND, .f = x, .n = n };
+    conv_run(&J);
+}
+
+void hp_par_bf16_pack(uint16_t *dst, const float *src, size_t n) {
+    conv_job J = { .op = CONV_PACK, .src = src, .h = dst, .n = n };
+    conv_run(&J);
+}
+
+int hp_par_bf16_pack_exact(uint16_t *dst, const float *src, size_t n) {
+    conv_job J = { .op = CONV_PACK_EXACT, .src = src, .h = dst, .n = n };
+    return conv_run(&J);
+}
+
+void hp_par_bf16_unpack(float *dst, const uint16_t *src, size_t n) {
+    conv_job J = { .op = CONV_UNPACK, .f = dst, .hsrc = src, .n = n };
+    conv_run(&J);
 }

@@ -8,6 +8,7 @@
 // is a copy or the plain computation, and this is the single-process reference.
 #include <math.h>
 #include <mpi.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/bf16.h"
@@ -15,7 +16,7 @@
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/structure.h"
-#include "kernels/parallel.h"   // hp_par_zero
+#include "kernels/parallel.h"   // hp_par_zero, hp_par_bf16_*
 #include "model/transformer.h"
 
 // The table names of a block's parameter roles (layers.{l}.<suffix>), in hp_block_param order.
@@ -134,7 +135,7 @@ static void region_exit_backward(hp_transformer *tf, float *din, const float *do
 // region hook has summed them in fp32, so the result does not move with the tp degree.
 static void op_out(const hp_transformer *tf, float *x, size_t n) {
     if (!tf->bf16) return;
-    if (!hp_failpoint(HP_FP_BF16_TRUNCATE)) { hp_bf16_round(x, n); return; }
+    if (!hp_failpoint(HP_FP_BF16_TRUNCATE)) { hp_par_bf16_round(x, n); return; }
     for (size_t i = 0; i < n; i++) {   // (the bug of bf16_truncate: the low half dropped)
         uint32_t u;
         memcpy(&u, &x[i], sizeof u);
@@ -211,6 +212,11 @@ static float *falloc(size_t n) {
     falloc_bytes += (n ? n : 1) * sizeof(float);
     return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float));
 }
+// A bf16 store (category activations, counted with them).
+static hp_bf16 *balloc(size_t n) {
+    falloc_bytes += (n ? n : 1) * sizeof(hp_bf16);
+    return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(hp_bf16));
+}
 // The per-rank backward scratch (one set, whatever the slots): category scratch.
 static float *salloc(size_t n) { return hp_mem_alloc(HP_MEM_SCRATCH, (n ? n : 1) * sizeof(float)); }
 
@@ -244,6 +250,11 @@ static hp_moe_grads moe_grads(hp_transformer *tf, int l) {
 // ---------------------------------------------------------------------------------------
 // allocation
 
+// The attention core's state of a block (hp_attention_hooks; none without state_init).
+static int alloc_attention_state(hp_transformer *tf, hp_block_acts *A) {
+    return tf->hk.attn.state_init && tf->hk.attn.state_init(tf->hk.attn.ctx, &A->attn) != 0 ? -1 : 0;
+}
+
 // Activation checkpointing (config.h, hp_run_ac_block): block l is checkpointed when
 // (l+1) % ac_every == 0. It keeps only h_in per slot; its forward and its recompute run in
 // the one shared set tf->recompute.
@@ -251,8 +262,8 @@ static int ac_block(const hp_transformer *tf, int l) {
     return tf->ac_every > 0 && (l + 1) % tf->ac_every == 0;
 }
 
-// The attention half of a block's activations (n1 .. g2 and the core's state).
-static int alloc_attention(hp_transformer *tf, hp_block_acts *A) {
+// The attention half of a block's activations (n1 .. g2), and the core's state when with_state.
+static int alloc_attention(hp_transformer *tf, hp_block_acts *A, int with_state) {
     const hp_local_shapes *sh = &tf->sh;
     const size_t D = (size_t)sh->D, res = (size_t)sh->Nres, reg = (size_t)sh->Nreg;
     const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
@@ -265,7 +276,7 @@ static int alloc_attention(hp_transformer *tf, hp_block_acts *A) {
     if (!A->n1 || !A->rstd1 || !A->g1 || !A->q || !A->k || !A->v || !A->att || !A->lse ||
         !A->h_mid || !A->n2 || !A->rstd2 || !A->g2)
         return -1;
-    return tf->hk.attn.state_init && tf->hk.attn.state_init(tf->hk.attn.ctx, &A->attn) != 0 ? -1 : 0;
+    return with_state ? alloc_attention_state(tf, A) : 0;
 }
 
 // A dense block's FFN activations, and under zbv the dy its linears keep for W.
@@ -300,41 +311,135 @@ static int alloc_moe(hp_transformer *tf, hp_block_acts *A) {
     return A->moe && hp_moe_set_dispatch(A->moe, tf->hk.moe, tf->hk.moe_ctx) == 0 ? 0 : -1;
 }
 
+// ---------------------------------------------------------------------------------------
+// bf16 storage: a block's bf16-valued activations in 2 bytes each (precision.md §2.2)
+//
+// A stored block runs its forward in the shared set (tf->recompute, lent as tf->work over the
+// block's own h_in, statistics and states), then packs the set's bf16 fields into its store;
+// its backward unpacks them into the set first. Every field is an op output rounded once, so
+// the round trip is exact (checked at each pack) and the step's bits are those of the floats.
+// The fp32 statistics (rstd1, rstd2, lse), the stream h_in, the attention core's and the MoE
+// state stay in their float buffers.
+
+typedef enum { SZ_RES_D, SZ_REG_D, SZ_REG_QD, SZ_REG_KVD, SZ_REG_F } stored_size;
+typedef enum { G_ATTN = 1, G_FFN = 2, G_DY = 4 } stored_group;   // the attention half, a dense
+                                                                  // FFN, zbv's kept dy
+typedef struct { size_t off; stored_size size; stored_group group; const char *name; } stored_field;
+#define STORED(f, size, group) { offsetof(hp_block_acts, f), size, group, #f }
+// (n1 and n2 are not: the backward reads the norms' inputs and rstd, and the region's g1, g2)
+static const stored_field stored_fields[] = {   // a store's layout, in this order
+    STORED(g1, SZ_REG_D, G_ATTN), STORED(q, SZ_REG_QD, G_ATTN), STORED(k, SZ_REG_KVD, G_ATTN),
+    STORED(v, SZ_REG_KVD, G_ATTN), STORED(att, SZ_REG_QD, G_ATTN), STORED(h_mid, SZ_RES_D, G_ATTN),
+    STORED(g2, SZ_REG_D, G_ATTN),
+    STORED(a1, SZ_REG_F, G_FFN), STORED(a3, SZ_REG_F, G_FFN), STORED(act, SZ_REG_F, G_FFN),
+    STORED(dy_wo, SZ_REG_D, G_DY), STORED(dy_w2, SZ_REG_D, G_DY), STORED(dy_w1, SZ_REG_F, G_DY),
+    STORED(dy_w3, SZ_REG_F, G_DY), STORED(dy_q, SZ_REG_QD, G_DY), STORED(dy_k, SZ_REG_KVD, G_DY),
+    STORED(dy_v, SZ_REG_KVD, G_DY),
+};
+#define N_STORED_FIELDS (sizeof stored_fields / sizeof *stored_fields)
+
+static float **stored_field_of(hp_block_acts *A, const stored_field *f) {
+    return (float **)((char *)A + f->off);
+}
+
+static size_t stored_elems(const hp_transformer *tf, stored_size size) {
+    const hp_local_shapes *sh = &tf->sh;
+    const size_t D = (size_t)sh->D, res = (size_t)sh->Nres, reg = (size_t)sh->Nreg;
+    switch (size) {
+    case SZ_RES_D:   return res * D;
+    case SZ_REG_D:   return reg * D;
+    case SZ_REG_QD:  return reg * (size_t)sh->Hl * sh->hd;
+    case SZ_REG_KVD: return reg * (size_t)sh->Hkvl * sh->hd;
+    case SZ_REG_F:   return reg * (size_t)sh->Fl;
+    }
+    return 0;
+}
+
+// The groups block l stores: the attention half, and a dense block's FFN (and zbv's dy).
+static int stored_groups(const hp_transformer *tf, int l) {
+    if (hp_model_is_moe_layer(&tf->m, l)) return G_ATTN;
+    return G_ATTN | G_FFN | (tf->split_backward ? G_DY : 0);
+}
+
+// A stored block's buffers: its fp32 statistics, the store, the core's and MoE state.
+static int alloc_stored(hp_transformer *tf, hp_block_acts *A, int l) {
+    const size_t res = (size_t)tf->sh.Nres, reg = (size_t)tf->sh.Nreg;
+    A->rstd1 = falloc(res); A->rstd2 = falloc(res); A->lse = falloc(reg * (size_t)tf->sh.Hl);
+    const int groups = stored_groups(tf, l);
+    size_t n = 0;
+    for (size_t i = 0; i < N_STORED_FIELDS; i++)
+        if (stored_fields[i].group & groups) n += stored_elems(tf, stored_fields[i].size);
+    A->stored = balloc(n);
+    if (!A->rstd1 || !A->rstd2 || !A->lse || !A->stored || alloc_attention_state(tf, A) != 0) return -1;
+    return hp_model_is_moe_layer(&tf->m, l) ? alloc_moe(tf, A) : 0;
+}
+
+// Packs (save) the groups `which` of the set W into block l's store, or unpacks them into W.
+static void stored_move(hp_transformer *tf, int l, hp_block_acts *W, int which, int save) {
+    const hp_block_acts *A = acts(tf, l);
+    // (bf16_store_slot: the bug unpacks the next slot's store, another microbatch's activations)
+    if (!save && hp_failpoint(HP_FP_BF16_STORE_SLOT))
+        A = &tf->blocks[(size_t)((tf->slot + 1) % tf->n_slots) * tf->m.n_layers + l];
+    const int groups = stored_groups(tf, l);
+    size_t at = 0;
+    for (size_t i = 0; i < N_STORED_FIELDS; i++) {
+        const stored_field *f = &stored_fields[i];
+        if (!(f->group & groups)) continue;
+        const size_t n = stored_elems(tf, f->size);
+        float *buf = *stored_field_of(W, f);
+        if (f->group & which) {
+            if (!save) hp_par_bf16_unpack(buf, A->stored + at, n);
+            else if (!hp_par_bf16_pack_exact(A->stored + at, buf, n))
+                hp_fail_line_and_abort(1, "hp: bf16 activation storage: block %d's %s (microbatch %d) "
+                                       "holds a value that is not bf16; every stored activation "
+                                       "must be an op output rounded once", l, f->name, tf->mb);
+        }
+        at += n;
+    }
+}
+
 // Block l's buffers in one slot: nothing for a block of another pp rank, unless a stage of
 // this rank ends just before it (h_in is then where that stage's output goes); only h_in for
-// a checkpointed block; everything for the others.
+// a checkpointed block; under bf16 storage its statistics, store and states; everything for
+// the others.
 static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
     const int local = tf->layer_local[l], feeds = l > 0 && tf->layer_local[l - 1];
     if (!local && !feeds) return 0;
     A->h_in = falloc((size_t)tf->sh.Nres * tf->sh.D);
     if (!A->h_in) return -1;
     if (!local || ac_block(tf, l)) return 0;
-    if (alloc_attention(tf, A) != 0) return -1;
+    if (tf->store_bf16) return alloc_stored(tf, A, l);
+    if (alloc_attention(tf, A, 1) != 0) return -1;
     return hp_model_is_moe_layer(&tf->m, l) ? alloc_moe(tf, A) : alloc_dense_ffn(tf, A);
 }
 
-// The one recompute set of a rank with checkpointed blocks: the attention half, and the FFN
-// of each kind (dense, MoE) among its checkpointed blocks. Its h_in points at the running
-// block's kept input.
+// The one shared set of a rank with checkpointed or stored blocks: the attention half (the
+// core's state only for checkpointed blocks: a stored block keeps its own), the dense FFN if
+// one of those blocks is dense, and the MoE state if a checkpointed block is MoE. Its h_in
+// points at the running block's kept input.
 static int alloc_recompute(hp_transformer *tf) {
-    int dense = 0, moe = 0;
-    for (int l = 0; l < tf->m.n_layers; l++)
-        if (tf->layer_local[l] && ac_block(tf, l)) {
-            if (hp_model_is_moe_layer(&tf->m, l)) moe = 1;
-            else dense = 1;
-        }
-    if (!dense && !moe) return 0;
+    int used = 0, ac = 0, dense = 0, ac_moe = 0;
+    for (int l = 0; l < tf->m.n_layers; l++) {
+        if (!tf->layer_local[l] || (!ac_block(tf, l) && !tf->store_bf16)) continue;
+        const int moe = hp_model_is_moe_layer(&tf->m, l);
+        used = 1;
+        ac |= ac_block(tf, l);
+        dense |= !moe;
+        ac_moe |= moe && ac_block(tf, l);
+    }
+    if (!used) return 0;
     hp_block_acts *R = tf->recompute = hp_mem_alloc(HP_MEM_OTHER, sizeof *R);
-    if (!R || alloc_attention(tf, R) != 0) return -1;
+    if (!R || alloc_attention(tf, R, ac) != 0) return -1;
     if (dense && alloc_dense_ffn(tf, R) != 0) return -1;
-    return moe ? alloc_moe(tf, R) : 0;
+    return ac_moe ? alloc_moe(tf, R) : 0;
 }
 
 int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
                         const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
-                        int split_backward, int ac_every, int bf16) {
+                        int split_backward, int ac_every, int bf16, int store_bf16) {
     memset(tf, 0, sizeof *tf);
     tf->bf16 = bf16;
+    tf->store_bf16 = bf16 && store_bf16;
     tf->m = *m;
     tf->sh = *sh;
     tf->pt = pt;
@@ -401,6 +506,7 @@ static void free_block(hp_transformer *tf, hp_block_acts *A) {
     hp_mem_free(A->a1); hp_mem_free(A->a3); hp_mem_free(A->act);
     hp_mem_free(A->dy_wo); hp_mem_free(A->dy_w2); hp_mem_free(A->dy_w1); hp_mem_free(A->dy_w3);
     hp_mem_free(A->dy_q); hp_mem_free(A->dy_k); hp_mem_free(A->dy_v);
+    hp_mem_free(A->stored);
     if (A->moe) hp_moe_state_free(A->moe);
     if (A->attn) tf->hk.attn.state_free(A->attn);
 }
@@ -445,12 +551,25 @@ static void add_into(float *out, const float *a, const float *b, size_t n) {
 }
 
 // The buffers block l runs in: its own in the slot, or for a checkpointed block the shared
-// recompute set over the slot's kept h_in.
+// recompute set over the slot's kept h_in; for a stored block that set too, lent as tf->work
+// over the block's h_in, statistics and states (the fields it does not store: NULL).
 static hp_block_acts *block_work(hp_transformer *tf, int l) {
     hp_block_acts *A = acts(tf, l);
-    if (!ac_block(tf, l)) return A;
-    tf->recompute->h_in = A->h_in;
-    return tf->recompute;
+    if (ac_block(tf, l)) {
+        tf->recompute->h_in = A->h_in;
+        return tf->recompute;
+    }
+    if (!A->stored) return A;
+    hp_block_acts *W = &tf->work;
+    *W = *tf->recompute;
+    W->h_in = A->h_in;
+    W->rstd1 = A->rstd1; W->rstd2 = A->rstd2; W->lse = A->lse;
+    W->attn = A->attn; W->moe = A->moe;
+    W->stored = NULL;
+    const int groups = stored_groups(tf, l);
+    for (size_t i = 0; i < N_STORED_FIELDS; i++)
+        if (!(stored_fields[i].group & groups)) *stored_field_of(W, &stored_fields[i]) = NULL;
+    return W;
 }
 
 // The step's routing of MoE block l for the running microbatch (the caller's record), or NULL.
@@ -584,6 +703,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     op_out(tf, tf->res_a, nres);
     add_into(h_out, A->h_mid, tf->res_a, nres);
     op_out(tf, h_out, nres);
+    if (acts(tf, l)->stored) stored_move(tf, l, A, G_ATTN | G_FFN, 1);
     tf->f8_layer = -1;
     tf->f8_recompute = 0;
 }
@@ -733,6 +853,8 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
         check_recompute(tf, l);
     }
     hp_block_acts *A = block_work(tf, l);
+    const int stored = acts(tf, l)->stored != NULL;
+    if (stored) stored_move(tf, l, A, G_ATTN | G_FFN, 0);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl, nres = (size_t)tf->sh.Nres * D;
     hp_float8_layer_begin(tf, l);
@@ -793,6 +915,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     hp_rmsnorm_backward(dh, GRAD(l, BP_ATTN_NORM), tf->res_a, A->h_in,
                         PARAM(l, BP_ATTN_NORM), A->rstd1, tf->sh.Nres, D);  // dh_in
     op_out(tf, dh, nres);
+    if (stored && tf->input_only) stored_move(tf, l, A, G_DY, 1);   // (zbv: the dy its W reads)
     tf->f8_layer = -1;
 }
 
@@ -855,7 +978,8 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
         unit_reduce(tf, L + 1);
     }
     for (int l = l1 - 1; l >= l0; l--) {
-        hp_block_acts *A = acts(tf, l);
+        hp_block_acts *A = block_work(tf, l);
+        if (acts(tf, l)->stored && !A->moe) stored_move(tf, l, A, G_ATTN | G_FFN | G_DY, 0);
         hp_float8_layer_begin(tf, l);
         if (!A->moe) {   // a MoE block ran its whole backward in the I
             linear_bwd_add(tf, NULL, GRAD(l, BP_W2), A->dy_w2, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);

@@ -5,6 +5,7 @@
 #define HP_TRANSFORMER_H
 #include <stddef.h>
 #include <stdint.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/params.h"
 #include "hyperpar/shapes.h"
 #include "model/model_hooks.h"
@@ -36,6 +37,10 @@ typedef struct hp_block_acts {
     float *dy_w1, *dy_w3;          // (reg, Fl)
     float *dy_q, *dy_k, *dy_v;     // (reg, Hl*hd), (reg, Hkvl*hd) x2
     int pid[BP_COUNT];    // parameter table index of each role (-1: absent in this block)
+    // bf16 storage (hp_transformer.store_bf16): the bf16-valued activations its backward reads
+    // (g1 .. act and zbv's dy) live here, 2 bytes each, and its float buffers above are NULL
+    // but h_in, rstd1, rstd2 and lse (fp32); it runs in the shared set (tf->work)
+    hp_bf16 *stored;
 } hp_block_acts;
 
 // The head's activations for one microbatch slot (only on the pp rank holding the head).
@@ -73,8 +78,13 @@ typedef struct hp_transformer {
                                // each of its stages: where that stage's output goes); a
                                // checkpointed block has only h_in
     int ac_every;              // activation checkpointing (config.h, hp_run_ac_block): 0 none
-    hp_block_acts *recompute;  // the one set the checkpointed blocks run in (NULL: none here);
-                               // its h_in points at the running block's kept input
+    hp_block_acts *recompute;  // the one set the checkpointed blocks, and under bf16 storage
+                               // the stored blocks, run in (NULL: none here); its h_in points at
+                               // the running block's kept input
+    int store_bf16;            // bf16 storage: a block keeps its bf16 activations in 2 bytes
+                               // (hp_block_acts.stored), packed after its forward and unpacked
+                               // into the shared set for its backward
+    hp_block_acts work;        // the shared set lent to the running stored block (a view)
     int *routing;              // (n_moe, M*Nreg, K) the step's routing, the caller's: each
                                // forward records its MoE blocks' here (NULL: not recorded), a
                                // recompute is checked against it
@@ -97,10 +107,11 @@ typedef struct hp_transformer {
 } hp_transformer;
 
 // Sizes every activation slot for the shapes and the AC mode (ac_every as hp_run_config's);
-// the hooks are copied; bf16: the op rule of the bf16 policy. Returns 0 or -1 (memory).
+// the hooks are copied; bf16: the op rule of the bf16 policy; store_bf16 (with bf16): the
+// blocks keep their bf16 activations in 2 bytes. Returns 0 or -1 (memory).
 int    hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
                            const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
-                           int split_backward, int ac_every, int bf16);
+                           int split_backward, int ac_every, int bf16, int store_bf16);
 void   hp_transformer_free(hp_transformer *tf);
 double hp_transformer_forward(hp_transformer *tf);     // returns this rank's loss share
 void   hp_transformer_backward(hp_transformer *tf);    // leaves reduced gradient shards

@@ -5,12 +5,17 @@
 // Mirrors, element for element, transformer.c's alloc_block and hp_transformer_alloc (the
 // per-slot blocks and head), moe.c's hp_moe_state_init and ensure_routed, ep_dispatch.c's
 // hp_ep_init and ulysses.c's hp_ulysses_attn_init; every buffer is 4 bytes an element (floats
-// and ints), an empty one is allocated as 1. The structs around the buffers are not counted.
+// and ints) but the bf16 stores (2), an empty one is allocated as 1. The structs around the
+// buffers are not counted.
 // A slot holds the buffers of this rank's blocks only, plus the h_in of each block that
 // follows one of its stages on another rank (where that stage's output goes).
 // AC (config.h, hp_run_ac_block): a checkpointed block keeps its h_in per slot, and the rank
 // holds ONE recompute set: the attention half, plus the dense FFN if one of its checkpointed
 // blocks is dense and the MoE state if one is MoE (transformer.c's alloc_recompute).
+// bf16 storage (config.h, hp_run_bf16_stored): a block that keeps its activations keeps
+// rstd1, rstd2, lse and the states in floats and the rest in ONE store of 2-byte elements
+// (alloc_stored), and runs in that shared set, which then holds the attention half (the
+// core's state only with a checkpointed block) and the dense FFN if one of them is dense.
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/pipeline.h"
@@ -38,11 +43,16 @@ static shapes shapes_of(const hp_model_config *m, const hp_dims *d, const hp_run
     return s;
 }
 
-// alloc_block's attention part without h_in (n1 .. g2), and the Ulysses state.
-static double attention_floats(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
-                               const shapes *s) {
-    double a = 3 * f1(s->res * s->D) + 2 * f1(s->res) + 2 * f1(s->reg * s->D) +
-               2 * f1(s->reg * s->qd) + 2 * f1(s->reg * s->kvd) + f1(s->reg * s->Hl);
+// alloc_block's attention part without h_in (n1 .. g2).
+static double attention_fields_floats(const shapes *s) {
+    return 3 * f1(s->res * s->D) + 2 * f1(s->res) + 2 * f1(s->reg * s->D) +
+           2 * f1(s->reg * s->qd) + 2 * f1(s->reg * s->kvd) + f1(s->reg * s->Hl);
+}
+
+// The attention core's state: the Ulysses one (hp_ulysses_attn_init), none otherwise.
+static double attention_state_floats(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                                     const shapes *s) {
+    double a = 0;
     const int U = d->ulysses;
     if (U > 1) {   // hp_ulysses_attn_init(Bl, Sc, Hl, Hkvl, hd, U, C)
         const double BSu = (double)(rc->batch / hp_dims_batch(d) / hp_run_microbatches(rc)) *
@@ -52,6 +62,21 @@ static double attention_floats(const hp_model_config *m, const hp_dims *d, const
         a += 2 * f1(nq) + f1(BSu * s->Hl) + 4 * f1(nk) + 2 * f1(nq > nk ? nq : nk) + U;
     }
     return a;
+}
+
+static double attention_floats(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
+                               const shapes *s) {
+    return attention_fields_floats(s) + attention_state_floats(m, d, rc, s);
+}
+
+// A stored block's 2-byte elements (transformer.c's stored_fields): g1, q, k, v, att, h_mid,
+// g2, a dense block's a1, a3, act and under zbv its dy.
+static double stored_elements(const shapes *s, int moe) {
+    double n = s->res * s->D + 2 * s->reg * s->D + 2 * s->reg * s->qd + 2 * s->reg * s->kvd;
+    if (moe) return n;
+    n += 3 * s->reg * s->Fl;
+    if (s->split) n += 2 * s->reg * s->D + 2 * s->reg * s->Fl + s->reg * s->qd + 2 * s->reg * s->kvd;
+    return n;
 }
 
 static double dense_ffn_floats(const shapes *s) {
@@ -133,30 +158,43 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
     hp_coords co;
     hp_mesh_coords(d, rank, &co);
     const shapes s = shapes_of(m, d, rc);
-    const double attn = attention_floats(m, d, rc, &s);
+    const double attn = attention_floats(m, d, rc, &s), attn_state = attention_state_floats(m, d, rc, &s);
+    const double moe_state = m->num_experts > 0 ? moe_floats(m, d, rc, &s, uniform) : 0;
+    const int stored = hp_run_bf16_stored(rc);
     out->block_input = f1(s.res * s.D) * 4;
-    out->dense_block = (attn + dense_ffn_floats(&s)) * 4;
-    out->moe_block = m->num_experts > 0 ? (attn + moe_floats(m, d, rc, &s, uniform)) * 4 : out->dense_block;
+    if (stored) {   // alloc_stored: rstd1, rstd2, lse and the states in floats, one 2-byte store
+        const double stats = 2 * f1(s.res) + f1(s.reg * s.Hl) + attn_state;
+        out->dense_block = stats * 4 + f1(stored_elements(&s, 0)) * 2;
+        out->moe_block = m->num_experts > 0 ? (stats + moe_state) * 4 + f1(stored_elements(&s, 1)) * 2
+                                            : out->dense_block;
+    } else {
+        out->dense_block = (attn + dense_ffn_floats(&s)) * 4;
+        out->moe_block = m->num_experts > 0 ? (attn + moe_state) * 4 : out->dense_block;
+    }
     const int head_local = lay.stage_rank[hp_pp_unit_stage(&lay, m->n_layers + 1)] == co.p;
     out->head = head_floats(&s, head_local) * 4;
     out->slot = out->head;
-    int ac_dense = 0, ac_moe = 0;
+    int shared = 0, ac = 0, dense = 0, ac_moe = 0;
     for (int l = 0; l < m->n_layers; l++) {
         const int local = lay.stage_rank[hp_pp_layer_stage(&lay, l)] == co.p;
         const int feeds = l > 0 && lay.stage_rank[hp_pp_layer_stage(&lay, l - 1)] == co.p;
         if (local || feeds) out->slot += out->block_input;   // h_in (alloc_block)
         if (!local) continue;
-        const int moe = hp_model_is_moe_layer(m, l);
-        if (!hp_run_ac_block(rc, l)) { out->slot += moe ? out->moe_block : out->dense_block; continue; }
-        out->n_checkpointed++;
-        if (moe) ac_moe = 1;
-        else ac_dense = 1;
+        const int moe = hp_model_is_moe_layer(m, l), ckpt = hp_run_ac_block(rc, l);
+        if (!ckpt) out->slot += moe ? out->moe_block : out->dense_block;
+        else out->n_checkpointed++;
+        if (!ckpt && !stored) continue;
+        shared = 1;
+        ac |= ckpt;
+        dense |= !moe;
+        ac_moe |= moe && ckpt;
     }
-    // the recompute set: attention + the FFN kinds checkpointed here (dense, MoE)
-    if (ac_dense || ac_moe) {
-        out->recompute = attn * 4;
-        if (ac_dense) out->recompute += dense_ffn_floats(&s) * 4;
-        if (ac_moe) out->recompute += out->moe_block - attn * 4;
+    // the shared set (alloc_recompute): the attention half (its state with a checkpointed
+    // block), the dense FFN if a block running in it is dense, the MoE state if one checkpointed is
+    if (shared) {
+        out->recompute = (attention_fields_floats(&s) + (ac ? attn_state : 0)) * 4;
+        if (dense) out->recompute += dense_ffn_floats(&s) * 4;
+        if (ac_moe) out->recompute += moe_state * 4;
     }
     out->n_slots = d->pp <= 1 ? 1 : n_slots > 0 ? n_slots : slots_in_flight(&lay, hp_run_microbatches(rc), co.p);
     if (out->n_slots < 0) return -1;

@@ -55,7 +55,7 @@ static int setup_model(hp_trainer *tr) {
     hp_trainer_hooks(tr, &hk);
     if (hp_transformer_init(&tr->tf, &tr->m, &tr->sh, &tr->pt, &hk, tr->n_slots,
                             tr->split_backward, tr->rc.ac_every,
-                            tr->rc.mp_param == HP_DTYPE_BFLOAT16) != 0)
+                            tr->rc.mp_param == HP_DTYPE_BFLOAT16, hp_run_bf16_stored(&tr->rc)) != 0)
         return -1;
     if (hp_float8_linears_init(&tr->tf, tr->rc.float8, tr->rc.float8_filter) != 0) return -1;
     tr->tf.routing = tr->routing_step;   // the forwards record every microbatch's routing

@@ -1,8 +1,8 @@
 // bf16.c - the array forms of bf16.h's rounding: the integer rule written without a branch
 // (NaN selected, not jumped over) so that the compiler vectorises it; no VCVTNEPS2BF16, which
 // flushes denormals (precision.md §3). Each element's result is bf16.h's scalar one.
-// defines: hp_bf16_round, hp_bf16_pack, hp_bf16_unpack, hp_bf16_narrow_in_place,
-//          hp_bf16_widen_in_place
+// defines: hp_bf16_round, hp_bf16_pack, hp_bf16_pack_exact, hp_bf16_unpack,
+//          hp_bf16_narrow_in_place, hp_bf16_widen_in_place
 #include "hyperpar/bf16.h"
 
 // The rounded pattern, in the upper 16 bits: NaN quieted and kept, else round-to-nearest-even.
@@ -31,6 +31,19 @@ void hp_bf16_pack(hp_bf16 *dst, const float *src, size_t n) {
         memcpy(&u, &src[i], sizeof u);
         dst[i] = (hp_bf16)(rounded_bits(u) >> 16);
     }
+}
+
+// (one clone per vector width, chosen at load time; integer ops: the same bits in each)
+__attribute__((optimize("tree-vectorize"), target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+int hp_bf16_pack_exact(hp_bf16 *dst, const float *src, size_t n) {
+    uint32_t low = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], sizeof u);
+        low |= u & 0xFFFFu;
+        dst[i] = (hp_bf16)(u >> 16);
+    }
+    return low == 0;
 }
 
 // (one clone per vector width, chosen at load time; integer ops: the same bits in each)

@@ -122,9 +122,16 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
     else
         snprintf(acts_note, sizeof acts_note, "kept for the backward, 1 microbatch, AC %s%s", ac,
                  rc->ac_every ? " (block inputs + one recompute set)" : "");
+    const int stored = hp_run_bf16_stored(rc);
+    if (stored) {   // (bf16 storage: the note says where the 2 bytes are)
+        const size_t used = strlen(acts_note);
+        snprintf(acts_note + used, sizeof acts_note - used, "; bf16 ones in 2 bytes");
+    }
     row("activations", mem.activations, acts_note);
     if (mem.activations_recompute > 0)
-        row("  of which recompute set", mem.activations_recompute, "one block's buffers, shared by the checkpointed blocks");
+        row(stored ? "  of which shared set" : "  of which recompute set", mem.activations_recompute,
+            stored ? "one block's fp32 buffers, the checkpointed and stored blocks run in"
+                   : "one block's buffers, shared by the checkpointed blocks");
     if (mem.activations_uniform != mem.activations)
         row("  if routing were uniform", mem.activations_uniform,
             "expert rows sized n*K, not for the worst rank's ep*n*K (what hyperpar allocates)");

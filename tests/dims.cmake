@@ -116,7 +116,7 @@ set_tests_properties(cli_no_cmd PROPERTIES ENVIRONMENT "HP_EXPECT_ONE_LINE=0")
 # the launcher: `hp run --nproc N` outside mpirun re-executes itself under mpirun
 add_executable(test_launch ${CMAKE_CURRENT_LIST_DIR}/test_launch.c ${CMAKE_CURRENT_LIST_DIR}/../tools/hp/launch.c
                ${CMAKE_CURRENT_LIST_DIR}/../tools/hp/launch_banner.c)
-target_include_directories(test_launch PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../tools/hp)
+target_include_directories(test_launch PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../tools/hp ${CMAKE_CURRENT_LIST_DIR}/../src)
 target_link_libraries(test_launch PRIVATE hyperpar)
 foreach(mode ok exit7)
   add_test(NAME launch_self_${mode} COMMAND test_launch ${mode})

@@ -1,6 +1,7 @@
 // test_launch.c - the launcher (tools/hp/launch.c): run outside MPI, it re-executes itself
 // under mpirun with 2 ranks and gets the ranks' exit status back; inside, each rank checks it
-// sees a 2-rank world, the same arguments and OPENBLAS_NUM_THREADS.
+// sees a 2-rank world, the same arguments, OPENBLAS_NUM_THREADS and OMP_WAIT_POLICY (the
+// launcher's, PASSIVE unless the user set one: oneDNN's OpenMP threads sleep between products).
 //   test_launch ok     ranks exit 0 -> tool_launch_self returns 0
 //   test_launch exit7  ranks exit 7 -> tool_launch_self returns 7
 #include <stdio.h>
@@ -19,10 +20,10 @@ int main(int argc, char **argv) {
         int size = 0, rank = 0;
         MPI_Comm_size(MPI_COMM_WORLD, &size);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        const char *blas = getenv("OPENBLAS_NUM_THREADS");
-        int ok = size == 2 && blas && *blas && getenv("HP_LAUNCHED");
-        printf("rank %d of %d: OPENBLAS_NUM_THREADS=%s mode %s %s\n", rank, size, blas ? blas : "(unset)",
-               argv[1], ok ? "ok" : "WRONG");
+        const char *blas = getenv("OPENBLAS_NUM_THREADS"), *omp = getenv("OMP_WAIT_POLICY");
+        int ok = size == 2 && blas && *blas && getenv("HP_LAUNCHED") && omp && *omp;
+        printf("rank %d of %d: OPENBLAS_NUM_THREADS=%s OMP_WAIT_POLICY=%s mode %s %s\n", rank, size,
+               blas ? blas : "(unset)", omp ? omp : "(unset)", argv[1], ok ? "ok" : "WRONG");
         MPI_Finalize();
         if (!ok) return 1;
         return strcmp(argv[1], "exit7") ? 0 : 7;

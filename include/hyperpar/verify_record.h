@@ -102,8 +102,9 @@ typedef struct hp_verify_record {
     double plan_peak_predicted, plan_peak_ratio;
     char   plan_why[256];
     // the conditions of the run's bitwise promises (docs/verification.md): the BLAS, its core and
-    // the BLAS threads of its ranks, fewest and most ("" and 0: unknown)
-    char   blas[48], blas_core[32];
+    // the BLAS threads of its ranks, fewest and most ("" and 0: unknown), and the GEMM backend
+    // when the products are not OpenBLAS's ("onednn 2.6.3, isa avx512_core_bf16"; "": OpenBLAS)
+    char   blas[48], blas_core[32], gemm[96];
     int    blas_threads_min, blas_threads_max;
 } hp_verify_record;
 

@@ -2,7 +2,7 @@
 // here, to OpenBLAS (this file) or oneDNN (gemm_onednn.c), whichever the process chose.
 // defines: hp_gemm, hp_gemm_bf16, hp_gemm_set_backend, hp_gemm_get_backend,
 //          hp_gemm_backend_parse, hp_gemm_backend_name, hp_gemm_threads, hp_gemm_info_line,
-//          hp_gemm_auto_measure, hp_gemm_shutdown
+//          hp_gemm_auto_measure, hp_gemm_shutdown, hp_gemm_omp_env
 //
 // Under OpenBLAS hp_gemm is cblas_sgemm with the caller's arguments, nothing else: the bits of
 // every fp32 recipe are those of the releases before the backend choice.
@@ -125,3 +125,9 @@ hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n) {
 }
 
 void hp_gemm_shutdown(void) { hp_gemm_onednn_shutdown(); }
+
+int hp_gemm_omp_env(void) {
+    const char *v = getenv("OMP_WAIT_POLICY");
+    if (v && *v) return 0;
+    return setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
+}

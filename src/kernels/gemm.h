@@ -17,7 +17,7 @@
 // threads at once (hp_par_for's workers under blas_serial).
 // defines: hp_gemm_op, hp_gemm_backend, hp_gemm, hp_gemm_bf16, hp_gemm_set_backend,
 //          hp_gemm_get_backend, hp_gemm_backend_parse, hp_gemm_backend_name, hp_gemm_info_line,
-//          hp_gemm_threads, hp_gemm_auto_measure, hp_gemm_shutdown
+//          hp_gemm_threads, hp_gemm_auto_measure, hp_gemm_shutdown, hp_gemm_omp_env
 //
 //   hp_gemm(HP_GEMM_N, HP_GEMM_T, N, out, in, 1.0f, x, in, w, in, 0.0f, y, out);   // y = x w^T
 //   hp_gemm_set_backend(HP_GEMM_ONEDNN);
@@ -63,6 +63,15 @@ char *hp_gemm_info_line(char *buf, size_t n);
 // the faster; `why` gets "fp32 1024x1024x1024: onednn 180.3 GFLOP/s, openblas 95.0 GFLOP/s".
 // Does not change the backend.
 hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n);
+
+// oneDNN's OpenMP threads spin after each product by default (libgomp), and on a machine with
+// as many threads as cores a spinning one holds the core the kernels' own workers (hp_par_for)
+// need next: measured on a 2-core Zen 5, the bf16 bench step at 2 threads took 1516-1565 ms
+// spinning, 1067-1387 ms with OMP_WAIT_POLICY=PASSIVE, the same bits. libgomp reads the
+// variable once, when it loads, so this only prepares the environment: when OMP_WAIT_POLICY is
+// unset (or empty) it sets it to PASSIVE and returns 1 (a process started after, or this one
+// started again, sees it); a value of the user's is kept (0).
+int hp_gemm_omp_env(void);
 
 // Frees what the oneDNN backend made (its engine, streams, primitives, scratch); registered
 // with atexit when the backend first runs. A later product starts it again.

@@ -65,6 +65,7 @@ static const field fields[] = {
     SCALAR("structure_mismatches", F_DOUBLE, structure_mismatches, 1),
     SCALAR("blas",            F_STRING, blas, 0),
     SCALAR("blas_core",       F_STRING, blas_core, 0),
+    SCALAR("gemm",            F_STRING, gemm, 0),
     SCALAR("blas_threads_min", F_INT,   blas_threads_min, 0),
     SCALAR("blas_threads_max", F_INT,   blas_threads_max, 0),
 };

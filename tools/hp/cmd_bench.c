@@ -582,7 +582,7 @@ static int bench_recipes(const tool_cli *cli) {
 // ---------------------------------------------------------------------------------------
 
 int tool_cmd_bench(int argc, char **argv) {
-    hp_blas_core_reexec(argv);   // the kernels this CPU deserves, before MPI_Init (hyperpar/blas.h)
+    tool_reexec(argv);   // the kernels this CPU deserves, OpenMP's wait policy, before MPI_Init
     // --memory and --recipes take no value (tool_cli_parse's extras all do): taken out first
     int memory = 0, recipes_mode = 0;
     char **av = calloc((size_t)argc + 1, sizeof *av);

@@ -58,13 +58,29 @@ static void conditions_measure(void) {
     conditions.threads_max = -r[1];
 }
 
+// The GEMM backend when the products' bits are not OpenBLAS's: "onednn 2.6.3, isa
+// avx512_core_bf16" (hp_gemm_info_line without its prefix and threads), else "".
+static void gemm_conditions(char *out, size_t n) {
+    out[0] = '\0';
+    if (hp_gemm_get_backend() == HP_GEMM_OPENBLAS) return;
+    char line[160];
+    hp_gemm_info_line(line, sizeof line);
+    const char *body = !strncmp(line, "gemm: ", 6) ? line + 6 : line;
+    char *threads = strrchr(body, ',');   // ", 1 thread": the BLAS threads say it already
+    if (threads && strstr(threads, "thread")) *threads = '\0';
+    const size_t len = strlen(body) < n ? strlen(body) : n - 1;   // (a name fits: 96 > ~40)
+    memcpy(out, body, len);
+    out[len] = '\0';
+}
+
 static void conditions_print(FILE *out) {
     const blas_conditions *c = &conditions;
-    char text[320], gemm[160];
+    char text[320], gemm[96];
     hp_blas_conditions_text(text, sizeof text, c->info.blas, c->info.core, c->threads_min, c->threads_max);
-    if (hp_gemm_get_backend() != HP_GEMM_OPENBLAS) {   // the products' bits are oneDNN's
+    gemm_conditions(gemm, sizeof gemm);
+    if (gemm[0]) {   // the products' bits are oneDNN's
         const size_t len = strlen(text);
-        snprintf(text + len, sizeof text - len, " and %s", hp_gemm_info_line(gemm, sizeof gemm));
+        snprintf(text + len, sizeof text - len, " and gemm %s", gemm);
     }
     if (c->threads_min == c->threads_max)
         fprintf(out, "verify: bitwise promises hold for this binary with %s (docs/verification.md)\n", text);
@@ -93,6 +109,7 @@ static int write_json(const char *path, const tool_cli *cli, const hp_verify_res
     snprintf(rec.precision, sizeof rec.precision, "%s", hp_mp_dtype_name(cli->run.mp_param));
     snprintf(rec.blas, sizeof rec.blas, "%s", conditions.info.blas);
     snprintf(rec.blas_core, sizeof rec.blas_core, "%s", conditions.info.core);
+    gemm_conditions(rec.gemm, sizeof rec.gemm);
     rec.blas_threads_min = conditions.threads_min;
     rec.blas_threads_max = conditions.threads_max;
     if (pp && pp->P > 1 && pp->idle_slots) {
@@ -359,7 +376,7 @@ int tool_cmd_run(int argc, char **argv) {
         }
     }
 
-    hp_blas_core_reexec(argv);   // the kernels this CPU deserves, before MPI_Init (hyperpar/blas.h)
+    tool_reexec(argv);   // the kernels this CPU deserves, OpenMP's wait policy, before MPI_Init
     if (!under_mpi) tool_cli_print_notes(&cli, stderr);   // after the re-exec: said once
     if (cli.timeout > 0) {
         // the comm layer's watchdog reads HP_TIMEOUT; relaunched ranks parse --timeout too

@@ -1,9 +1,10 @@
 // gemm_choice.c - the GEMM backend of hp run and hp bench: --gemm, HP_GEMM, or openblas, and
 // the first line that names it with the BLAS (gemm_choice.h).
-// defines: tool_gemm_name, tool_gemm_apply, tool_first_line
+// defines: tool_gemm_name, tool_gemm_apply, tool_first_line, tool_reexec
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "gemm_choice.h"
 #include "hyperpar/blas.h"
 #include "kernels/gemm.h"
@@ -41,4 +42,15 @@ char *tool_first_line(char *buf, size_t n) {
     char blas[256], gemm[160];
     snprintf(buf, n, "hp: blas %s | %s", hp_blas_info_line(blas, sizeof blas), hp_gemm_info_line(gemm, sizeof gemm));
     return buf;
+}
+
+void tool_reexec(char **argv) {
+    const int core = hp_blas_core_env(), omp = hp_gemm_omp_env();
+    if (!core && !omp) return;
+    fflush(stdout);
+    fflush(stderr);
+    execv("/proc/self/exe", argv);
+    // the variables stay set: child processes still get them
+    fprintf(stderr, "hp: cannot restart with OPENBLAS_CORETYPE=%s, OMP_WAIT_POLICY=%s (continuing)\n",
+            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "", getenv("OMP_WAIT_POLICY"));
 }

@@ -1,6 +1,6 @@
 // gemm_choice.h - which GEMM backend (src/kernels/gemm.h) `hp run` and `hp bench` run, and the
 // first line that names it.
-// defines: tool_gemm_name, tool_gemm_apply, tool_first_line
+// defines: tool_gemm_name, tool_gemm_apply, tool_first_line, tool_reexec
 //
 //   const char *gemm;
 //   if ((e = tool_gemm_name(&cli, &gemm))) return e;    // before any rank starts: exit 2
@@ -27,5 +27,10 @@ void tool_gemm_apply(const char *name, MPI_Comm comm, char *why, size_t n);
 
 // "hp: blas <hp_blas_info_line> | <hp_gemm_info_line>": the first line of hp run and hp bench.
 char *tool_first_line(char *buf, size_t n);
+
+// Before MPI_Init: what the libraries read when they load - the BLAS core this CPU deserves
+// (hp_blas_core_env) and oneDNN's OpenMP wait policy (hp_gemm_omp_env) - and, when either was
+// set now, this program started again with them (as hp_blas_core_reexec does for the core).
+void tool_reexec(char **argv);
 
 #endif

@@ -27,6 +27,7 @@
 #include <mpi.h>
 #include "cli.h"
 #include "hyperpar/blas.h"
+#include "kernels/gemm.h"
 
 #ifndef HP_MPIEXEC_BUILT   // set by CMakeLists.txt; a build without it takes the usual names
 #define HP_MPIEXEC_BUILT ""
@@ -88,6 +89,8 @@ int tool_launch_self(int nproc, int argc, char **argv) {
     if (!blas || !*blas) blas = "1";
     // every rank runs the kernels this CPU deserves (or the user's OPENBLAS_CORETYPE)
     hp_blas_core_env();
+    hp_gemm_omp_env();   // (and oneDNN's OpenMP threads sleep between products, gemm.h)
+    const char *omp = getenv("OMP_WAIT_POLICY");
     const char *core = getenv("OPENBLAS_CORETYPE");
     const char *chosen = getenv("HP_BLAS_CORE_CHOSEN");
     if (core && !*core) core = NULL;
@@ -97,7 +100,8 @@ int tool_launch_self(int nproc, int argc, char **argv) {
     snprintf(np, sizeof np, "%d", nproc);
     const char *gemm = getenv("HP_GEMM");
     if (gemm && !*gemm) gemm = NULL;
-    static char blas_kv[64], core_kv[96], chosen_kv[192], gemm_kv[64];
+    static char blas_kv[64], core_kv[96], chosen_kv[192], gemm_kv[64], omp_kv[64];
+    snprintf(omp_kv, sizeof omp_kv, "OMP_WAIT_POLICY=%s", omp ? omp : "PASSIVE");
     snprintf(blas_kv, sizeof blas_kv, "OPENBLAS_NUM_THREADS=%s", blas);
     if (core) snprintf(core_kv, sizeof core_kv, "OPENBLAS_CORETYPE=%s", core);
     if (chosen) snprintf(chosen_kv, sizeof chosen_kv, "HP_BLAS_CORE_CHOSEN=%s", chosen);
@@ -115,6 +119,7 @@ int tool_launch_self(int nproc, int argc, char **argv) {
         args[k++] = "-np"; args[k++] = np;
         args[k++] = "-x"; args[k++] = blas_kv;
         args[k++] = "-x"; args[k++] = "HP_LAUNCHED=1";
+        args[k++] = "-x"; args[k++] = omp_kv;
         if (core) { args[k++] = "-x"; args[k++] = core_kv; }
         if (chosen) { args[k++] = "-x"; args[k++] = chosen_kv; }
         if (gemm) { args[k++] = "-x"; args[k++] = gemm_kv; }
@@ -123,6 +128,7 @@ int tool_launch_self(int nproc, int argc, char **argv) {
         args[k++] = "-bind-to"; args[k++] = "none";
         args[k++] = "-genv"; args[k++] = "OPENBLAS_NUM_THREADS"; args[k++] = (char *)blas;
         args[k++] = "-genv"; args[k++] = "HP_LAUNCHED"; args[k++] = "1";
+        args[k++] = "-genv"; args[k++] = "OMP_WAIT_POLICY"; args[k++] = omp ? (char *)omp : "PASSIVE";
         if (core) { args[k++] = "-genv"; args[k++] = "OPENBLAS_CORETYPE"; args[k++] = (char *)core; }
         if (chosen) { args[k++] = "-genv"; args[k++] = "HP_BLAS_CORE_CHOSEN"; args[k++] = (char *)chosen; }
         if (gemm) { args[k++] = "-genv"; args[k++] = "HP_GEMM"; args[k++] = (char *)gemm; }

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "hyperpar/blas.h"
 #include "kernels/gemm.h"
+#include "gemm_choice.h"
 
 static void usage(FILE *out) {
     fputs("usage: hp <command> [flags]\n"
@@ -45,7 +46,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
         // the kernels a run would get: scripts ask this instead of assuming the CPU
-        hp_blas_core_reexec(argv);
+        tool_reexec(argv);
         hp_blas_info b;
         hp_blas_info_get(&b);
         char line[256];

@@ -76,8 +76,12 @@ void tool_report_conditions(const tool_matrix_report *m, char *out, size_t cap) 
     for (int i = 0; i < m->n_rec && used + 1 < cap; i++) {
         if (!m->rec[i].blas_core[0]) continue;
         const tool_recipe_result *x = &m->rec[i];
-        char one[160];
+        char one[280];
         hp_blas_conditions_text(one, sizeof one, x->blas, x->blas_core, x->blas_threads_min, x->blas_threads_max);
+        if (x->gemm[0]) {   // (the products ran on another backend: its bits)
+            const size_t len = strlen(one);
+            snprintf(one + len, sizeof one - len, " and gemm %s", x->gemm);
+        }
         if (strstr(out, one)) continue;   // each distinct set once
         used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? "; " : "", one);
     }

@@ -59,8 +59,9 @@ typedef struct tool_recipe_result {
     unsigned char pp_op[TOOL_REPORT_PP_RANKS][TOOL_REPORT_PP_ACTIONS];
     char   failure[320];               // why it did not pass ("" when it passed)
     char   log[512];                   // the log of the run the failure comes from ("" none)
-    // the conditions of its bitwise promises (docs/verification.md): BLAS, core, threads per rank
-    char   blas[48], blas_core[32];
+    // the conditions of its bitwise promises (docs/verification.md): BLAS, core, threads per rank,
+    // the GEMM backend when not OpenBLAS ("" otherwise)
+    char   blas[48], blas_core[32], gemm[96];
     int    blas_threads_min, blas_threads_max;
 } tool_recipe_result;
 

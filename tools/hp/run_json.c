@@ -40,6 +40,7 @@ void tool_recipe_result_take(tool_recipe_result *x, const hp_verify_record *v) {
     snprintf(x->failure, sizeof x->failure, "%s", v->failure);
     snprintf(x->blas, sizeof x->blas, "%s", v->blas);
     snprintf(x->blas_core, sizeof x->blas_core, "%s", v->blas_core);
+    snprintf(x->gemm, sizeof x->gemm, "%s", v->gemm);
     x->blas_threads_min = v->blas_threads_min;
     x->blas_threads_max = v->blas_threads_max;
     x->pp_ranks = v->pp_ranks < TOOL_REPORT_PP_RANKS ? v->pp_ranks : TOOL_REPORT_PP_RANKS;

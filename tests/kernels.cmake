@@ -7,5 +7,6 @@ set_tests_properties(kernels PROPERTIES LABELS L0 TIMEOUT 60)
 
 add_executable(test_kernels_attention tests/test_kernels_attention.c)
 target_link_libraries(test_kernels_attention PRIVATE hyperpar)
+target_include_directories(test_kernels_attention PRIVATE ${CMAKE_SOURCE_DIR}/src)   # kernels/gemm.h: the backends
 add_test(NAME kernels_attention COMMAND test_kernels_attention)
 set_tests_properties(kernels_attention PROPERTIES LABELS L0 TIMEOUT 60)

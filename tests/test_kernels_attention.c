@@ -2,7 +2,9 @@
 // naive double-precision reference; key/query block splits (as ring attention does them)
 // against one call, forward and backward; finite-difference gradients; edge rows.
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/kernels.h"
+#include "kernels/gemm.h"
 #include "test_kernels_util.h"
 
 // ---- naive reference in double: full causal-by-position attention over all keys ---------
@@ -275,6 +277,44 @@ static void test_determinism(void) {
     prob_free(&p);
 }
 
+// The bf16 forms (bf16-valued q, k, v, dout): with OpenBLAS the bits of the fp32 functions (the
+// products of two bf16 are exact in fp32: the same sgemm calls); with oneDNN's bf16 kernels the
+// products are exact too, so only the sum order differs: within 1e-5 of the fp32 results.
+static void bf16_forms(float *o, float *l, float *dq, float *dk, float *dv, const Prob *p, int bf16) {
+    const size_t nq = nq_(p), nk = nk_(p), nl = nl_(p);
+    memset(o, 0, nq * 4); memset(dq, 0, nq * 4); memset(dk, 0, nk * 4); memset(dv, 0, nk * 4);
+    for (size_t i = 0; i < nl; i++) l[i] = -INFINITY;
+    (bf16 ? hp_attention_forward_bf16 : hp_attention_forward)(o, l, p->q, p->k, p->v, p->qpos, p->kpos,
+        p->B, p->Sq, p->Sk, p->H, p->Hkv, p->hd, 0, p->Sq, 0, p->Sk);
+    (bf16 ? hp_attention_backward_bf16 : hp_attention_backward)(dq, dk, dv, p->R, o, l, p->q, p->k, p->v,
+        p->qpos, p->kpos, p->B, p->Sq, p->Sk, p->H, p->Hkv, p->hd, 0, p->Sq, 0, p->Sk);
+}
+
+static void test_bf16_forms(void) {
+    int S = 200, pos[200];
+    for (int i = 0; i < S; i++) pos[i] = i;
+    Prob p = prob_new(2, S, S, 4, 2, 16, pos, pos);
+    const size_t nq = nq_(&p), nk = nk_(&p), nl = nl_(&p);
+    hp_bf16_round(p.q, nq); hp_bf16_round(p.k, nk); hp_bf16_round(p.v, nk); hp_bf16_round(p.R, nq);
+    float *a[5], *b[5];
+    const size_t n[5] = { nq, nl, nq, nk, nk };
+    for (int i = 0; i < 5; i++) { a[i] = malloc(n[i] * 4); b[i] = malloc(n[i] * 4); }
+    const hp_gemm_backend was = hp_gemm_get_backend();
+    hp_gemm_set_backend(HP_GEMM_OPENBLAS);
+    bf16_forms(a[0], a[1], a[2], a[3], a[4], &p, 0);
+    bf16_forms(b[0], b[1], b[2], b[3], b[4], &p, 1);
+    int same = 1;
+    for (int i = 0; i < 5; i++) same &= !memcmp(a[i], b[i], n[i] * 4);
+    tk_check(same, "bf16 forms under OpenBLAS: the fp32 functions' bits", !same, 0);
+    hp_gemm_set_backend(HP_GEMM_ONEDNN);
+    bf16_forms(b[0], b[1], b[2], b[3], b[4], &p, 1);
+    const char *what[5] = { "bf16 forms under oneDNN: out", "... lse", "... dq", "... dk", "... dv" };
+    for (int i = 0; i < 5; i++) tk_cmp_ff(what[i], b[i], a[i], n[i], 1e-5);
+    hp_gemm_set_backend(was);
+    for (int i = 0; i < 5; i++) { free(a[i]); free(b[i]); }
+    prob_free(&p);
+}
+
 // Bad input gives one line on stderr and touches nothing.
 static void test_bad_input(void) {
     float out[8] = {0}, lse[2] = {-INFINITY, -INFINITY}, q[8] = {1}, kv[8] = {1};
@@ -327,6 +367,7 @@ int main(void) {
     test_query_ranges();
     test_empty_rows();
     test_determinism();
+    test_bf16_forms();
     test_bad_input();
     return tk_summary("test_kernels_attention");
 }

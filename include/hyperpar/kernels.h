@@ -127,6 +127,17 @@ void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
                            const int *qpos, const int *kpos,
                            int B, int Sq, int Sk, int H, int Hkv, int hd,
                            int q_lo, int q_hi, int k_lo, int k_hi);
+// The same under the bf16 policy (q, k, v and dout bf16-valued): the two products of bf16
+// operands - the scores q k^T and dP = dout v^T - run as bf16 GEMMs (fp32 accumulation, the
+// GEMM backend's bf16 kernels); P and dS stay fp32, and so do their products. With the
+// OpenBLAS backend the bits are the fp32 functions' (a product of two bf16 is exact in fp32).
+void hp_attention_forward_bf16(float *out, float *lse, const float *q, const float *k, const float *v,
+                               const int *qpos, const int *kpos, int B, int Sq, int Sk, int H, int Hkv,
+                               int hd, int q_lo, int q_hi, int k_lo, int k_hi);
+void hp_attention_backward_bf16(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                                const float *lse, const float *q, const float *k, const float *v,
+                                const int *qpos, const int *kpos, int B, int Sq, int Sk, int H, int Hkv,
+                                int hd, int q_lo, int q_hi, int k_lo, int k_hi);
 
 // ---- SwiGLU gate: h = silu(a) * b, elementwise -----------------------------------------
 void hp_swiglu_forward(float *h, const float *a, const float *b, size_t n);

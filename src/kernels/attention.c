@@ -14,7 +14,10 @@
 // masked entries take exp(0) and are then zeroed. The other passes over a row (max, shift,
 // mask, dS) run 16 lanes at a time with AVX-512 where the CPU has it, and the double sums of
 // several rows run side by side, each in its own order: the same bits as the scalar loops.
-// defines: hp_attention_forward, hp_attention_backward
+// Under the bf16 policy (the _bf16 entry points) the products of two bf16 operands (the scores,
+// dP) go to hp_gemm_bf16; P and dS are fp32, so their products stay hp_gemm.
+// defines: hp_attention_forward, hp_attention_backward, hp_attention_forward_bf16,
+//          hp_attention_backward_bf16
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,8 +166,12 @@ static void row_sums(double *sum, const float *x, int ldx, int nr, int n) {
     }
 }
 
+typedef void gemm_fn(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha, const float *A,
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
 // Everything an item needs: the arguments of the public call.
 typedef struct {
+    gemm_fn *bf16_pair;   // the products of two bf16-valued operands (hp_gemm or hp_gemm_bf16)
     float *out, *lse, *dq, *dk, *dv;
     const float *dout, *o, *q, *k, *v;
     const int *qpos, *kpos;
@@ -201,7 +208,7 @@ static void forward_items(void *ctx, int it_lo, int it_hi) {
             const float *kt = k + ((size_t)b * Sk + j0) * ks + (size_t)kh * hd;
             const float *vt = v + ((size_t)b * Sk + j0) * ks + (size_t)kh * hd;
             // scores (tq, nke) = scale * q k^T
-            hp_gemm(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
+            J->bf16_pair(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
                     scale, qt, qs, kt, ks, 0.0f, sc, nke);
             // P = exp(S - rowmax) on the visible keys, 0 elsewhere; rowsum in double, in j order
             double rowsum[TQ];
@@ -246,6 +253,17 @@ static void forward_items(void *ctx, int it_lo, int it_hi) {
     free(sc);
 }
 
+static void forward(gemm_fn *bf16_pair, float *out, float *lse, const float *q, const float *k,
+                    const float *v, const int *qpos, const int *kpos, int B, int Sq, int Sk, int H,
+                    int Hkv, int hd, int q_lo, int q_hi, int k_lo, int k_hi) {
+    if (!attn_check("hp_attention_forward", B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi)) return;
+    if (q_hi - q_lo <= 0 || k_hi - k_lo <= 0 || B == 0) return;
+    attn_job J = { .bf16_pair = bf16_pair, .out = out, .lse = lse, .q = q, .k = k, .v = v,
+                   .qpos = qpos, .kpos = kpos, .B = B, .Sq = Sq, .Sk = Sk, .H = H, .Hkv = Hkv,
+                   .hd = hd, .q_lo = q_lo, .q_hi = q_hi, .k_lo = k_lo, .k_hi = k_hi };
+    hp_par_for(B * Hkv, 1, 1, forward_items, &J);
+}
+
 void hp_attention_forward(float *out,        // (B, Sq, H, hd)  merged into
                           float *lse,        // (B, Sq, H)      merged into
                           const float *q,    // (B, Sq, H, hd)
@@ -255,12 +273,13 @@ void hp_attention_forward(float *out,        // (B, Sq, H, hd)  merged into
                           const int *kpos,   // (Sk)
                           int B, int Sq, int Sk, int H, int Hkv, int hd,
                           int q_lo, int q_hi, int k_lo, int k_hi) {
-    if (!attn_check("hp_attention_forward", B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi)) return;
-    if (q_hi - q_lo <= 0 || k_hi - k_lo <= 0 || B == 0) return;
-    attn_job J = { .out = out, .lse = lse, .q = q, .k = k, .v = v, .qpos = qpos, .kpos = kpos,
-                   .B = B, .Sq = Sq, .Sk = Sk, .H = H, .Hkv = Hkv, .hd = hd,
-                   .q_lo = q_lo, .q_hi = q_hi, .k_lo = k_lo, .k_hi = k_hi };
-    hp_par_for(B * Hkv, 1, 1, forward_items, &J);
+    forward(hp_gemm, out, lse, q, k, v, qpos, kpos, B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi);
+}
+
+void hp_attention_forward_bf16(float *out, float *lse, const float *q, const float *k, const float *v,
+                               const int *qpos, const int *kpos, int B, int Sq, int Sk, int H, int Hkv,
+                               int hd, int q_lo, int q_hi, int k_lo, int k_hi) {
+    forward(hp_gemm_bf16, out, lse, q, k, v, qpos, kpos, B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi);
 }
 
 // Items [it_lo, it_hi) of the backward: item = b * Hkv + kv head; its query heads in order,
@@ -293,7 +312,7 @@ static void backward_items(void *ctx, int it_lo, int it_hi) {
             size_t qoff = ((size_t)b * Sq + i0) * qs + (size_t)h * hd;
             size_t koff = ((size_t)b * Sk + j0) * ks + (size_t)kh * hd;
             // recompute the scores exactly as the forward does
-            hp_gemm(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
+            J->bf16_pair(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
                     scale, q + qoff, qs, k + koff, ks, 0.0f, pm, nke);
             float Di[TQ];
             int any = 0;
@@ -325,7 +344,7 @@ static void backward_items(void *ctx, int it_lo, int it_hi) {
             hp_gemm(HP_GEMM_T, HP_GEMM_N, nke, hd, tq,
                     1.0f, pm, nke, dout + qoff, qs, 1.0f, dv + koff, ks);
             // dP (tq, nke) = dout v^T
-            hp_gemm(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
+            J->bf16_pair(HP_GEMM_N, HP_GEMM_T, tq, nke, hd,
                     1.0f, dout + qoff, qs, v + koff, ks, 0.0f, ds, nke);
             // dS = P * (dP - D_i); masked entries have P = 0
             for (int r = 0; r < tq; r++) row_ds(ds + (size_t)r * nke, pm + (size_t)r * nke, Di[r], nke);
@@ -339,6 +358,19 @@ static void backward_items(void *ctx, int it_lo, int it_hi) {
     free(pm);
 }
 
+static void backward(gemm_fn *bf16_pair, float *dq, float *dk, float *dv, const float *dout,
+                     const float *out, const float *lse, const float *q, const float *k, const float *v,
+                     const int *qpos, const int *kpos, int B, int Sq, int Sk, int H, int Hkv, int hd,
+                     int q_lo, int q_hi, int k_lo, int k_hi) {
+    if (!attn_check("hp_attention_backward", B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi)) return;
+    if (q_hi - q_lo <= 0 || k_hi - k_lo <= 0 || B == 0) return;
+    attn_job J = { .bf16_pair = bf16_pair, .lse = (float *)lse, .dq = dq, .dk = dk, .dv = dv,
+                   .dout = dout, .o = out, .q = q, .k = k, .v = v, .qpos = qpos, .kpos = kpos,
+                   .B = B, .Sq = Sq, .Sk = Sk, .H = H, .Hkv = Hkv, .hd = hd,
+                   .q_lo = q_lo, .q_hi = q_hi, .k_lo = k_lo, .k_hi = k_hi };
+    hp_par_for(B * Hkv, 1, 1, backward_items, &J);
+}
+
 void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
                            float *dk,        // (B, Sk, Hkv, hd) +=
                            float *dv,        // (B, Sk, Hkv, hd) +=
@@ -349,11 +381,14 @@ void hp_attention_backward(float *dq,        // (B, Sq, H, hd)  +=
                            const int *qpos, const int *kpos,
                            int B, int Sq, int Sk, int H, int Hkv, int hd,
                            int q_lo, int q_hi, int k_lo, int k_hi) {
-    if (!attn_check("hp_attention_backward", B, Sq, Sk, H, Hkv, hd, q_lo, q_hi, k_lo, k_hi)) return;
-    if (q_hi - q_lo <= 0 || k_hi - k_lo <= 0 || B == 0) return;
-    attn_job J = { .lse = (float *)lse, .dq = dq, .dk = dk, .dv = dv, .dout = dout, .o = out,
-                   .q = q, .k = k, .v = v, .qpos = qpos, .kpos = kpos,
-                   .B = B, .Sq = Sq, .Sk = Sk, .H = H, .Hkv = Hkv, .hd = hd,
-                   .q_lo = q_lo, .q_hi = q_hi, .k_lo = k_lo, .k_hi = k_hi };
-    hp_par_for(B * Hkv, 1, 1, backward_items, &J);
+    backward(hp_gemm, dq, dk, dv, dout, out, lse, q, k, v, qpos, kpos, B, Sq, Sk, H, Hkv, hd,
+             q_lo, q_hi, k_lo, k_hi);
+}
+
+void hp_attention_backward_bf16(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                                const float *lse, const float *q, const float *k, const float *v,
+                                const int *qpos, const int *kpos, int B, int Sq, int Sk, int H, int Hkv,
+                                int hd, int q_lo, int q_hi, int k_lo, int k_hi) {
+    backward(hp_gemm_bf16, dq, dk, dv, dout, out, lse, q, k, v, qpos, kpos, B, Sq, Sk, H, Hkv, hd,
+             q_lo, q_hi, k_lo, k_hi);
 }

@@ -70,6 +70,7 @@ static cp_block classify(const cp_chunk *qc, const cp_chunk *kc, int skip_diag) 
 typedef struct {
     int B, Sl, H, Hkv, hd, nch;
     int skip_diag;               // failpoint cp_skip_diagonal (only when C > 1)
+    int bf16;                    // the bf16 policy: the kernels' _bf16 forms
     const int *qpos;             // (Sl) this rank's positions
     cp_chunk   qc[MAX_CHUNKS];   // this rank's query chunks
 } cp_ctx;
@@ -151,8 +152,9 @@ static void fwd_source(const cp_ctx *x, float *out, float *lse, const float *q,
         g_stats.fwd_calls++;
         g_stats.fwd_pairs += (uint64_t)x->B * x->H * (uint64_t)(x->qc[a].hi - x->qc[a].lo) *
                              (uint64_t)(kc[b].hi - kc[b].lo);
-        hp_attention_forward(out, lse, q, k, v, x->qpos, kpos, x->B, x->Sl, x->Sl, x->H, x->Hkv,
-                             x->hd, x->qc[a].lo, x->qc[a].hi, kc[b].lo, kc[b].hi);
+        (x->bf16 ? hp_attention_forward_bf16 : hp_attention_forward)(
+            out, lse, q, k, v, x->qpos, kpos, x->B, x->Sl, x->Sl, x->H, x->Hkv, x->hd, x->qc[a].lo,
+            x->qc[a].hi, kc[b].lo, kc[b].hi);
     }
 }
 
@@ -168,9 +170,9 @@ static void bwd_source(const cp_ctx *x, float *dq, float *dk, float *dv, const f
         g_stats.bwd_calls++;
         g_stats.bwd_pairs += (uint64_t)x->B * x->H * (uint64_t)(x->qc[a].hi - x->qc[a].lo) *
                              (uint64_t)(kc[b].hi - kc[b].lo);
-        hp_attention_backward(dq, dk, dv, dout, out, lse, q, k, v, x->qpos, kpos, x->B, x->Sl,
-                              x->Sl, x->H, x->Hkv, x->hd,
-                              x->qc[a].lo, x->qc[a].hi, kc[b].lo, kc[b].hi);
+        (x->bf16 ? hp_attention_backward_bf16 : hp_attention_backward)(
+            dq, dk, dv, dout, out, lse, q, k, v, x->qpos, kpos, x->B, x->Sl, x->Sl, x->H, x->Hkv,
+            x->hd, x->qc[a].lo, x->qc[a].hi, kc[b].lo, kc[b].hi);
     }
 }
 
@@ -199,6 +201,7 @@ void hp_cp_attention_forward(hp_comm *comm, hp_cp_rotate rotate, int load_balanc
 
     const int C = hp_comm_size(comm, HP_G_CP), r = hp_comm_rank(comm, HP_G_CP);
     cp_ctx x = make_ctx(pos, load_balance, C, B, Sl, H, Hkv, hd);
+    x.bf16 = kv_bf16;
     if (C == 1) { fwd_source(&x, out, lse, q, k, v, pos); return; }
 
     const size_t n = (size_t)B * Sl * Hkv * hd; // floats in one rank's K (and in its V)
@@ -250,6 +253,7 @@ void hp_cp_attention_backward(hp_comm *comm, hp_cp_rotate rotate, int load_balan
 
     const int C = hp_comm_size(comm, HP_G_CP), r = hp_comm_rank(comm, HP_G_CP);
     cp_ctx x = make_ctx(pos, load_balance, C, B, Sl, H, Hkv, hd);
+    x.bf16 = kv_bf16;
     if (C == 1) { bwd_source(&x, dq, dk, dv, dout, out, lse, q, k, v, pos); return; }
 
     const size_t n = (size_t)B * Sl * Hkv * hd;

@@ -51,6 +51,7 @@ void tool_reexec(char **argv) {
     fflush(stderr);
     execv("/proc/self/exe", argv);
     // the variables stay set: child processes still get them
+    const char *core_v = getenv("OPENBLAS_CORETYPE"), *omp_v = getenv("OMP_WAIT_POLICY");
     fprintf(stderr, "hp: cannot restart with OPENBLAS_CORETYPE=%s, OMP_WAIT_POLICY=%s (continuing)\n",
-            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "", getenv("OMP_WAIT_POLICY"));
+            core_v ? core_v : "", omp_v ? omp_v : "");
 }

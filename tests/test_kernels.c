@@ -367,6 +367,18 @@ static void test_cross_entropy(void) {
         snprintf(what, sizeof what, "CE over %d vocab slices == one slice (loss and grad)", T);
         tk_check(e <= 1e-6, what, e, 1e-6);
     }
+    // dlogits is written, not added to (a stale buffer is overwritten, an ignored row zeroed),
+    // and in place (bf16 storage unpacks the kept logits into dlogits) gives the same bits
+    float *in_place = malloc(sizeof(float) * N * V), *apart = malloc(sizeof(float) * N * V), mx[N], sx[N];
+    hp_ce_local_max(mx, logits, N, V);
+    hp_ce_local_sumexp(sx, logits, mx, N, V);
+    memcpy(in_place, logits, sizeof(float) * N * V);
+    for (int i = 0; i < N * V; i++) apart[i] = 7.0f;
+    hp_ce_backward(apart, logits, mx, sx, lab, 0, 1.0f / nvalid, N, V);
+    hp_ce_backward(in_place, in_place, mx, sx, lab, 0, 1.0f / nvalid, N, V);
+    tk_check(!memcmp(apart, dl1, sizeof(float) * N * V), "CE backward overwrites a stale dlogits", 0, 0);
+    tk_check(!memcmp(in_place, apart, sizeof(float) * N * V), "CE backward in place == out of place, bit for bit", 0, 0);
+    free(in_place); free(apart);
     // an empty slice is harmless
     float m0 = 0.0f;
     hp_ce_local_max(&m0, logits, 1, 0);

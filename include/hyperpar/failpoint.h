@@ -101,6 +101,8 @@ typedef enum hp_failpoint_id {
                                        //   first) not MAX-reduced over etp
     HP_FP_BF16_STORE_SLOT,             // transformer.c: bf16 storage: a stored block's backward
                                        //   unpacks the next pipeline slot's activations
+    HP_FP_BF16_INPUT_PARITY,           // transformer.c: bf16 storage: a block keeps the stream
+                                       //   buffer it wrote (its output) as its input
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -168,7 +168,8 @@ void hp_ce_local_max(float *m, const float *logits, int N, int Vl);             
 void hp_ce_local_sumexp(float *se, const float *logits, const float *m, int N, int Vl); // se (N) =
 void hp_ce_local_target(float *tl, const float *logits, const int *labels,
                         int v0, int N, int Vl);                                    // tl (N) =
-// dlogits (N, Vl) += scale * (softmax - onehot(label)) for valid rows.
+// dlogits (N, Vl) = scale * (softmax - onehot(label)) for valid rows, 0 for ignored ones;
+// dlogits may be logits (in place: bf16 storage unpacks the kept logits there).
 void hp_ce_backward(float *dlogits, const float *logits, const float *m, const float *se,
                     const int *labels, int v0, float scale, int N, int Vl);
 

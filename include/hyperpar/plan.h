@@ -88,17 +88,21 @@ int hp_plan_memory_full_ac(const hp_model_config *m, const hp_dims *d, const hp_
 
 // One rank's activation buffers (bytes), as the model allocates them (plan_activations.c):
 //   total = n_slots * slot + recompute + boundary
-//   slot  = head + L_in * block_input + sum over this rank's blocks l not checkpointed of
-//           (dense_block or moe_block)
+//   slot  = head + L_in * block_input + L_in2 * block_input_stored + sum over this rank's
+//           blocks l not checkpointed of (dense_block or moe_block)
 //   recompute = the attention half + the dense FFN (if a checkpointed block here is dense)
-//           + the MoE state (if one is MoE); one set, whatever the number of blocks and slots
+//           + the MoE state (if one is MoE); one set, whatever the number of blocks and slots;
+//           under bf16 storage also two fp32 stream buffers (Nres x D) when L_in2 > 0
 // block_input is h_in (Nres x D); L_in counts this rank's blocks and each block that follows
-// one of its stages on another pp rank (the stage's output lands there: alloc_block);
+// one of its stages on another pp rank (the stage's output lands there: alloc_block); under
+// bf16 storage the rank's blocks inside a stage (not a stage's first) are the L_in2 that keep
+// it in 2 bytes (block_input_stored);
 // dense_block / moe_block are a block's other buffers; head is the slot's h_final plus, on
 // the head's pp rank, the final norm, logits and CE buffers.
 typedef struct hp_plan_activations {
     double block_input, dense_block, moe_block, head;   // (under bf16 storage a block's
                             //   statistics, states and 2-byte store: config.h hp_run_bf16_stored)
+    double block_input_stored;   // h_in in 2 bytes (bf16 storage), else = block_input
     double slot;            // one microbatch slot under rc->ac_every
     double recompute;       // the shared set (0 when no block here is checkpointed or stored)
     double boundary;        // pp: pipeline_run.c's dh_buf, n_slots * pp_virtual * Nres*D floats

@@ -43,18 +43,22 @@ void hp_ce_local_target(float *tl,            // (N)
     }
 }
 
-void hp_ce_backward(float *dlogits,        // (N, Vl) +=
+void hp_ce_backward(float *dlogits,        // (N, Vl) =, may be logits
                     const float *logits,   // (N, Vl)
                     const float *m,        // (N) global max
                     const float *se,       // (N) global sumexp
                     const int *labels,     // (N)
                     int v0, float scale, int N, int Vl) {
     for (int i = 0; i < N; i++) {
-        if (labels[i] == CE_IGNORE) continue;
-        const float *l = logits + (size_t)i * Vl;
         float *dl = dlogits + (size_t)i * Vl;
+        if (labels[i] == CE_IGNORE) {
+            for (int j = 0; j < Vl; j++) dl[j] = 0.0f;
+            continue;
+        }
+        const float *l = logits + (size_t)i * Vl;
         float inv = 1.0f / se[i];
-        for (int j = 0; j < Vl; j++) dl[j] += scale * (expf(l[j] - m[i]) * inv);
+        // (each element read before it is written: in place is safe)
+        for (int j = 0; j < Vl; j++) dl[j] = scale * (expf(l[j] - m[i]) * inv);
         int c = labels[i] - v0;
         if (c >= 0 && c < Vl) dl[c] -= scale;
     }

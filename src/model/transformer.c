@@ -193,6 +193,11 @@ static hp_block_acts *acts(hp_transformer *tf, int l) {
     return &tf->blocks[(size_t)tf->slot * tf->m.n_layers + l];
 }
 
+// The residual stream entering block l of the running slot (l == L: the head's input).
+static float *stream_in(hp_transformer *tf, int l) {
+    return l < tf->m.n_layers ? acts(tf, l)->h_in : tf->heads[tf->slot].h_final;
+}
+
 static void lookup_params(hp_transformer *tf) {
     char name[96];
     for (int l = 0; l < tf->m.n_layers; l++)
@@ -374,6 +379,15 @@ static int alloc_stored(hp_transformer *tf, hp_block_acts *A, int l) {
     return hp_model_is_moe_layer(&tf->m, l) ? alloc_moe(tf, A) : 0;
 }
 
+// Packs n floats that must be bf16 values (an op's output, rounded once) into a 2-byte copy;
+// one that is not stops the job with one line naming `what`.
+static void keep_packed(const hp_transformer *tf, hp_bf16 *dst, const float *src, size_t n, const char *what) {
+    if (!hp_par_bf16_pack_exact(dst, src, n))
+        hp_fail_line_and_abort(1, "hp: bf16 activation storage: the %s (microbatch %d) holds a value "
+                               "that is not bf16; every kept activation must be an op output rounded "
+                               "once", what, tf->mb);
+}
+
 // Packs (save) the groups `which` of the set W into block l's store, or unpacks them into W.
 static void stored_move(hp_transformer *tf, int l, hp_block_acts *W, int which, int save) {
     const hp_block_acts *A = acts(tf, l);
@@ -389,24 +403,59 @@ static void stored_move(hp_transformer *tf, int l, hp_block_acts *W, int which, 
         float *buf = *stored_field_of(W, f);
         if (f->group & which) {
             if (!save) hp_par_bf16_unpack(buf, A->stored + at, n);
-            else if (!hp_par_bf16_pack_exact(A->stored + at, buf, n))
-                hp_fail_line_and_abort(1, "hp: bf16 activation storage: block %d's %s (microbatch %d) "
-                                       "holds a value that is not bf16; every stored activation "
-                                       "must be an op output rounded once", l, f->name, tf->mb);
+            else {
+                char what[48];
+                snprintf(what, sizeof what, "%s of block %d", f->name, l);
+                keep_packed(tf, A->stored + at, buf, n, what);
+            }
         }
         at += n;
     }
 }
 
+// Under bf16 storage a block of this rank inside a stage keeps its input in 2 bytes: the
+// block before it writes the stream into the shared buffer of its parity (tf->stream) and the
+// forward packs it. A stage's first block keeps floats: the pipeline receives into them, or a
+// stage of this rank wrote them, any number of actions before this stage's forward runs.
+static int input_stored(const hp_transformer *tf, int l) {
+    return tf->store_bf16 && tf->layer_local[l] && !tf->stage_entry[l];
+}
+
+// Packs block l's input (in its stream buffer) into its 2-byte copy, after its forward.
+static void keep_input(hp_transformer *tf, int l) {
+    const hp_block_acts *A = acts(tf, l);
+    // (bf16_input_parity: the bug packs the other parity's buffer, where the block wrote its output)
+    const float *in = hp_failpoint(HP_FP_BF16_INPUT_PARITY) ? tf->stream[(l + 1) & 1] : A->h_in;
+    char what[48];
+    snprintf(what, sizeof what, "input of block %d", l);
+    keep_packed(tf, A->h_in_stored, in, (size_t)tf->sh.Nres * tf->sh.D, what);
+}
+
+// The stream entering block l as its forward left it, in floats: a 2-byte copy is unpacked
+// into its stream buffer first (l == L: the head's input).
+static float *kept_stream(hp_transformer *tf, int l) {
+    if (l < tf->m.n_layers && acts(tf, l)->h_in_stored) {
+        const hp_block_acts *A = acts(tf, l);
+        hp_par_bf16_unpack(A->h_in, A->h_in_stored, (size_t)tf->sh.Nres * tf->sh.D);
+    }
+    return stream_in(tf, l);
+}
+
 // Block l's buffers in one slot: nothing for a block of another pp rank, unless a stage of
 // this rank ends just before it (h_in is then where that stage's output goes); only h_in for
 // a checkpointed block; under bf16 storage its statistics, store and states; everything for
-// the others.
+// the others. A block whose input is stored has h_in 2 bytes an element (input_stored).
 static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
     const int local = tf->layer_local[l], feeds = l > 0 && tf->layer_local[l - 1];
     if (!local && !feeds) return 0;
-    A->h_in = falloc((size_t)tf->sh.Nres * tf->sh.D);
-    if (!A->h_in) return -1;
+    const size_t nres = (size_t)tf->sh.Nres * tf->sh.D;
+    if (input_stored(tf, l)) {
+        A->h_in_stored = balloc(nres);
+        A->h_in = tf->stream[l & 1];
+    } else {
+        A->h_in = falloc(nres);
+    }
+    if (!A->h_in || (input_stored(tf, l) && !A->h_in_stored)) return -1;
     if (!local || ac_block(tf, l)) return 0;
     if (tf->store_bf16) return alloc_stored(tf, A, l);
     if (alloc_attention(tf, A, 1) != 0) return -1;
@@ -435,29 +484,31 @@ static int alloc_recompute(hp_transformer *tf) {
 }
 
 int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
-                        const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
-                        int split_backward, int ac_every, int bf16, int store_bf16) {
+                        const hp_param_table *pt, const hp_model_hooks *hk,
+                        const hp_transformer_opts *opt) {
     memset(tf, 0, sizeof *tf);
-    tf->bf16 = bf16;
-    tf->store_bf16 = bf16 && store_bf16;
+    tf->bf16 = opt->bf16;
+    tf->store_bf16 = opt->bf16 && opt->store_bf16;
     tf->m = *m;
     tf->sh = *sh;
     tf->pt = pt;
     tf->hk = *hk;
-    tf->n_slots = n_slots < 1 ? 1 : n_slots;
-    tf->split_backward = split_backward;
-    tf->ac_every = ac_every;
+    tf->n_slots = opt->n_slots < 1 ? 1 : opt->n_slots;
+    tf->split_backward = opt->split_backward;
+    tf->ac_every = opt->ac_every;
     tf->f8_layer = -1;
     const int L = m->n_layers;
     const size_t D = (size_t)sh->D, res = (size_t)sh->Nres, reg = (size_t)sh->Nreg;
     const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
     tf->layer_local = hp_mem_alloc(HP_MEM_OTHER, ((size_t)L + 1) * sizeof(int));
-    if (!tf->layer_local) return -1;
+    tf->stage_entry = hp_mem_alloc(HP_MEM_OTHER, ((size_t)L + 1) * sizeof(int));
+    if (!tf->layer_local || !tf->stage_entry) return -1;
     for (int l = 0; l < L; l++) {
         char name[96];
         snprintf(name, sizeof name, "layers.%d.attention_norm.weight", l);
         const int i = hp_params_find(pt, name);
         tf->layer_local[l] = i >= 0 && pt->p[i].on_rank;
+        tf->stage_entry[l] = l == 0 || (opt->stage_entry && opt->stage_entry[l]);
     }
     const int i_out = hp_params_find(pt, "output.weight");
     tf->head_local = i_out >= 0 && pt->p[i_out].on_rank;
@@ -467,10 +518,15 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     tf->heads = hp_mem_alloc(HP_MEM_OTHER, (size_t)tf->n_slots * sizeof(hp_head_acts));
     if (!tf->blocks || !tf->heads) return -1;
     lookup_params(tf);
+    for (int l = 0; l < L && !tf->stream[0]; l++)   // the two stream buffers, if a block needs them
+        if (input_stored(tf, l) && (!(tf->stream[0] = falloc(res * D)) || !(tf->stream[1] = falloc(res * D))))
+            return -1;
     for (int slot = 0; slot < tf->n_slots; slot++)
         for (int l = 0; l < L; l++)
             if (alloc_block(tf, &tf->blocks[(size_t)slot * L + l], l) != 0) return -1;
     if (alloc_recompute(tf) != 0) return -1;
+    tf->dlogits = salloc(reg * (size_t)sh->Vl);
+    if (!tf->dlogits) return -1;
     for (int slot = 0; slot < tf->n_slots; slot++) {
         hp_head_acts *H = &tf->heads[slot];
         H->h_final = falloc(res * D);
@@ -482,24 +538,34 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
         if (!tf->head_local) continue;
         H->nf = falloc(res * D); H->rstdf = falloc(res);
         H->gf = falloc(reg * D);
-        H->logits = falloc(reg * (size_t)sh->Vl);
+        if (tf->store_bf16) {   // (the loss's logits are bf16: one rounding of the output's)
+            H->logits_stored = balloc(reg * (size_t)sh->Vl);
+            H->logits = H->logits_stored ? tf->dlogits : NULL;
+        } else {
+            H->logits = falloc(reg * (size_t)sh->Vl);
+        }
         H->ce_m = falloc(reg); H->ce_se = falloc(reg);
         if (!H->nf || !H->rstdf || !H->gf || !H->logits || !H->ce_m || !H->ce_se) return -1;
-        if (tf->split_backward && !(H->dy_out = falloc(reg * (size_t)sh->Vl))) return -1;
+        if (tf->split_backward && tf->store_bf16) {   // (zbv: the kept logits' gradient, rounded)
+            if (!(H->dy_out_stored = balloc(reg * (size_t)sh->Vl))) return -1;
+        } else if (tf->split_backward && !(H->dy_out = falloc(reg * (size_t)sh->Vl))) {
+            return -1;
+        }
     }
     tf->activation_bytes = falloc_bytes - bytes_before;   // every slot's blocks and head, the recompute set
-    tf->dlogits = salloc(reg * (size_t)sh->Vl);
     tf->res_a = salloc(res * D); tf->res_b = salloc(res * D);
     tf->reg_a = salloc(reg * D); tf->reg_b = salloc(reg * D);
     tf->reg_q = salloc(reg * qd); tf->reg_k = salloc(reg * kvd); tf->reg_v = salloc(reg * kvd);
     tf->reg_att = salloc(reg * qd);
     const size_t fl = (size_t)sh->Fl;
     tf->reg_f1 = salloc(reg * fl); tf->reg_f2 = salloc(reg * fl); tf->reg_f3 = salloc(reg * fl);
-    return tf->dlogits && tf->res_a && tf->res_b && tf->reg_a && tf->reg_b && tf->reg_q &&
+    return tf->res_a && tf->res_b && tf->reg_a && tf->reg_b && tf->reg_q &&
            tf->reg_k && tf->reg_v && tf->reg_att && tf->reg_f1 && tf->reg_f2 && tf->reg_f3 ? 0 : -1;
 }
 
 static void free_block(hp_transformer *tf, hp_block_acts *A) {
+    if (A->h_in_stored) A->h_in = NULL;   // the shared stream buffer (tf->stream)
+    hp_mem_free(A->h_in_stored);
     hp_mem_free(A->h_in); hp_mem_free(A->n1); hp_mem_free(A->rstd1); hp_mem_free(A->g1);
     hp_mem_free(A->q); hp_mem_free(A->k); hp_mem_free(A->v); hp_mem_free(A->att); hp_mem_free(A->lse);
     hp_mem_free(A->h_mid); hp_mem_free(A->n2); hp_mem_free(A->rstd2); hp_mem_free(A->g2);
@@ -525,13 +591,17 @@ void hp_transformer_free(hp_transformer *tf) {
     if (tf->heads) {
         for (int slot = 0; slot < tf->n_slots; slot++) {
             hp_head_acts *H = &tf->heads[slot];
+            if (H->logits_stored) H->logits = NULL;   // tf->dlogits
+            hp_mem_free(H->logits_stored);
             hp_mem_free(H->h_final); hp_mem_free(H->nf); hp_mem_free(H->rstdf); hp_mem_free(H->gf); hp_mem_free(H->logits);
             hp_mem_free(H->ce_m); hp_mem_free(H->ce_se); hp_mem_free(H->dy_out); hp_mem_free(H->dy_embed);
+            hp_mem_free(H->dy_out_stored);
         }
         hp_mem_free(tf->heads);
     }
     hp_float8_linears_free(tf);
-    hp_mem_free(tf->layer_local);
+    hp_mem_free(tf->stream[0]); hp_mem_free(tf->stream[1]);
+    hp_mem_free(tf->layer_local); hp_mem_free(tf->stage_entry);
     hp_mem_free(tf->dlogits);
     hp_mem_free(tf->res_a); hp_mem_free(tf->res_b); hp_mem_free(tf->reg_a); hp_mem_free(tf->reg_b);
     hp_mem_free(tf->reg_q); hp_mem_free(tf->reg_k); hp_mem_free(tf->reg_v); hp_mem_free(tf->reg_att);
@@ -704,6 +774,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     add_into(h_out, A->h_mid, tf->res_a, nres);
     op_out(tf, h_out, nres);
     if (acts(tf, l)->stored) stored_move(tf, l, A, G_ATTN | G_FFN, 1);
+    if (!recompute && acts(tf, l)->h_in_stored) keep_input(tf, l);
     tf->f8_layer = -1;
     tf->f8_recompute = 0;
 }
@@ -721,10 +792,6 @@ static void logits_rows(void *ctx, int r0, int n) {
     linear_fwd(j->tf, j->H->logits + (size_t)r0 * Vl, j->H->gf + (size_t)r0 * D, j->w, n, (int)D, (int)Vl);
 }
 
-// The residual stream entering block l of the running slot (l == L: the head's input).
-static float *stream_in(hp_transformer *tf, int l) {
-    return l < tf->m.n_layers ? acts(tf, l)->h_in : tf->heads[tf->slot].h_final;
-}
 
 float *hp_transformer_stream(hp_transformer *tf, int l) { return stream_in(tf, l); }
 
@@ -755,6 +822,7 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     region_enter_consume(tf, H->gf, H->nf, D, logits_rows, &hj, NULL, 0);
     op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
+    if (H->logits_stored) keep_packed(tf, H->logits_stored, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl, "logits");
     unit_after_forward(tf, L + 1);
     tf->ce_sum_local = ce_sum;
     tf->loss_local = ce_sum / (double)tf->n_valid_global;
@@ -824,7 +892,7 @@ static void dx_rows(void *ctx, int r0, int n) {
 static void check_recompute(hp_transformer *tf, int l) {
     if (!hp_structure_enabled()) return;
     const size_t n = (size_t)tf->sh.Nres * tf->sh.D;
-    const float *forward = stream_in(tf, l + 1);
+    const float *forward = kept_stream(tf, l + 1);   // (its buffer is not block l's)
     for (size_t i = 0; i < n; i++)
         if (memcmp(&tf->res_a[i], &forward[i], sizeof(float)) != 0) {
             hp_structure_fail(HP_CHECK_RECOMPUTE, "block %d, microbatch %d, element %zu: the "
@@ -839,11 +907,11 @@ static void check_recompute(hp_transformer *tf, int l) {
 // (its output, already handed on, lands in scratch); the FSDP unit is gathered already.
 static void block_backward(hp_transformer *tf, int l, float *dh) {
     const hp_model_config *m = &tf->m;
+    float *kept = kept_stream(tf, l);   // its input, in floats
     if (ac_block(tf, l)) {
         // (ac_recompute_stale: the bug reruns the block from the next block's kept input,
         //  an off-by-one into the slot's inputs; shapes and collectives stay the same)
-        float *kept = acts(tf, l)->h_in;
-        if (hp_failpoint(HP_FP_AC_RECOMPUTE_STALE)) acts(tf, l)->h_in = stream_in(tf, l + 1);
+        if (hp_failpoint(HP_FP_AC_RECOMPUTE_STALE)) acts(tf, l)->h_in = kept_stream(tf, l + 1);
         // (bf16_recompute_fp32: the bug recomputes without the bf16 op rule of the forward)
         const int bf16 = tf->bf16;
         if (hp_failpoint(HP_FP_BF16_RECOMPUTE_FP32)) tf->bf16 = 0;
@@ -929,13 +997,17 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         hp_head_acts *H = &tf->heads[tf->slot];
         unit_gather(tf, L + 1);
         unit_zero_grads(tf, L + 1);
-        zeros(tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl);
+        if (H->logits_stored)   // into tf->dlogits, which the CE backward overwrites in place
+            hp_par_bf16_unpack(H->logits, H->logits_stored, (size_t)tf->sh.Nreg * tf->sh.Vl);
         // (pp_microbatch_loss_scale: the bug divides each microbatch's loss by M once more)
         const double scale = hp_failpoint(HP_FP_PP_MICROBATCH_LOSS_SCALE) ? (double)tf->sh.M : 1.0;
         hp_ce_backward(tf->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tf), tf->sh.v0,
                        (float)(1.0 / ((double)tf->n_valid_global * scale)), tf->sh.Nreg, tf->sh.Vl);
         op_out(tf, tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl);
-        linear_bwd_dw(tf, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
+        if (tf->input_only && H->dy_out_stored)   // (zbv's I under bf16 storage: W unpacks it)
+            keep_packed(tf, H->dy_out_stored, tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl, "logits' gradient");
+        else
+            linear_bwd_dw(tf, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
         dx_job out = { tf, tf->reg_a, { tf->dlogits }, { TOP_PARAM(pid_out) }, 1, D, { tf->sh.Vl }, { TOP_GRAD(pid_out) }, H->gf };
         region_enter_backward_produce(tf, tf->res_a, tf->reg_a, D, dx_rows, &out, out.dy, out.w, out.out, 1);
         op_out(tf, tf->res_a, nres);
@@ -974,7 +1046,12 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
     const int qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     hp_head_acts *H = &tf->heads[tf->slot];
     if (last) {
-        linear_bwd_add(tf, NULL, TOP_GRAD(pid_out), H->dy_out, H->gf, TOP_PARAM(pid_out), Nr, D, tf->sh.Vl);
+        const float *dy_out = H->dy_out;
+        if (H->dy_out_stored) {   // into the backward scratch, free between the I and the W
+            hp_par_bf16_unpack(tf->dlogits, H->dy_out_stored, (size_t)Nr * tf->sh.Vl);
+            dy_out = tf->dlogits;
+        }
+        linear_bwd_add(tf, NULL, TOP_GRAD(pid_out), dy_out, H->gf, TOP_PARAM(pid_out), Nr, D, tf->sh.Vl);
         unit_reduce(tf, L + 1);
     }
     for (int l = l1 - 1; l >= l0; l--) {

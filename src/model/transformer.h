@@ -21,7 +21,7 @@ typedef enum {
 // rank (B_l x S_res tokens; S_res = S_c/T under sequence parallel), "reg" = inside a tensor
 // parallel region (B_l x S_c: the cp-local sequence, replicated over tp).
 typedef struct hp_block_acts {
-    float *h_in;          // (res, D)   block input
+    float *h_in;          // (res, D)   block input (a shared buffer under h_in_stored, below)
     float *n1, *rstd1;    // (res, D), (res)
     float *g1;            // (reg, D)   normed input inside the region
     float *q, *k, *v;     // (reg, Hl*hd), (reg, Hkvl*hd) x2, after RoPE
@@ -41,6 +41,10 @@ typedef struct hp_block_acts {
     // (g1 .. act and zbv's dy) live here, 2 bytes each, and its float buffers above are NULL
     // but h_in, rstd1, rstd2 and lse (fp32); it runs in the shared set (tf->work)
     hp_bf16 *stored;
+    // bf16 storage, a block inside a stage: its input kept in 2 bytes, packed after its forward;
+    // h_in is then the rank's stream buffer of the block's parity (tf->stream), where the
+    // previous block writes it and its backward unpacks it (NULL: h_in is the slot's own)
+    hp_bf16 *h_in_stored;
 } hp_block_acts;
 
 // The head's activations for one microbatch slot (only on the pp rank holding the head).
@@ -48,9 +52,12 @@ typedef struct hp_head_acts {
     float *h_final;          // (res, D)   the stream leaving the last block
     float *nf, *rstdf;       // (res, D), (res)
     float *gf;               // (reg, D)
-    float *logits;           // (reg, Vl)
+    float *logits;           // (reg, Vl); under bf16 storage the rank's tf->dlogits, where the
+                             //   forward makes them and the backward unpacks them
+    hp_bf16 *logits_stored;  // (reg, Vl) bf16 storage: the logits kept in 2 bytes (else NULL)
     float *ce_m, *ce_se;     // (reg) per-row max and sum of exponentials (loss parallel)
     float *dy_out;           // zbv: (reg, Vl) the logits' gradient, kept by I for W
+    hp_bf16 *dy_out_stored;  // zbv under bf16 storage: the same in 2 bytes (dy_out NULL)
     float *dy_embed;         // zbv: (reg, D) the embedding output's gradient (first stage)
 } hp_head_acts;
 
@@ -76,7 +83,7 @@ typedef struct hp_transformer {
     hp_block_acts *blocks;     // [n_slots * L]; slot 0's entries also carry the role indices.
                                // Buffers only for this rank's blocks (and h_in of the block after
                                // each of its stages: where that stage's output goes); a
-                               // checkpointed block has only h_in
+                               // checkpointed block has only h_in (2 bytes: h_in_stored)
     int ac_every;              // activation checkpointing (config.h, hp_run_ac_block): 0 none
     hp_block_acts *recompute;  // the one set the checkpointed blocks, and under bf16 storage
                                // the stored blocks, run in (NULL: none here); its h_in points at
@@ -85,11 +92,14 @@ typedef struct hp_transformer {
                                // (hp_block_acts.stored), packed after its forward and unpacked
                                // into the shared set for its backward
     hp_block_acts work;        // the shared set lent to the running stored block (a view)
+    float *stream[2];          // (res, D) bf16 storage: the stream entering a block inside a
+                               //    stage, by the block's parity (NULL: no such block here)
     int *routing;              // (n_moe, M*Nreg, K) the step's routing, the caller's: each
                                // forward records its MoE blocks' here (NULL: not recorded), a
                                // recompute is checked against it
     hp_head_acts *heads;       // [n_slots]
     int *layer_local;          // [L] 1: this rank's pp rank holds block l
+    int *stage_entry;          // [L] 1: block l starts a stage (hp_transformer_opts)
     int head_local;            // this rank holds the head (norm, output): the last stage
     int pid_tok, pid_norm, pid_out;   // table indices of the top-level parameters
     size_t activation_bytes;   // what the slots' activations and the recompute set take here
@@ -106,12 +116,23 @@ typedef struct hp_transformer {
     int f8_layer, f8_recompute;
 } hp_transformer;
 
-// Sizes every activation slot for the shapes and the AC mode (ac_every as hp_run_config's);
-// the hooks are copied; bf16: the op rule of the bf16 policy; store_bf16 (with bf16): the
-// blocks keep their bf16 activations in 2 bytes. Returns 0 or -1 (memory).
+// How the activations are kept and how the step runs them (hp_transformer_init).
+typedef struct hp_transformer_opts {
+    int n_slots;               // activation slots: microbatches in flight (pipeline; 1 without)
+    int split_backward;        // zbv: backwards run as I then W
+    int ac_every;              // activation checkpointing, as hp_run_config's
+    int bf16;                  // the op rule of the bf16 policy
+    int store_bf16;            // (with bf16) the blocks keep their bf16 activations in 2 bytes
+    const int *stage_entry;    // [L] 1: block l starts a pipeline stage, whose input arrives from
+                               //    outside the stage (NULL: block 0 only); it keeps that input
+                               //    in its slot's floats, where the pipeline reads and writes it
+} hp_transformer_opts;
+
+// Sizes every activation slot for the shapes and the options; the hooks are copied.
+// Returns 0 or -1 (memory).
 int    hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_local_shapes *sh,
-                           const hp_param_table *pt, const hp_model_hooks *hk, int n_slots,
-                           int split_backward, int ac_every, int bf16, int store_bf16);
+                           const hp_param_table *pt, const hp_model_hooks *hk,
+                           const hp_transformer_opts *opt);
 void   hp_transformer_free(hp_transformer *tf);
 double hp_transformer_forward(hp_transformer *tf);     // returns this rank's loss share
 void   hp_transformer_backward(hp_transformer *tf);    // leaves reduced gradient shards

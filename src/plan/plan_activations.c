@@ -16,6 +16,10 @@
 // rstd1, rstd2, lse and the states in floats and the rest in ONE store of 2-byte elements
 // (alloc_stored), and runs in that shared set, which then holds the attention half (the
 // core's state only with a checkpointed block) and the dense FFN if one of them is dense.
+// A block inside a stage (not a stage's first) keeps its h_in in 2 bytes too, checkpointed or
+// not, and the rank then holds two fp32 stream buffers (transformer.c's input_stored); the
+// head keeps its logits (and zbv's I their gradient) in 2 bytes (the fp32 ones are made in
+// the backward scratch).
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/pipeline.h"
@@ -162,6 +166,7 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
     const double moe_state = m->num_experts > 0 ? moe_floats(m, d, rc, &s, uniform) : 0;
     const int stored = hp_run_bf16_stored(rc);
     out->block_input = f1(s.res * s.D) * 4;
+    out->block_input_stored = stored ? f1(s.res * s.D) * 2 : out->block_input;
     if (stored) {   // alloc_stored: rstd1, rstd2, lse and the states in floats, one 2-byte store
         const double stats = 2 * f1(s.res) + f1(s.reg * s.Hl) + attn_state;
         out->dense_block = stats * 4 + f1(stored_elements(&s, 0)) * 2;
@@ -173,12 +178,17 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
     }
     const int head_local = lay.stage_rank[hp_pp_unit_stage(&lay, m->n_layers + 1)] == co.p;
     out->head = head_floats(&s, head_local) * 4;
+    if (stored && head_local)   // the logits, and zbv's kept logits gradient, in 2 bytes
+        out->head -= (f1(s.reg * s.Vl) + (s.split ? f1(s.reg * s.Vl) : 0)) * 2;
     out->slot = out->head;
-    int shared = 0, ac = 0, dense = 0, ac_moe = 0;
+    int shared = 0, ac = 0, dense = 0, ac_moe = 0, streams = 0;
     for (int l = 0; l < m->n_layers; l++) {
         const int local = lay.stage_rank[hp_pp_layer_stage(&lay, l)] == co.p;
         const int feeds = l > 0 && lay.stage_rank[hp_pp_layer_stage(&lay, l - 1)] == co.p;
-        if (local || feeds) out->slot += out->block_input;   // h_in (alloc_block)
+        const int entry = l == 0 || hp_pp_layer_stage(&lay, l) != hp_pp_layer_stage(&lay, l - 1);
+        const int input_stored = stored && local && !entry;
+        if (local || feeds) out->slot += input_stored ? out->block_input_stored : out->block_input;   // h_in
+        streams |= input_stored;
         if (!local) continue;
         const int moe = hp_model_is_moe_layer(m, l), ckpt = hp_run_ac_block(rc, l);
         if (!ckpt) out->slot += moe ? out->moe_block : out->dense_block;
@@ -196,6 +206,7 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
         if (dense) out->recompute += dense_ffn_floats(&s) * 4;
         if (ac_moe) out->recompute += moe_state * 4;
     }
+    if (streams) out->recompute += 2 * f1(s.res * s.D) * 4;   // tf->stream
     out->n_slots = d->pp <= 1 ? 1 : n_slots > 0 ? n_slots : slots_in_flight(&lay, hp_run_microbatches(rc), co.p);
     if (out->n_slots < 0) return -1;
     // pipeline_run.c's dh_buf: the gradient arriving at each of the rank's stages, per slot;

@@ -53,10 +53,23 @@ static int setup_model(hp_trainer *tr) {
     hp_attn_style_init(&tr->attn, tr);
     hp_model_hooks hk;
     hp_trainer_hooks(tr, &hk);
-    if (hp_transformer_init(&tr->tf, &tr->m, &tr->sh, &tr->pt, &hk, tr->n_slots,
-                            tr->split_backward, tr->rc.ac_every,
-                            tr->rc.mp_param == HP_DTYPE_BFLOAT16, hp_run_bf16_stored(&tr->rc)) != 0)
+    // the blocks where a stage's input arrives (the pipeline's stages; block 0 without)
+    int *entry = calloc((size_t)tr->m.n_layers + 1, sizeof(int));   // (untracked: freed here)
+    hp_pp_layout lay;
+    if (!entry || (tr->d.pp > 1 && hp_pp_layout_init(&lay, &tr->d, tr->m.n_layers) != 0)) {
+        free(entry);
         return -1;
+    }
+    entry[0] = 1;
+    for (int s = 0; tr->d.pp > 1 && s < lay.n_stages; s++) entry[lay.stage_first[s]] = 1;
+    const hp_transformer_opts opt = {
+        .n_slots = tr->n_slots, .split_backward = tr->split_backward, .ac_every = tr->rc.ac_every,
+        .bf16 = tr->rc.mp_param == HP_DTYPE_BFLOAT16, .store_bf16 = hp_run_bf16_stored(&tr->rc),
+        .stage_entry = entry,
+    };
+    const int made = hp_transformer_init(&tr->tf, &tr->m, &tr->sh, &tr->pt, &hk, &opt);
+    free(entry);
+    if (made != 0) return -1;
     if (hp_float8_linears_init(&tr->tf, tr->rc.float8, tr->rc.float8_filter) != 0) return -1;
     tr->tf.routing = tr->routing_step;   // the forwards record every microbatch's routing
     tr->tf.pos = tr->pos;

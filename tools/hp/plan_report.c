@@ -130,7 +130,7 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
     row("activations", mem.activations, acts_note);
     if (mem.activations_recompute > 0)
         row(stored ? "  of which shared set" : "  of which recompute set", mem.activations_recompute,
-            stored ? "one block's fp32 buffers, the checkpointed and stored blocks run in"
+            stored ? "one block's fp32 buffers (and two stream buffers), the checkpointed and stored blocks run in"
                    : "one block's buffers, shared by the checkpointed blocks");
     if (mem.activations_uniform != mem.activations)
         row("  if routing were uniform", mem.activations_uniform,

@@ -6,8 +6,10 @@ usage: check_bench.py step|blas|gemm|launch|memory|recipes|scaling HP JSON_OUT
           and ratios (step, sgemm, FMA peak) are positive and consistent with each other
   blas:   `hp bench` and `hp run` name the BLAS, its core and the thread count on their first
           line; on a CPU with AVX2 or AVX-512 the core is never a generic one; a user's
-          OPENBLAS_CORETYPE is kept; the same line names the GEMM backend (openblas by default),
-          its ISA and threads
+          OPENBLAS_CORETYPE is kept; the same line names the GEMM backend, its ISA and threads;
+          the default backend follows its rule (hp_gemm_default_backend): openblas for a small
+          step; for a step of 10 GFLOP or more, onednn under a preset core narrower than the
+          CPU's widest and for bf16 on a CPU with bf16 instructions, openblas otherwise
   gemm:   --gemm onednn / HP_GEMM=onednn: the first line of hp bench and hp run names oneDNN, its
           ISA (the bf16 one on a CPU with AVX512_BF16) and the threads per rank; the bench's GEMM
           rates and bf16 peak; --gemm auto says what it picked and why; a bad HP_GEMM or --gemm
@@ -172,6 +174,27 @@ def blas(hp, out):
     m3 = BLAS_LINE.match(first)
     check(rc == 0 and m3 is not None and m3.group(2) == "Haswell" and "set by the user" in m3.group(3),
           f"a user's OPENBLAS_CORETYPE=Haswell is kept and said so: '{first}'")
+    check(m3 is not None and m3.group(5) == "openblas" and not any(l.startswith("hp: gemm default")
+                                                                   for l in text[0].splitlines()),
+          "the tiny model's step is below 10 GFLOP: the default stays OpenBLAS, unsaid")
+
+    # the default for a step of 10 GFLOP or more (the bench model, S 64, B 2: about 19 GFLOP)
+    big = [hp, "run", "--model", "bench", "--seq-len", "64", "--batch", "2", "--steps", "1"]
+    wide = "avx512f" in flags   # Haswell (AVX2) is narrower than the CPU's widest vectors
+    native_bf16 = bool(flags & {"avx512_bf16", "amx_bf16"})
+    for what, e, more, want in (("preset Haswell core, fp32", env_user, [], "onednn" if wide else "openblas"),
+                                ("hp's own core, fp32", env, [], "openblas"),
+                                ("bf16", env, ["--mixed-precision-param", "bfloat16"],
+                                 "onednn" if native_bf16 else "openblas")):
+        text = []
+        rc = run(big + more, env=dict(e, OPENBLAS_NUM_THREADS="1"), out=text)
+        lines = text[0].splitlines()
+        m4 = BLAS_LINE.match(lines[0]) if lines else None
+        said = [l for l in lines if l.startswith("hp: gemm default: ")]
+        check(rc == 0 and m4 is not None and m4.group(5) == want and
+              (said == [] if want == "openblas" else len(said) == 1 and said[0].startswith("hp: gemm default: onednn: ")),
+              f"the default for the bench model's step, {what}: {want}{', and why' if want == 'onednn' else ''} "
+              f"({said[0] if said else 'nothing said'})")
 
 
 def gemm(hp, out):

@@ -19,7 +19,9 @@
 #include <string.h>
 #include <cblas.h>
 #include "hyperpar/bf16.h"
+#include "hyperpar/blas.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_onednn.h"
 #include "test_check.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -189,9 +191,28 @@ static void check_names(void) {
     printf("%s\n", hp_gemm_info_line(line, sizeof line));
 }
 
+// The tools' default (hp_gemm_default_backend): OpenBLAS below the step size, whatever the
+// machine; above it, oneDNN exactly where its rule says (the machine asked, not assumed).
+static void check_default(void) {
+    char why[160];
+    const double small = HP_GEMM_DEFAULT_MIN_STEP_FLOP / 2, big = HP_GEMM_DEFAULT_MIN_STEP_FLOP * 2;
+    CHECK(hp_gemm_default_backend(0, small, why, sizeof why) == HP_GEMM_OPENBLAS && !strncmp(why, "openblas: a step of", 19) &&
+          hp_gemm_default_backend(1, small, why, sizeof why) == HP_GEMM_OPENBLAS,
+          "default below %g FLOP a step: openblas in fp32 and bf16 ('%s')", HP_GEMM_DEFAULT_MIN_STEP_FLOP, why);
+    const hp_gemm_backend fp32 = hp_gemm_default_backend(0, big, why, sizeof why);
+    CHECK(fp32 == (hp_blas_core_below_cpu() ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS) &&
+          !strncmp(why, hp_gemm_backend_name(fp32), strlen(hp_gemm_backend_name(fp32))),
+          "default fp32 step: onednn exactly where OpenBLAS's core is below the CPU's ('%s')", why);
+    const char *isa = hp_gemm_onednn_isa();
+    const hp_gemm_backend bf16 = hp_gemm_default_backend(1, big, why, sizeof why);
+    CHECK(bf16 == (strstr(isa, "bf16") || strstr(isa, "amx") ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS),
+          "default bf16 step: onednn exactly where oneDNN has bf16 instructions (isa %s: '%s')", isa, why);
+}
+
 int main(void) {
     openblas_set_num_threads(1);   // one thread: the conditions the bitwise checks hold under
     check_names();
+    check_default();
     check_openblas_bits();
     check_backend(HP_GEMM_OPENBLAS, 1);
     check_backend(HP_GEMM_OPENBLAS, 0);

@@ -45,6 +45,10 @@ char *hp_blas_info_line(char *buf, size_t n);
 // peak a step is measured against is the peak of these kernels, not of the CPU's widest vectors.
 const char *hp_blas_core_isa(const char *core);
 
+// 1 when the OpenBLAS core this process runs uses narrower vectors than this CPU's widest
+// (cpu_best above: a preset OPENBLAS_CORETYPE, or a BLAS with one older core built in).
+int hp_blas_core_below_cpu(void);
+
 // The conditions a bitwise promise holds under, as one phrase: "OpenBLAS 0.3.21, core Haswell,
 // 1 BLAS thread per rank" (threads_min == threads_max), else "..., 1-2 BLAS threads per rank".
 // Returns buf.

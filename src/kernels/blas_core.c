@@ -1,6 +1,6 @@
 // blas_core.c - which OpenBLAS core this process runs, and the best one this CPU deserves.
 // defines: hp_blas_info_get, hp_blas_info_line, hp_blas_core_env, hp_blas_core_reexec,
-//          hp_blas_core_isa, hp_blas_conditions_text
+//          hp_blas_core_isa, hp_blas_conditions_text, hp_blas_core_below_cpu
 //
 // OpenBLAS (built with DYNAMIC_ARCH, as Debian's is) picks a kernel set from the CPU model
 // when it loads; a model it does not know falls back to a generic core even when cpuid shows
@@ -143,6 +143,12 @@ void hp_blas_info_get(hp_blas_info *info) {
     } else {
         snprintf(info->origin, sizeof info->origin, "OpenBLAS's own choice");
     }
+}
+
+int hp_blas_core_below_cpu(void) {
+    hp_blas_info b;
+    hp_blas_info_get(&b);
+    return b.cpu_best[0] && core_rank(b.core) < core_rank(b.cpu_best);
 }
 
 char *hp_blas_info_line(char *buf, size_t n) {

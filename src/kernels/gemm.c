@@ -2,7 +2,7 @@
 // here, to OpenBLAS (this file) or oneDNN (gemm_onednn.c), whichever the process chose.
 // defines: hp_gemm, hp_gemm_bf16, hp_gemm_set_backend, hp_gemm_get_backend,
 //          hp_gemm_backend_parse, hp_gemm_backend_name, hp_gemm_threads, hp_gemm_info_line,
-//          hp_gemm_auto_measure, hp_gemm_shutdown, hp_gemm_omp_env
+//          hp_gemm_auto_measure, hp_gemm_default_backend, hp_gemm_shutdown, hp_gemm_omp_env
 //
 // Under OpenBLAS hp_gemm is cblas_sgemm with the caller's arguments, nothing else: the bits of
 // every fp32 recipe are those of the releases before the backend choice.
@@ -122,6 +122,31 @@ hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n) {
     snprintf(why, n, "fp32 %dx%dx%d at %d thread%s: onednn %.1f GFLOP/s, openblas %.1f GFLOP/s", M, N, K,
              hp_gemm_threads(), hp_gemm_threads() == 1 ? "" : "s", dn, ob);
     return pick;
+}
+
+hp_gemm_backend hp_gemm_default_backend(int bf16, double step_flops, char *why, size_t n) {
+    if (step_flops < HP_GEMM_DEFAULT_MIN_STEP_FLOP) {
+        snprintf(why, n, "openblas: a step of %.3g GFLOP, below the %.0f where oneDNN's set-up pays",
+                 step_flops * 1e-9, HP_GEMM_DEFAULT_MIN_STEP_FLOP * 1e-9);
+        return HP_GEMM_OPENBLAS;
+    }
+    const char *isa = hp_gemm_onednn_isa();
+    if (bf16) {
+        const int native = strstr(isa, "bf16") || strstr(isa, "amx");
+        snprintf(why, n, native ? "onednn: the bf16 products on the CPU's bf16 instructions (%s)"
+                                : "openblas: oneDNN has no bf16 instructions here (isa %s)", isa);
+        return native ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS;
+    }
+    hp_blas_info b;
+    hp_blas_info_get(&b);
+    const char *core_isa = hp_blas_core_isa(b.core), *best_isa = hp_blas_core_isa(b.cpu_best);
+    if (hp_blas_core_below_cpu()) {
+        snprintf(why, n, "onednn: OpenBLAS runs core %s (%s), narrower than the CPU's %s", b.core,
+                 core_isa ? core_isa : "?", best_isa ? best_isa : "?");
+        return HP_GEMM_ONEDNN;
+    }
+    snprintf(why, n, "openblas: core %s uses the CPU's widest vectors", b.core);
+    return HP_GEMM_OPENBLAS;
 }
 
 void hp_gemm_shutdown(void) { hp_gemm_onednn_shutdown(); }

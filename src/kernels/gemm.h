@@ -17,7 +17,8 @@
 // threads at once (hp_par_for's workers under blas_serial).
 // defines: hp_gemm_op, hp_gemm_backend, hp_gemm, hp_gemm_bf16, hp_gemm_set_backend,
 //          hp_gemm_get_backend, hp_gemm_backend_parse, hp_gemm_backend_name, hp_gemm_info_line,
-//          hp_gemm_threads, hp_gemm_auto_measure, hp_gemm_shutdown, hp_gemm_omp_env
+//          hp_gemm_threads, hp_gemm_auto_measure, hp_gemm_default_backend, hp_gemm_shutdown,
+//          hp_gemm_omp_env
 //
 //   hp_gemm(HP_GEMM_N, HP_GEMM_T, N, out, in, 1.0f, x, in, w, in, 0.0f, y, out);   // y = x w^T
 //   hp_gemm_set_backend(HP_GEMM_ONEDNN);
@@ -63,6 +64,21 @@ char *hp_gemm_info_line(char *buf, size_t n);
 // the faster; `why` gets "fp32 1024x1024x1024: onednn 180.3 GFLOP/s, openblas 95.0 GFLOP/s".
 // Does not change the backend.
 hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n);
+
+// The backend a tool runs when the user names none (precision.md, "Speed"), for a step of
+// step_flops (the whole model's matmul and attention FLOPs of one optimizer step, whatever the
+// layout: every rank and the one-process reference decide alike) under the bf16 policy or not:
+//   - oneDNN for a bf16 step, where oneDNN runs bf16 instructions here (AVX512_BF16, AMX);
+//   - oneDNN for an fp32 step, where the OpenBLAS core this process runs has narrower vectors
+//     than the CPU's widest (a preset OPENBLAS_CORETYPE): measured on a Zen 5 with the preset
+//     Haswell core, OpenBLAS sgemm 95 GFLOP/s, oneDNN f32 180-190;
+//   - OpenBLAS otherwise, and for any step below HP_GEMM_DEFAULT_MIN_STEP_FLOP: oneDNN makes
+//     its primitives in every process (about 50 ms measured for the tiny model's), which a step
+//     that small does not win back.
+// No measurement: the pick depends on the machine, its environment and the step, never on the
+// run's timing, so it cannot flip between two runs. `why` gets the reason in one phrase.
+#define HP_GEMM_DEFAULT_MIN_STEP_FLOP 1e10
+hp_gemm_backend hp_gemm_default_backend(int bf16, double step_flops, char *why, size_t n);
 
 // oneDNN's OpenMP threads spin after each product by default (libgomp), and on a machine with
 // as many threads as cores a spinning one holds the core the kernels' own workers (hp_par_for)

@@ -54,8 +54,9 @@ static const char *const bench_usage =
     "and one 2048x1024x1024 product through OpenBLAS sgemm, oneDNN f32 and oneDNN bf16 beside the bf16\n"
     "peak (a VDPBF16PS loop; oneDNN's AMX matmul where it has AMX), step of the bf16 peak beside it.\n"
     "  --threads N      OpenBLAS threads, and oneDNN's OpenMP threads (default: OpenBLAS's own count)\n"
-    "  --gemm B         the GEMM backend of the step and the sgemm rows: openblas (default), onednn,\n"
-    "                   auto (the faster on an fp32 1024^3 product); without it the environment's HP_GEMM\n"
+    "  --gemm B         the GEMM backend of the step and the sgemm rows: openblas, onednn, auto\n"
+    "                   (the faster on an fp32 1024^3 product); without it the environment's\n"
+    "                   HP_GEMM, else hp run's default (hp run --help)\n"
     "  --warmup N       unmeasured steps first (default 1)\n"
     "  --memory         launch FSDP runs at each --shards degree under mpirun and print, per rank,\n"
     "                   persistent bytes (params + grads + AdamW m, v shards) against the full\n"
@@ -662,7 +663,7 @@ int tool_cmd_bench(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int world;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    tool_gemm_apply(gemm, MPI_COMM_WORLD, gemm_why, sizeof gemm_why);
+    tool_gemm_apply(gemm, &cli, MPI_COMM_WORLD, gemm_why, sizeof gemm_why);
     int rc;
     if (world != d.world) {
         fprintf(stderr, "hp bench: expected %d rank(s), started with %d (the single-rank bench "

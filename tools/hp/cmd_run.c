@@ -34,9 +34,12 @@ static const char *const run_usage =
     "  --dump DIR       write the initial model, batch and gradients of step 1 (safetensors)\n"
     "  --load FILE      start from a safetensors model\n"
     "  --json FILE      write the result (loss, verification table) as JSON\n"
-    "  --gemm B         the GEMM backend: openblas (default), onednn, or auto (rank 0 times both\n"
-    "                   on an fp32 1024^3 product and every rank takes the faster); without the\n"
-    "                   flag the environment's HP_GEMM, if set. The first line names it.\n"
+    "  --gemm B         the GEMM backend: openblas, onednn, or auto (rank 0 times both on an fp32\n"
+    "                   1024^3 product and every rank takes the faster); without the flag the\n"
+    "                   environment's HP_GEMM, else the default: onednn for a step of 10 GFLOP\n"
+    "                   or more in bf16 where the CPU has bf16 instructions, or in fp32 where\n"
+    "                   OpenBLAS runs a core narrower than the CPU's (a preset\n"
+    "                   OPENBLAS_CORETYPE); openblas otherwise. The first line names it.\n"
     "  --config FILE    a TorchTitan TOML job file (docs/job_file.md; keys: --help-config); the\n"
     "                   command line overrides it. With job.dump_folder D, D/config.toml gets the\n"
     "                   effective config before step 1 (--config on it reruns the job)\n"
@@ -327,7 +330,7 @@ int tool_cmd_run(int argc, char **argv) {
     }
     if (cli.list_failpoints) { hp_failpoint_print_list(stdout); return HP_EXIT_OK; }
     if ((e = tool_run_ckpt_flags(&cli))) return e;
-    const char *gemm;   // --gemm, HP_GEMM or openblas: a bad HP_GEMM is refused before any rank
+    const char *gemm;   // --gemm, HP_GEMM or the default: a bad HP_GEMM is refused before any rank
     if ((e = tool_gemm_name(&cli, &gemm))) return e;
     char fp_err[256];   // HP_FAILPOINT=name[,name]: an unknown name is refused before any rank
     if (hp_failpoint_init(fp_err, sizeof fp_err) != 0) {
@@ -421,7 +424,7 @@ int tool_cmd_run(int argc, char **argv) {
         return HP_EXIT_FAIL;
     }
     char why[256];
-    tool_gemm_apply(gemm, MPI_COMM_WORLD, why, sizeof why);   // auto: every rank takes rank 0's pick
+    tool_gemm_apply(gemm, &cli, MPI_COMM_WORLD, why, sizeof why);   // every rank takes rank 0's pick
     if (rank == 0 && !cli.quiet) {
         char b[512];
         printf("%s\n", tool_first_line(b, sizeof b));

@@ -1,4 +1,4 @@
-// gemm_choice.c - the GEMM backend of hp run and hp bench: --gemm, HP_GEMM, or openblas, and
+// gemm_choice.c - the GEMM backend of hp run and hp bench: --gemm, HP_GEMM, or the default, and
 // the first line that names it with the BLAS (gemm_choice.h).
 // defines: tool_gemm_name, tool_gemm_apply, tool_first_line, tool_reexec
 #include <stdio.h>
@@ -7,12 +7,13 @@
 #include <unistd.h>
 #include "gemm_choice.h"
 #include "hyperpar/blas.h"
+#include "hyperpar/plan.h"
 #include "kernels/gemm.h"
 
 int tool_gemm_name(const tool_cli *cli, const char **name) {
     if (cli->gemm) { *name = cli->gemm; return 0; }   // cli.c checked the value
     const char *env = getenv("HP_GEMM");
-    if (!env || !*env) { *name = "openblas"; return 0; }
+    if (!env || !*env) { *name = "default"; return 0; }
     hp_gemm_backend b;
     const int k = hp_gemm_backend_parse(env, &b);
     if (k < 0) {
@@ -23,17 +24,34 @@ int tool_gemm_name(const tool_cli *cli, const char **name) {
     return 0;
 }
 
-void tool_gemm_apply(const char *name, MPI_Comm comm, char *why, size_t n) {
+// One optimizer step's FLOPs of the whole model (hp_plan_flops_predict: matmuls and attention),
+// the same for every layout of the job.
+static double step_flops(const tool_cli *cli) {
+    hp_dims d = cli->dims;
+    if (d.world < 1) d.world = 1;
+    hp_plan_flops f;
+    hp_plan_flops_predict(&cli->model, &d, &cli->run, &f);
+    return f.step_total;
+}
+
+void tool_gemm_apply(const char *name, const tool_cli *cli, MPI_Comm comm, char *why, size_t n) {
     why[0] = '\0';
     hp_gemm_backend b = HP_GEMM_OPENBLAS;
-    if (hp_gemm_backend_parse(name, &b) == 1) {
+    const int is_default = !strcmp(name, "default");
+    if (is_default || hp_gemm_backend_parse(name, &b) == 1) {
         int rank = 0, pick = 0;
         MPI_Comm_rank(comm, &rank);
         char text[160] = "";
-        if (rank == 0) pick = (int)hp_gemm_auto_measure(text, sizeof text);
+        if (rank == 0)
+            pick = is_default ? (int)hp_gemm_default_backend(cli->run.mp_param == HP_DTYPE_BFLOAT16,
+                                                             step_flops(cli), text, sizeof text)
+                              : (int)hp_gemm_auto_measure(text, sizeof text);
         MPI_Bcast(&pick, 1, MPI_INT, 0, comm);
         b = pick == HP_GEMM_ONEDNN ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS;
-        if (rank == 0) snprintf(why, n, "gemm auto: %s, the faster (%s)", hp_gemm_backend_name(b), text);
+        if (rank == 0 && !is_default)
+            snprintf(why, n, "gemm auto: %s, the faster (%s)", hp_gemm_backend_name(b), text);
+        else if (rank == 0 && b == HP_GEMM_ONEDNN)
+            snprintf(why, n, "gemm default: %s", text);
     }
     hp_gemm_set_backend(b);
 }

@@ -183,7 +183,7 @@ def blas(hp, out):
     wide = "avx512f" in flags   # Haswell (AVX2) is narrower than the CPU's widest vectors
     native_bf16 = bool(flags & {"avx512_bf16", "amx_bf16"})
     for what, e, more, want in (("preset Haswell core, fp32", env_user, [], "onednn" if wide else "openblas"),
-                                ("hp's own core, fp32", env, [], "openblas"),
+                                ("hp's own core, fp32", env, [], None),
                                 ("bf16", env, ["--mixed-precision-param", "bfloat16"],
                                  "onednn" if native_bf16 else "openblas")):
         text = []
@@ -191,6 +191,9 @@ def blas(hp, out):
         lines = text[0].splitlines()
         m4 = BLAS_LINE.match(lines[0]) if lines else None
         said = [l for l in lines if l.startswith("hp: gemm default: ")]
+        if want is None:   # hp's core is the CPU's best, unless this BLAS has none as wide (the line says)
+            narrow = m4 is not None and ("would suit" in m4.group(3) or "kept its own" in m4.group(3))
+            want = "onednn" if narrow else "openblas"
         check(rc == 0 and m4 is not None and m4.group(5) == want and
               (said == [] if want == "openblas" else len(said) == 1 and said[0].startswith("hp: gemm default: onednn: ")),
               f"the default for the bench model's step, {what}: {want}{', and why' if want == 'onednn' else ''} "

@@ -450,12 +450,11 @@ static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
     if (!local && !feeds) return 0;
     const size_t nres = (size_t)tf->sh.Nres * tf->sh.D;
     if (input_stored(tf, l)) {
-        A->h_in_stored = balloc(nres);
         A->h_in = tf->stream[l & 1];
-    } else {
-        A->h_in = falloc(nres);
+        if (!(A->h_in_stored = balloc(nres))) return -1;
+    } else if (!(A->h_in = falloc(nres))) {
+        return -1;
     }
-    if (!A->h_in || (input_stored(tf, l) && !A->h_in_stored)) return -1;
     if (!local || ac_block(tf, l)) return 0;
     if (tf->store_bf16) return alloc_stored(tf, A, l);
     if (alloc_attention(tf, A, 1) != 0) return -1;

@@ -1,7 +1,7 @@
 # Makefile - the short names for building and testing hyperpar (CMake does the real work).
 #   make build            set the machine up (scripts/setup.sh) and build into build/
 #   make test [L=L0]      build, then run the tests (L selects a label: L0, L1, L2; CTEST_ARGS more)
-#   make matrix           build, then run the completeness matrix into report/
+#   make matrix           build, then run the completeness matrix into report/ (MATRIX_JOBS=2 at once)
 #   make determinism      build, then the determinism tests under a second BLAS core and 2 threads
 #                         per rank (scripts/second_config.sh)
 #   make asan             AddressSanitizer + UBSan build in build-asan/, then the L0 tests
@@ -14,6 +14,9 @@ L ?=
 CTEST_LABEL = $(if $(L),-L $(L),)
 CTEST_ARGS ?=
 ASAN_CTEST_ARGS ?=
+# recipes the matrix runs at once: a recipe's launch and its one-process reference leave a core
+# idle, which a second recipe fills (each already runs up to 16 ranks; more would only queue)
+MATRIX_JOBS ?= 2
 
 FUZZ_DIR  ?= build-fuzz
 # tests/fuzz/: scripts/setup_fuzz.sh installs clang + libFuzzer, then only the fuzz targets are built
@@ -30,7 +33,7 @@ test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j2 $(CTEST_LABEL) $(CTEST_ARGS)
 
 matrix: build
-	$(BUILD_DIR)/hp matrix --report report
+	$(BUILD_DIR)/hp matrix --jobs $(MATRIX_JOBS) --report report
 
 determinism: build
 	BUILD_DIR=$(BUILD_DIR) sh scripts/second_config.sh

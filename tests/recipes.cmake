@@ -53,12 +53,12 @@ target_link_libraries(test_recipes_verify PRIVATE hyperpar)
 add_test(NAME recipes_verify_record COMMAND test_recipes_verify ${CMAKE_CURRENT_BINARY_DIR}/recipes_verify_record)
 set_tests_properties(recipes_verify_record PROPERTIES LABELS L0 TIMEOUT 30)
 
-# determinism: the same recipe twice gives bit-identical losses, and the report (with the BLAS,
+# determinism: the same recipe twice gives bit-identical losses (two recipes at once: --jobs 2), and the report (with the BLAS,
 # core and threads per rank the promise holds for) (no negative case:
 # each runs once per CI, as its recipe_neg-* test or in `make matrix`)
 set(HP_MATRIX_SMOKE ${CMAKE_CURRENT_BINARY_DIR}/matrix_smoke)
 add_test(NAME recipes_matrix_determinism
-         COMMAND sh -c "rm -rf \"$1\" && \"$0\" matrix --only M4-s2,B2 --repeat 2 --report \"$1\" && grep -q '</svg>' \"$1/report.svg\" && grep -q '\"deterministic\":[[:space:]]*true' \"$1/report.json\" && grep -Eq '\"blas_conditions\":[[:space:]]*\"[^\"]*, core [A-Za-z0-9_]+, [0-9]+ BLAS threads? per rank' \"$1/report.json\""
+         COMMAND sh -c "rm -rf \"$1\" && \"$0\" matrix --only M4-s2,B2 --repeat 2 --jobs 2 --report \"$1\" && grep -q '</svg>' \"$1/report.svg\" && grep -q '\"deterministic\":[[:space:]]*true' \"$1/report.json\" && grep -Eq '\"blas_conditions\":[[:space:]]*\"[^\"]*, core [A-Za-z0-9_]+, [0-9]+ BLAS threads? per rank' \"$1/report.json\""
                  $<TARGET_FILE:hp> ${HP_MATRIX_SMOKE})
 set_tests_properties(recipes_matrix_determinism PROPERTIES LABELS L1 TIMEOUT 180 PROCESSORS 2)
 
@@ -67,6 +67,7 @@ foreach(case
     "matrix_bad_level|--level expects all, L0, L1 or L2 .*got 'L5'|--level;L5"
     "matrix_bad_only|--only: unknown recipe or negative case 'M99'|--only;M4-s2,M99"
     "matrix_bad_repeat|--repeat expects an integer in [[]1, 100[]], got '0'|--repeat;0"
+    "matrix_bad_jobs|--jobs expects an integer in [[]1, 64[]], got '0'|--jobs;0"
     "matrix_bad_flag|unknown flag '--levels'|--levels;L0")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 name)

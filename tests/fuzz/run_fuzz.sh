@@ -1,6 +1,6 @@
 #!/bin/sh
-# run_fuzz.sh - runs every libFuzzer target built in BUILD_DIR (fuzz.cmake) one after another,
-# with leak detection on, and prints per target the executions, exec/s and peak memory.
+# run_fuzz.sh - runs every libFuzzer target built in BUILD_DIR (fuzz.cmake), FUZZ_JOBS at once
+# (default: the CPUs, as each target is one single-threaded process), with leak detection on, and prints per target the executions, exec/s and peak memory.
 #   tests/fuzz/run_fuzz.sh build-fuzz -runs=1000000          # make fuzz
 #   tests/fuzz/run_fuzz.sh build-fuzz -max_total_time=30     # make fuzz-ci
 #   FUZZ_TARGETS="cli safetensors" tests/fuzz/run_fuzz.sh build-fuzz -runs=1000
@@ -21,13 +21,17 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}; export ASAN_OPTIONS
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}; export UBSAN_OPTIONS
 
 summary="$B/fuzz-summary.md"
-printf '| target | executions | seconds | exec/s | corpus | peak RSS MB | result |\n|---|--:|--:|--:|--:|--:|---|\n' > "$summary"
-failed=0
-for t in $targets; do
+mkdir -p "$B/fuzz-logs"
+
+# one target; its summary row goes to $B/fuzz-logs/NAME.row; exit 1 when it failed
+run_one() {
+  t=$1; shift
   exe="$B/fuzz_$t"
-  [ -x "$exe" ] || { echo "run_fuzz.sh: $exe is missing" >&2; failed=1; continue; }
+  row="$B/fuzz-logs/$t.row"
+  rm -f "$row"
+  [ -x "$exe" ] || { echo "run_fuzz.sh: $exe is missing" >&2; return 1; }
   work="$B/corpus/$t"; art="$B/artifacts/$t"; log="$B/fuzz-logs/$t.log"
-  mkdir -p "$work" "$art" "$B/fuzz-logs"
+  mkdir -p "$work" "$art"
   if [ "$t" = safetensors ] && [ -x "$B/fuzz_write_seeds" ]; then "$B/fuzz_write_seeds" "$work"; fi
   dirs="$work tests/fuzz/corpus/$t"
   [ -d "tests/fuzz/regress/$t" ] && dirs="$dirs tests/fuzz/regress/$t"
@@ -46,7 +50,6 @@ for t in $targets; do
   ncorp=$(ls "$work" | wc -l)
   result=clean
   if [ "$rc" != 0 ]; then
-    failed=1
     result="FAILED (exit $rc)"
     mkdir -p "tests/fuzz/regress/$t"
     for a in "$art"/crash-* "$art"/leak-* "$art"/oom-* "$art"/timeout-*; do
@@ -57,7 +60,31 @@ for t in $targets; do
     grep -m3 -E 'ERROR|SUMMARY|runtime error' "$log" >&2 || true
   fi
   echo "run_fuzz.sh: $t: ${execs:-?} executions in ${secs} s, ${rate:-?} exec/s, peak ${rss:-?} MB: $result"
-  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$t" "${execs:-?}" "$secs" "${rate:-?}" "$ncorp" "${rss:-?}" "$result" >> "$summary"
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$t" "${execs:-?}" "$secs" "${rate:-?}" "$ncorp" "${rss:-?}" "$result" > "$row"
+  [ "$rc" = 0 ]
+}
+
+# FUZZ_JOBS targets at once (default: the CPUs; each target is one single-threaded process)
+jobs=${FUZZ_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
+failed=0
+pids=""
+running=0
+for t in $targets; do
+  run_one "$t" "$@" &
+  pids="$pids $!"
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    for p in $pids; do wait "$p" || failed=1; done
+    pids=""
+    running=0
+  fi
+done
+for p in $pids; do wait "$p" || failed=1; done
+
+printf '| target | executions | seconds | exec/s | corpus | peak RSS MB | result |\n|---|--:|--:|--:|--:|--:|---|\n' > "$summary"
+for t in $targets; do
+  if [ -f "$B/fuzz-logs/$t.row" ]; then cat "$B/fuzz-logs/$t.row" >> "$summary"
+  else printf '| %s | - | - | - | - | - | not run |\n' "$t" >> "$summary"; fi
 done
 cat "$summary"
 [ "$failed" = 0 ] || { echo "run_fuzz.sh: a target failed; its input is under tests/fuzz/regress/ (logs: $B/fuzz-logs/)" >&2; exit 1; }

@@ -9,8 +9,9 @@
 //   hp matrix --faults-only --report rep   # every failpoint: rep/faults.md, the faults-caught table
 //
 // Each recipe is `<this hp> run <flags> --verify --verify-steps 5 --json F --quiet` in a child
-// process (which starts mpirun itself), run --repeat times (default 2) one after another - two
-// cores - and the runs must agree bit for bit: every gradient of step 1 (the runs' --dump
+// process (which starts mpirun itself), run --repeat times (default 2) one after another, and
+// the runs must agree bit for bit (with --jobs N, N recipes run at once, each in a forked worker
+// of this process: tool_pool_run): every gradient of step 1 (the runs' --dump
 // grads.safetensors, compared byte for byte) and the 5 losses, read from each run's JSON record
 // (the library's: verify_record.h, exact to the bit). The checks themselves are the library's
 // (hp_verify_rerun_check, hp_verify_same_as_check, hp_verify_resume_check). A variant
@@ -367,6 +368,120 @@ static void run_fault(const char *exe, const hp_failpoint_info *fp, const tool_m
 }
 
 // ---------------------------------------------------------------------------------------------
+// the items of tool_pool_run (--jobs): a recipe, a negative case, a failpoint. With one job the
+// progress line starts before the item runs; with more, it is printed whole as the item ends.
+
+typedef struct {   // what a recipe's worker sends back
+    tool_recipe_result x;
+    hp_verify_record first;
+} recipe_slot;
+
+typedef struct {
+    const char *exe;
+    const tool_matrix_opts *o;
+    const char *runs_dir, *bad_dir;
+    const hp_recipe **sel;
+    const hp_negative **negs;
+    tool_matrix_report *m;
+    recipe_slot *slots;
+    int n_sel, n_negs;
+} matrix_pool;
+
+static void recipe_item(int i, void *out, void *ctx) {
+    matrix_pool *p = ctx;
+    recipe_slot *s = out;
+    run_recipe(p->exe, p->sel[i], p->o, p->runs_dir, &s->x, &s->first);
+}
+
+static void recipe_head(const matrix_pool *p, int i) {
+    const hp_recipe *r = p->sel[i];
+    fprintf(stderr, "[%2d/%d] %-13s w%d %-3s ... ", i + 1, p->n_sel, r->id, hp_recipe_world(r), hp_level_name(r->level));
+}
+
+static void recipe_before(int i, int complete, void *ctx) {
+    (void)complete;
+    recipe_head(ctx, i);
+    fflush(stderr);
+}
+
+static void recipe_after(int i, int complete, void *ctx) {
+    matrix_pool *p = ctx;
+    tool_recipe_result *x = &p->slots[i].x;
+    if (!complete) {   // its worker died: the recipe fails, with what is known
+        memset(x, 0, sizeof *x);
+        hp_verify_record_init(&p->slots[i].first);
+        x->r = p->sel[i];
+        x->world = hp_recipe_world(x->r);
+        x->deterministic = x->same_as_rel = -1;
+        x->exit_code = -1;
+        x->verdict = TOOL_V_FAIL;
+        fmt(x->failure, sizeof x->failure, "the matrix's worker for this recipe died");
+    }
+    if (p->o->jobs > 1) recipe_head(p, i);
+    fprintf(stderr, "%s %.1fs%s\n", tool_verdict_name(x->verdict), x->seconds,
+            x->deterministic == 1 ? " (bit-identical rerun)" : "");
+}
+
+static void negative_item(int i, void *out, void *ctx) {
+    matrix_pool *p = ctx;
+    run_negative(p->exe, p->negs[i], p->o, p->runs_dir, p->bad_dir, out);
+}
+
+static void negative_head(const matrix_pool *p, int i) {
+    fprintf(stderr, "[neg %2d/%d] %-19s ... ", i + 1, p->n_negs, p->negs[i]->id);
+}
+
+static void negative_before(int i, int complete, void *ctx) {
+    (void)complete;
+    negative_head(ctx, i);
+    fflush(stderr);
+}
+
+static void negative_after(int i, int complete, void *ctx) {
+    matrix_pool *p = ctx;
+    tool_negative_result *g = &p->m->neg[i];
+    if (!complete) {
+        memset(g, 0, sizeof *g);
+        g->n = p->negs[i];
+        g->exit_code = -1;
+        fmt(g->why, sizeof g->why, "the matrix's worker for this case died");
+    }
+    if (p->o->jobs > 1) negative_head(p, i);
+    fprintf(stderr, "%s %.2fs%s%s\n", g->ok ? "refused-ok" : "WRONG", g->seconds, g->ok ? "" : ": ", g->why);
+}
+
+static void fault_item(int i, void *out, void *ctx) {
+    matrix_pool *p = ctx;
+    run_fault(p->exe, &hp_failpoints[i], p->o, p->runs_dir, out);
+}
+
+static void fault_head(int i) {
+    fprintf(stderr, "[fault %2d/%d] %-24s on %-10s ... ", i + 1, HP_FP_COUNT, hp_failpoints[i].name,
+            hp_failpoints[i].recipe);
+}
+
+static void fault_before(int i, int complete, void *ctx) {
+    (void)complete;
+    (void)ctx;
+    fault_head(i);
+    fflush(stderr);
+}
+
+static void fault_after(int i, int complete, void *ctx) {
+    matrix_pool *p = ctx;
+    tool_fault_result *x = &p->m->faults[i];
+    if (!complete) {
+        memset(x, 0, sizeof *x);
+        x->fp = &hp_failpoints[i];
+        x->exit_code = -1;
+        x->grad_norm_rel = -1;
+        fmt(x->why, sizeof x->why, "the matrix's worker for this fault died");
+    }
+    if (p->o->jobs > 1) fault_head(i);
+    fprintf(stderr, "%s %.1fs%s%s\n", x->caught ? "caught" : "MISSED", x->seconds, x->caught ? "" : ": ", x->why);
+}
+
+// ---------------------------------------------------------------------------------------------
 
 static int make_dir(const char *path) {
     if (mkdir(path, 0777) == 0 || errno == EEXIST) return 0;
@@ -464,15 +579,15 @@ int tool_cmd_matrix(int argc, char **argv) {
     hp_verify_record *first = calloc((size_t)(n_sel ? n_sel : 1), sizeof *first);   // run 1 of each
     const double t0 = tool_now_s();
 
-    for (int i = 0; i < n_sel && !tool_matrix_interrupted; i++) {
-        const hp_recipe *r = sel[i];
-        fprintf(stderr, "[%2d/%d] %-13s w%d %-3s ... ", i + 1, n_sel, r->id, hp_recipe_world(r), hp_level_name(r->level));
-        fflush(stderr);
-        tool_recipe_result *x = &m.rec[m.n_rec++];
-        run_recipe(exe, r, &o, runs_dir, x, &first[i]);
-        fprintf(stderr, "%s %.1fs%s\n", tool_verdict_name(x->verdict), x->seconds,
-                x->deterministic == 1 ? " (bit-identical rerun)" : "");
+    matrix_pool pool = { exe, &o, runs_dir, bad_dir, sel, negs, &m, NULL, n_sel, n_negs };
+    pool.slots = calloc((size_t)(n_sel ? n_sel : 1), sizeof *pool.slots);
+    m.n_rec = tool_pool_run(n_sel, o.jobs, sizeof *pool.slots, pool.slots, recipe_item,
+                            o.jobs == 1 ? recipe_before : NULL, recipe_after, &pool);
+    for (int i = 0; i < m.n_rec; i++) {
+        m.rec[i] = pool.slots[i].x;
+        first[i] = pool.slots[i].first;
     }
+    free(pool.slots);
     // alternative paths against their twins
     for (int i = 0; i < m.n_rec; i++) {
         tool_recipe_result *x = &m.rec[i];
@@ -490,24 +605,14 @@ int tool_cmd_matrix(int argc, char **argv) {
         char err[256];
         if (hp_negative_write_files(bad_dir, err, sizeof err) != 0)
             fprintf(stderr, "hp matrix: cannot write the bad input files: %s\n", err);
-        for (int i = 0; i < n_negs && !tool_matrix_interrupted; i++) {
-            fprintf(stderr, "[neg %2d/%d] %-19s ... ", i + 1, n_negs, negs[i]->id);
-            tool_negative_result *g = &m.neg[m.n_neg++];
-            run_negative(exe, negs[i], &o, runs_dir, bad_dir, g);
-            fprintf(stderr, "%s %.2fs%s%s\n", g->ok ? "refused-ok" : "WRONG", g->seconds, g->ok ? "" : ": ", g->why);
-        }
+        m.n_neg = tool_pool_run(n_negs, o.jobs, sizeof *m.neg, m.neg, negative_item,
+                                o.jobs == 1 ? negative_before : NULL, negative_after, &pool);
     }
     if (o.faults) {
         m.faults = calloc(HP_FP_COUNT, sizeof *m.faults);
-        for (int i = 0; i < HP_FP_COUNT && !tool_matrix_interrupted; i++) {
-            fprintf(stderr, "[fault %2d/%d] %-24s on %-10s ... ", i + 1, HP_FP_COUNT,
-                    hp_failpoints[i].name, hp_failpoints[i].recipe);
-            tool_fault_result *x = &m.faults[m.n_faults++];
-            run_fault(exe, &hp_failpoints[i], &o, runs_dir, x);
-            m.n_faults_caught += x->caught;
-            fprintf(stderr, "%s %.1fs%s%s\n", x->caught ? "caught" : "MISSED", x->seconds,
-                    x->caught ? "" : ": ", x->why);
-        }
+        m.n_faults = tool_pool_run(HP_FP_COUNT, o.jobs, sizeof *m.faults, m.faults, fault_item,
+                                   o.jobs == 1 ? fault_before : NULL, fault_after, &pool);
+        for (int i = 0; i < m.n_faults; i++) m.n_faults_caught += m.faults[i].caught;
         for (; m.n_faults < HP_FP_COUNT; m.n_faults++) {   // interrupted: the rest are missed
             m.faults[m.n_faults].fp = &hp_failpoints[m.n_faults];
             m.faults[m.n_faults].exit_code = -1;

@@ -1,11 +1,12 @@
 // matrix_child.c - the child processes of `hp matrix` (matrix_child.h): one run under a time
 // limit in its own process group, its argument lists, what its logs say.
 // defines: tool_matrix_interrupted, tool_now_s, tool_child_run, tool_child_split_args, tool_child_free_args,
-//          tool_remove_tree, tool_file_line, tool_count_lines
+//          tool_remove_tree, tool_file_line, tool_count_lines, tool_pool_run
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,4 +159,100 @@ int tool_count_lines(const char *path) {
     if (prev != '\n') n++;
     fclose(f);
     return n;
+}
+
+typedef struct {
+    pid_t pid;
+    int fd, i;
+    size_t got;
+} pool_worker;
+
+static int pool_start(pool_worker *w, int i, size_t size, char *result, tool_pool_item *item, void *ctx) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        item(i, result, ctx);
+        for (size_t off = 0; off < size;) {
+            ssize_t k = write(fds[1], result + off, size - off);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) _exit(1);
+            off += (size_t)k;
+        }
+        _exit(0);   // not exit: the parent's atexit handlers and stdio are the parent's
+    }
+    close(fds[1]);
+    w->pid = pid;
+    w->fd = fds[0];
+    w->i = i;
+    w->got = 0;
+    return 0;
+}
+
+int tool_pool_run(int n, int jobs, size_t size, void *results, tool_pool_item *item,
+                  tool_pool_note *before, tool_pool_note *after, void *ctx) {
+    char *res = results;
+    int started = 0;
+    if (jobs <= 1) {
+        for (; started < n && !tool_matrix_interrupted; started++) {
+            if (before) before(started, 1, ctx);
+            item(started, res + (size_t)started * size, ctx);
+            after(started, 1, ctx);
+        }
+        return started;
+    }
+    pool_worker *w = calloc((size_t)jobs, sizeof *w);
+    struct pollfd *pf = calloc((size_t)jobs, sizeof *pf);
+    if (!w || !pf) {
+        free(w);
+        free(pf);
+        return tool_pool_run(n, 1, size, results, item, before, after, ctx);
+    }
+    nfds_t active = 0;
+    int forwarded = 0;
+    for (;;) {
+        while (active < (nfds_t)jobs && started < n && !tool_matrix_interrupted) {
+            if (before) before(started, 1, ctx);
+            if (pool_start(&w[active], started, size, res + (size_t)started * size, item, ctx) != 0) {
+                // no worker to be had: this one runs here
+                item(started, res + (size_t)started * size, ctx);
+                after(started++, 1, ctx);
+                continue;
+            }
+            active++;
+            started++;
+        }
+        if (!active) break;
+        if (tool_matrix_interrupted && !forwarded) {
+            for (nfds_t k = 0; k < active; k++) kill(w[k].pid, (int)tool_matrix_interrupted);
+            forwarded = 1;
+        }
+        for (nfds_t k = 0; k < active; k++) pf[k] = (struct pollfd){ .fd = w[k].fd, .events = POLLIN };
+        if (poll(pf, active, 1000) <= 0) continue;   // EINTR: see the flag above
+        for (nfds_t k = active; k-- > 0;) {
+            if (!pf[k].revents) continue;
+            char *dst = res + (size_t)w[k].i * size;
+            ssize_t got = read(w[k].fd, dst + w[k].got, size - w[k].got);
+            if (got < 0 && errno == EINTR) continue;
+            if (got > 0) w[k].got += (size_t)got;
+            if (got > 0 && w[k].got < size) continue;
+            close(w[k].fd);   // the whole result, or the worker is gone
+            int status;
+            while (waitpid(w[k].pid, &status, 0) < 0 && errno == EINTR) {}
+            const int complete = w[k].got == size;
+            after(w[k].i, complete, ctx);
+            w[k] = w[--active];
+        }
+    }
+    free(w);
+    free(pf);
+    return started;
 }

@@ -2,7 +2,7 @@
 // runs as `hp ...` in a child in its own process group, so a time-out (or Ctrl-C of the matrix)
 // ends the child, its mpirun and every rank; nothing is left running.
 // defines: tool_matrix_interrupted, tool_now_s, tool_child_run, tool_child_split_args, tool_child_free_args,
-//          tool_remove_tree, tool_file_line, tool_count_lines
+//          tool_remove_tree, tool_file_line, tool_count_lines, tool_pool_run
 //
 //   char *argv[64] = { exe, "run" };
 //   int n = tool_child_split_args("--tp 2 --load {DIR}/m.safetensors", "/tmp/bad", argv, 2, 64);
@@ -32,5 +32,17 @@ int  tool_remove_tree(const char *path, int depth);
 // `last`; lines without a letter or digit do not count; "" when there is none.
 void tool_file_line(const char *path, const char *needle, int last, char *out, int cap);
 int  tool_count_lines(const char *path);   // lines of a file (a last one without '\n' counts)
+
+// `hp matrix --jobs N`: runs item(i, results + i * size, ctx) for every i in [0, n), in up to
+// `jobs` forked workers at once; each worker sends its result (plain data: no pointer into its
+// own heap) back through a pipe. jobs 1 runs the items in this process, one after another.
+// In this process, before(i, ctx) runs as item i starts (may be NULL) and after(i, complete,
+// ctx) as it ends, in the order they end; complete is 0 when a worker died before its whole
+// result arrived. Once tool_matrix_interrupted, no item starts and the running workers get the
+// signal (each ends its child). Returns how many items ran.
+typedef void tool_pool_item(int i, void *result, void *ctx);
+typedef void tool_pool_note(int i, int complete, void *ctx);
+int  tool_pool_run(int n, int jobs, size_t size, void *results, tool_pool_item *item,
+                   tool_pool_note *before, tool_pool_note *after, void *ctx);
 
 #endif

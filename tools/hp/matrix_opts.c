@@ -8,7 +8,7 @@
 
 static const char *const matrix_usage =
     "usage: hp matrix [--level all|L0|L1|L2[,..]] [--only ID[,ID..]] [--repeat N] [--report DIR]\n"
-    "                 [--timeout S] [--no-negative] [--faults | --faults-only | --no-faults]\n"
+    "                 [--jobs N] [--timeout S] [--no-negative] [--faults | --faults-only | --no-faults]\n"
     "                 [--list | --markdown | --examples-markdown | --ctest FILE] [--write-bad-files DIR]\n"
     "\n"
     "Runs every selected recipe of the completeness matrix (shared/spec/recipes.md) as\n"
@@ -19,6 +19,8 @@ static const char *const matrix_usage =
     "  --level L        recipes of these levels (default all); negative cases belong to L0\n"
     "  --only IDS       just these recipe variants / negative cases (see --list)\n"
     "  --repeat N       runs per recipe (1 = no determinism check; default 2)\n"
+    "  --jobs N         run N recipes (negative cases, faults) at once, each in its own child\n"
+    "                   (default 1; a recipe's reruns stay one after another)\n"
     "  --timeout S      seconds one run may take before it is killed (default 60)\n"
     "  --no-negative    skip the negative cases\n"
     "  --faults         also run every failpoint (HP_FAILPOINT) on its recipe: each must be caught\n"
@@ -94,6 +96,7 @@ int tool_matrix_parse_opts(int argc, char **argv, tool_matrix_opts *o) {
     for (int l = 0; l < HP_LEVEL_COUNT; l++) o->levels[l] = 1;
     snprintf(o->selection, sizeof o->selection, "--level all");
     o->repeat = 2;
+    o->jobs = 1;
     o->timeout_s = 60;
     for (int i = 2; i < argc; i++) {
         const char *v = NULL;
@@ -145,6 +148,16 @@ int tool_matrix_parse_opts(int argc, char **argv, tool_matrix_opts *o) {
                 return HP_EXIT_CONFIG;
             }
             o->repeat = (int)n;
+            continue;
+        }
+        if ((k = opt_value(argc, argv, &i, "--jobs", &v))) {
+            char *end;
+            long n = k < 0 ? 0 : strtol(v, &end, 10);
+            if (k < 0 || *v == '\0' || *end != '\0' || n < 1 || n > 64) {
+                if (k > 0) fprintf(stderr, "hp: --jobs expects an integer in [1, 64], got '%s'\n", v);
+                return HP_EXIT_CONFIG;
+            }
+            o->jobs = (int)n;
             continue;
         }
         if ((k = opt_value(argc, argv, &i, "--timeout", &v))) {

@@ -15,6 +15,7 @@ typedef struct tool_matrix_opts {
     const char *only;        // comma list or NULL
     const char *report_dir;
     int  repeat;
+    int  jobs;                   // --jobs: recipes, cases and faults run at once (default 1)
     double timeout_s;
     int  no_negative, list;      // list: 1 --list, 2 --markdown, 3 --examples-markdown
     const char *ctest_file;      // --ctest FILE

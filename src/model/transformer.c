@@ -417,7 +417,10 @@ static void stored_move(hp_transformer *tf, int l, hp_block_acts *W, int which, 
 // block before it writes the stream into the shared buffer of its parity (tf->stream) and the
 // forward packs it. A stage's first block keeps floats: the pipeline receives into them, or a
 // stage of this rank wrote them, any number of actions before this stage's forward runs.
+// The head (l == L) keeps its input, the last block's output, in 2 bytes too: the two are
+// always in one stage.
 static int input_stored(const hp_transformer *tf, int l) {
+    if (l == tf->m.n_layers) return tf->store_bf16 && tf->head_local;
     return tf->store_bf16 && tf->layer_local[l] && !tf->stage_entry[l];
 }
 
@@ -434,9 +437,13 @@ static void keep_input(hp_transformer *tf, int l) {
 // The stream entering block l as its forward left it, in floats: a 2-byte copy is unpacked
 // into its stream buffer first (l == L: the head's input).
 static float *kept_stream(hp_transformer *tf, int l) {
+    const size_t n = (size_t)tf->sh.Nres * tf->sh.D;
     if (l < tf->m.n_layers && acts(tf, l)->h_in_stored) {
         const hp_block_acts *A = acts(tf, l);
-        hp_par_bf16_unpack(A->h_in, A->h_in_stored, (size_t)tf->sh.Nres * tf->sh.D);
+        hp_par_bf16_unpack(A->h_in, A->h_in_stored, n);
+    } else if (l == tf->m.n_layers && tf->heads[tf->slot].h_final_stored) {
+        const hp_head_acts *H = &tf->heads[tf->slot];
+        hp_par_bf16_unpack(H->h_final, H->h_final_stored, n);
     }
     return stream_in(tf, l);
 }
@@ -517,7 +524,7 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     tf->heads = hp_mem_alloc(HP_MEM_OTHER, (size_t)tf->n_slots * sizeof(hp_head_acts));
     if (!tf->blocks || !tf->heads) return -1;
     lookup_params(tf);
-    for (int l = 0; l < L && !tf->stream[0]; l++)   // the two stream buffers, if a block needs them
+    for (int l = 0; l <= L && !tf->stream[0]; l++)   // the two stream buffers, if a block or the head needs them
         if (input_stored(tf, l) && (!(tf->stream[0] = falloc(res * D)) || !(tf->stream[1] = falloc(res * D))))
             return -1;
     for (int slot = 0; slot < tf->n_slots; slot++)
@@ -528,15 +535,21 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     if (!tf->dlogits) return -1;
     for (int slot = 0; slot < tf->n_slots; slot++) {
         hp_head_acts *H = &tf->heads[slot];
-        H->h_final = falloc(res * D);
-        if (!H->h_final) return -1;
+        if (input_stored(tf, L)) {
+            H->h_final_stored = balloc(res * D);
+            H->h_final = tf->stream[L & 1];
+        } else {
+            H->h_final = falloc(res * D);
+        }
+        if (!H->h_final || (input_stored(tf, L) && !H->h_final_stored)) return -1;
         if (tf->split_backward) {
             H->dy_embed = falloc(reg * D);
             if (!H->dy_embed) return -1;
         }
         if (!tf->head_local) continue;
-        H->nf = falloc(res * D); H->rstdf = falloc(res);
-        H->gf = falloc(reg * D);
+        H->rstdf = falloc(res);
+        if (tf->store_bf16) H->gf_stored = balloc(reg * D);   // (H->gf: tf->reg_b, below)
+        else H->gf = falloc(reg * D);
         if (tf->store_bf16) {   // (the loss's logits are bf16: one rounding of the output's)
             H->logits_stored = balloc(reg * (size_t)sh->Vl);
             H->logits = H->logits_stored ? tf->dlogits : NULL;
@@ -544,7 +557,7 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
             H->logits = falloc(reg * (size_t)sh->Vl);
         }
         H->ce_m = falloc(reg); H->ce_se = falloc(reg);
-        if (!H->nf || !H->rstdf || !H->gf || !H->logits || !H->ce_m || !H->ce_se) return -1;
+        if (!H->rstdf || !(H->gf || H->gf_stored) || !H->logits || !H->ce_m || !H->ce_se) return -1;
         if (tf->split_backward && tf->store_bf16) {   // (zbv: the kept logits' gradient, rounded)
             if (!(H->dy_out_stored = balloc(reg * (size_t)sh->Vl))) return -1;
         } else if (tf->split_backward && !(H->dy_out = falloc(reg * (size_t)sh->Vl))) {
@@ -558,6 +571,9 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     tf->reg_att = salloc(reg * qd);
     const size_t fl = (size_t)sh->Fl;
     tf->reg_f1 = salloc(reg * fl); tf->reg_f2 = salloc(reg * fl); tf->reg_f3 = salloc(reg * fl);
+    // a kept gf is unpacked into reg_b, free while the head runs (the blocks' backward uses it)
+    for (int slot = 0; slot < tf->n_slots; slot++)
+        if (tf->heads[slot].gf_stored) tf->heads[slot].gf = tf->reg_b;
     return tf->res_a && tf->res_b && tf->reg_a && tf->reg_b && tf->reg_q &&
            tf->reg_k && tf->reg_v && tf->reg_att && tf->reg_f1 && tf->reg_f2 && tf->reg_f3 ? 0 : -1;
 }
@@ -591,8 +607,10 @@ void hp_transformer_free(hp_transformer *tf) {
         for (int slot = 0; slot < tf->n_slots; slot++) {
             hp_head_acts *H = &tf->heads[slot];
             if (H->logits_stored) H->logits = NULL;   // tf->dlogits
-            hp_mem_free(H->logits_stored);
-            hp_mem_free(H->h_final); hp_mem_free(H->nf); hp_mem_free(H->rstdf); hp_mem_free(H->gf); hp_mem_free(H->logits);
+            if (H->h_final_stored) H->h_final = NULL;   // tf->stream
+            if (H->gf_stored) H->gf = NULL;             // tf->reg_b
+            hp_mem_free(H->logits_stored); hp_mem_free(H->h_final_stored); hp_mem_free(H->gf_stored);
+            hp_mem_free(H->h_final); hp_mem_free(H->rstdf); hp_mem_free(H->gf); hp_mem_free(H->logits);
             hp_mem_free(H->ce_m); hp_mem_free(H->ce_se); hp_mem_free(H->dy_out); hp_mem_free(H->dy_embed);
             hp_mem_free(H->dy_out_stored);
         }
@@ -814,14 +832,16 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     if (!last) return;
     hp_head_acts *H = &tf->heads[tf->slot];
     unit_gather(tf, L + 1);
-    hp_rmsnorm_forward(H->nf, H->rstdf, H->h_final, TOP_PARAM(pid_norm), m->norm_eps,
-                       tf->sh.Nres, D);
-    op_out(tf, H->nf, (size_t)tf->sh.Nres * D);
+    float *nf = tf->res_a;   // (res, D) the normed stream: the backward reads only its gather gf
+    hp_rmsnorm_forward(nf, H->rstdf, H->h_final, TOP_PARAM(pid_norm), m->norm_eps, tf->sh.Nres, D);
+    op_out(tf, nf, (size_t)tf->sh.Nres * D);
     head_job hj = { tf, H, TOP_PARAM(pid_out) };
-    region_enter_consume(tf, H->gf, H->nf, D, logits_rows, &hj, NULL, 0);
+    region_enter_consume(tf, H->gf, nf, D, logits_rows, &hj, NULL, 0);
     op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
     if (H->logits_stored) keep_packed(tf, H->logits_stored, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl, "logits");
+    if (H->h_final_stored) keep_packed(tf, H->h_final_stored, H->h_final, (size_t)tf->sh.Nres * D, "head's input");
+    if (H->gf_stored) keep_packed(tf, H->gf_stored, H->gf, (size_t)tf->sh.Nreg * D, "head's normed input");
     unit_after_forward(tf, L + 1);
     tf->ce_sum_local = ce_sum;
     tf->loss_local = ce_sum / (double)tf->n_valid_global;
@@ -998,6 +1018,7 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         unit_zero_grads(tf, L + 1);
         if (H->logits_stored)   // into tf->dlogits, which the CE backward overwrites in place
             hp_par_bf16_unpack(H->logits, H->logits_stored, (size_t)tf->sh.Nreg * tf->sh.Vl);
+        if (H->gf_stored) hp_par_bf16_unpack(H->gf, H->gf_stored, (size_t)tf->sh.Nreg * D);
         // (pp_microbatch_loss_scale: the bug divides each microbatch's loss by M once more)
         const double scale = hp_failpoint(HP_FP_PP_MICROBATCH_LOSS_SCALE) ? (double)tf->sh.M : 1.0;
         hp_ce_backward(tf->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tf), tf->sh.v0,
@@ -1011,7 +1032,7 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         region_enter_backward_produce(tf, tf->res_a, tf->reg_a, D, dx_rows, &out, out.dy, out.w, out.out, 1);
         op_out(tf, tf->res_a, nres);
         zeros(dh, nres);
-        hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tf->res_a, H->h_final, TOP_PARAM(pid_norm),
+        hp_rmsnorm_backward(dh, TOP_GRAD(pid_norm), tf->res_a, kept_stream(tf, L), TOP_PARAM(pid_norm),
                             H->rstdf, tf->sh.Nres, D);
         op_out(tf, dh, nres);
         if (!tf->input_only) unit_reduce(tf, L + 1);   // (an I leaves it to its W)
@@ -1050,6 +1071,7 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
             hp_par_bf16_unpack(tf->dlogits, H->dy_out_stored, (size_t)Nr * tf->sh.Vl);
             dy_out = tf->dlogits;
         }
+        if (H->gf_stored) hp_par_bf16_unpack(H->gf, H->gf_stored, (size_t)Nr * D);
         linear_bwd_add(tf, NULL, TOP_GRAD(pid_out), dy_out, H->gf, TOP_PARAM(pid_out), Nr, D, tf->sh.Vl);
         unit_reduce(tf, L + 1);
     }

@@ -49,9 +49,13 @@ typedef struct hp_block_acts {
 
 // The head's activations for one microbatch slot (only on the pp rank holding the head).
 typedef struct hp_head_acts {
-    float *h_final;          // (res, D)   the stream leaving the last block
-    float *nf, *rstdf;       // (res, D), (res)
-    float *gf;               // (reg, D)
+    float *h_final;          // (res, D)   the stream leaving the last block; under bf16 storage
+                             //   the rank's tf->stream[L & 1], kept in h_final_stored
+    float *rstdf;            // (res)      the final norm's statistics (its output, read only by
+                             //   the forward's gather, is made in tf->res_a)
+    float *gf;               // (reg, D)   the output GEMM's input; under bf16 storage the rank's
+                             //   scratch tf->reg_b, kept in gf_stored
+    hp_bf16 *h_final_stored, *gf_stored;   // bf16 storage: the two in 2 bytes (else NULL)
     float *logits;           // (reg, Vl); under bf16 storage the rank's tf->dlogits, where the
                              //   forward makes them and the backward unpacks them
     hp_bf16 *logits_stored;  // (reg, Vl) bf16 storage: the logits kept in 2 bytes (else NULL)
@@ -93,7 +97,7 @@ typedef struct hp_transformer {
                                // into the shared set for its backward
     hp_block_acts work;        // the shared set lent to the running stored block (a view)
     float *stream[2];          // (res, D) bf16 storage: the stream entering a block inside a
-                               //    stage, by the block's parity (NULL: no such block here)
+                               //    stage (or the head), by its parity (NULL: none here)
     int *routing;              // (n_moe, M*Nreg, K) the step's routing, the caller's: each
                                // forward records its MoE blocks' here (NULL: not recorded), a
                                // recompute is checked against it

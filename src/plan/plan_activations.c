@@ -108,11 +108,12 @@ static double moe_floats(const hp_model_config *m, const hp_dims *d, const hp_ru
     return a;
 }
 
-// The head's buffers of one slot: h_final always (the stage boundary), the rest where it lives.
+// The head's buffers of one slot: h_final always (the stage boundary), the rest where it lives
+// (its normed output is made in the backward scratch: only its gather gf is kept).
 static double head_floats(const shapes *s, int head_local) {
     double a = f1(s->res * s->D) + (s->split ? f1(s->reg * s->D) : 0);
     if (head_local)
-        a += f1(s->res * s->D) + f1(s->res) + f1(s->reg * s->D) + f1(s->reg * s->Vl) + 2 * f1(s->reg) +
+        a += f1(s->res) + f1(s->reg * s->D) + f1(s->reg * s->Vl) + 2 * f1(s->reg) +
              (s->split ? f1(s->reg * s->Vl) : 0);
     return a;
 }
@@ -178,8 +179,8 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
     }
     const int head_local = lay.stage_rank[hp_pp_unit_stage(&lay, m->n_layers + 1)] == co.p;
     out->head = head_floats(&s, head_local) * 4;
-    if (stored && head_local)   // the logits, and zbv's kept logits gradient, in 2 bytes
-        out->head -= (f1(s.reg * s.Vl) + (s.split ? f1(s.reg * s.Vl) : 0)) * 2;
+    if (stored && head_local)   // in 2 bytes: the logits, zbv's kept logits gradient, the input, gf
+        out->head -= (f1(s.reg * s.Vl) + (s.split ? f1(s.reg * s.Vl) : 0) + f1(s.res * s.D) + f1(s.reg * s.D)) * 2;
     out->slot = out->head;
     int shared = 0, ac = 0, dense = 0, ac_moe = 0, streams = 0;
     for (int l = 0; l < m->n_layers; l++) {
@@ -206,6 +207,7 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
         if (dense) out->recompute += dense_ffn_floats(&s) * 4;
         if (ac_moe) out->recompute += moe_state * 4;
     }
+    streams |= stored && head_local;   // (the head keeps its input in 2 bytes)
     if (streams) out->recompute += 2 * f1(s.res * s.D) * 4;   // tf->stream
     out->n_slots = d->pp <= 1 ? 1 : n_slots > 0 ? n_slots : slots_in_flight(&lay, hp_run_microbatches(rc), co.p);
     if (out->n_slots < 0) return -1;

@@ -385,23 +385,33 @@ typedef struct {
     tool_matrix_report *m;
     recipe_slot *slots;
     int n_sel, n_negs;
+    enum { ITEM_RECIPE, ITEM_NEGATIVE, ITEM_FAULT } kind;   // what the pool runs now
 } matrix_pool;
+
+// The start of item i's progress line ("[ 3/149] M4-s2 w2 L0  ... ").
+static void item_head(const matrix_pool *p, int i) {
+    if (p->kind == ITEM_RECIPE) {
+        const hp_recipe *r = p->sel[i];
+        fprintf(stderr, "[%2d/%d] %-13s w%d %-3s ... ", i + 1, p->n_sel, r->id, hp_recipe_world(r),
+                hp_level_name(r->level));
+    } else if (p->kind == ITEM_NEGATIVE) {
+        fprintf(stderr, "[neg %2d/%d] %-19s ... ", i + 1, p->n_negs, p->negs[i]->id);
+    } else {
+        fprintf(stderr, "[fault %2d/%d] %-24s on %-10s ... ", i + 1, HP_FP_COUNT, hp_failpoints[i].name,
+                hp_failpoints[i].recipe);
+    }
+}
+
+static void item_before(int i, int complete, void *ctx) {   // (one job: the line starts now)
+    (void)complete;
+    item_head(ctx, i);
+    fflush(stderr);
+}
 
 static void recipe_item(int i, void *out, void *ctx) {
     matrix_pool *p = ctx;
     recipe_slot *s = out;
     run_recipe(p->exe, p->sel[i], p->o, p->runs_dir, &s->x, &s->first);
-}
-
-static void recipe_head(const matrix_pool *p, int i) {
-    const hp_recipe *r = p->sel[i];
-    fprintf(stderr, "[%2d/%d] %-13s w%d %-3s ... ", i + 1, p->n_sel, r->id, hp_recipe_world(r), hp_level_name(r->level));
-}
-
-static void recipe_before(int i, int complete, void *ctx) {
-    (void)complete;
-    recipe_head(ctx, i);
-    fflush(stderr);
 }
 
 static void recipe_after(int i, int complete, void *ctx) {
@@ -417,7 +427,7 @@ static void recipe_after(int i, int complete, void *ctx) {
         x->verdict = TOOL_V_FAIL;
         fmt(x->failure, sizeof x->failure, "the matrix's worker for this recipe died");
     }
-    if (p->o->jobs > 1) recipe_head(p, i);
+    if (p->o->jobs > 1) item_head(p, i);
     fprintf(stderr, "%s %.1fs%s\n", tool_verdict_name(x->verdict), x->seconds,
             x->deterministic == 1 ? " (bit-identical rerun)" : "");
 }
@@ -425,16 +435,6 @@ static void recipe_after(int i, int complete, void *ctx) {
 static void negative_item(int i, void *out, void *ctx) {
     matrix_pool *p = ctx;
     run_negative(p->exe, p->negs[i], p->o, p->runs_dir, p->bad_dir, out);
-}
-
-static void negative_head(const matrix_pool *p, int i) {
-    fprintf(stderr, "[neg %2d/%d] %-19s ... ", i + 1, p->n_negs, p->negs[i]->id);
-}
-
-static void negative_before(int i, int complete, void *ctx) {
-    (void)complete;
-    negative_head(ctx, i);
-    fflush(stderr);
 }
 
 static void negative_after(int i, int complete, void *ctx) {
@@ -446,25 +446,13 @@ static void negative_after(int i, int complete, void *ctx) {
         g->exit_code = -1;
         fmt(g->why, sizeof g->why, "the matrix's worker for this case died");
     }
-    if (p->o->jobs > 1) negative_head(p, i);
+    if (p->o->jobs > 1) item_head(p, i);
     fprintf(stderr, "%s %.2fs%s%s\n", g->ok ? "refused-ok" : "WRONG", g->seconds, g->ok ? "" : ": ", g->why);
 }
 
 static void fault_item(int i, void *out, void *ctx) {
     matrix_pool *p = ctx;
     run_fault(p->exe, &hp_failpoints[i], p->o, p->runs_dir, out);
-}
-
-static void fault_head(int i) {
-    fprintf(stderr, "[fault %2d/%d] %-24s on %-10s ... ", i + 1, HP_FP_COUNT, hp_failpoints[i].name,
-            hp_failpoints[i].recipe);
-}
-
-static void fault_before(int i, int complete, void *ctx) {
-    (void)complete;
-    (void)ctx;
-    fault_head(i);
-    fflush(stderr);
 }
 
 static void fault_after(int i, int complete, void *ctx) {
@@ -477,7 +465,7 @@ static void fault_after(int i, int complete, void *ctx) {
         x->grad_norm_rel = -1;
         fmt(x->why, sizeof x->why, "the matrix's worker for this fault died");
     }
-    if (p->o->jobs > 1) fault_head(i);
+    if (p->o->jobs > 1) item_head(p, i);
     fprintf(stderr, "%s %.1fs%s%s\n", x->caught ? "caught" : "MISSED", x->seconds, x->caught ? "" : ": ", x->why);
 }
 
@@ -579,10 +567,10 @@ int tool_cmd_matrix(int argc, char **argv) {
     hp_verify_record *first = calloc((size_t)(n_sel ? n_sel : 1), sizeof *first);   // run 1 of each
     const double t0 = tool_now_s();
 
-    matrix_pool pool = { exe, &o, runs_dir, bad_dir, sel, negs, &m, NULL, n_sel, n_negs };
+    matrix_pool pool = { exe, &o, runs_dir, bad_dir, sel, negs, &m, NULL, n_sel, n_negs, ITEM_RECIPE };
     pool.slots = calloc((size_t)(n_sel ? n_sel : 1), sizeof *pool.slots);
     m.n_rec = tool_pool_run(n_sel, o.jobs, sizeof *pool.slots, pool.slots, recipe_item,
-                            o.jobs == 1 ? recipe_before : NULL, recipe_after, &pool);
+                            o.jobs == 1 ? item_before : NULL, recipe_after, &pool);
     for (int i = 0; i < m.n_rec; i++) {
         m.rec[i] = pool.slots[i].x;
         first[i] = pool.slots[i].first;
@@ -605,13 +593,15 @@ int tool_cmd_matrix(int argc, char **argv) {
         char err[256];
         if (hp_negative_write_files(bad_dir, err, sizeof err) != 0)
             fprintf(stderr, "hp matrix: cannot write the bad input files: %s\n", err);
+        pool.kind = ITEM_NEGATIVE;
         m.n_neg = tool_pool_run(n_negs, o.jobs, sizeof *m.neg, m.neg, negative_item,
-                                o.jobs == 1 ? negative_before : NULL, negative_after, &pool);
+                                o.jobs == 1 ? item_before : NULL, negative_after, &pool);
     }
     if (o.faults) {
         m.faults = calloc(HP_FP_COUNT, sizeof *m.faults);
+        pool.kind = ITEM_FAULT;
         m.n_faults = tool_pool_run(HP_FP_COUNT, o.jobs, sizeof *m.faults, m.faults, fault_item,
-                                   o.jobs == 1 ? fault_before : NULL, fault_after, &pool);
+                                   o.jobs == 1 ? item_before : NULL, fault_after, &pool);
         for (int i = 0; i < m.n_faults; i++) m.n_faults_caught += m.faults[i].caught;
         for (; m.n_faults < HP_FP_COUNT; m.n_faults++) {   // interrupted: the rest are missed
             m.faults[m.n_faults].fp = &hp_failpoints[m.n_faults];

@@ -91,6 +91,18 @@ static int parse_levels(const char *s, int levels[HP_LEVEL_COUNT]) {
     return 0;
 }
 
+// v as an integer in [lo, hi] into *out; else one line naming the flag and HP_EXIT_CONFIG
+static int int_in(const char *v, const char *flag, long lo, long hi, int *out) {
+    char *end;
+    const long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || n < lo || n > hi) {
+        fprintf(stderr, "hp: %s expects an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, v);
+        return HP_EXIT_CONFIG;
+    }
+    *out = (int)n;
+    return 0;
+}
+
 int tool_matrix_parse_opts(int argc, char **argv, tool_matrix_opts *o) {
     memset(o, 0, sizeof *o);
     for (int l = 0; l < HP_LEVEL_COUNT; l++) o->levels[l] = 1;
@@ -141,23 +153,11 @@ int tool_matrix_parse_opts(int argc, char **argv, tool_matrix_opts *o) {
             continue;
         }
         if ((k = opt_value(argc, argv, &i, "--repeat", &v))) {
-            char *end;
-            long n = k < 0 ? 0 : strtol(v, &end, 10);
-            if (k < 0 || *v == '\0' || *end != '\0' || n < 1 || n > 100) {
-                if (k > 0) fprintf(stderr, "hp: --repeat expects an integer in [1, 100], got '%s'\n", v);
-                return HP_EXIT_CONFIG;
-            }
-            o->repeat = (int)n;
+            if (k < 0 || int_in(v, "--repeat", 1, 100, &o->repeat)) return HP_EXIT_CONFIG;
             continue;
         }
         if ((k = opt_value(argc, argv, &i, "--jobs", &v))) {
-            char *end;
-            long n = k < 0 ? 0 : strtol(v, &end, 10);
-            if (k < 0 || *v == '\0' || *end != '\0' || n < 1 || n > 64) {
-                if (k > 0) fprintf(stderr, "hp: --jobs expects an integer in [1, 64], got '%s'\n", v);
-                return HP_EXIT_CONFIG;
-            }
-            o->jobs = (int)n;
+            if (k < 0 || int_in(v, "--jobs", 1, 64, &o->jobs)) return HP_EXIT_CONFIG;
             continue;
         }
         if ((k = opt_value(argc, argv, &i, "--timeout", &v))) {

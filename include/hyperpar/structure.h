@@ -27,6 +27,8 @@ typedef enum hp_structure_check {
     HP_CHECK_FLOAT8_SCALE, // a float8 amax (so its scale) = the MAX over its tp group of the locals
     HP_CHECK_FLOAT8_CAST,  // a float8 dgrad = the product of the recipe's casts, recomputed here
     HP_CHECK_FLOAT8_SP_GATHER, // a float8 SP all-gather's codes = the cast of the shard with its scale
+    HP_CHECK_STORE,        // the input a block's (or the head's) backward unpacks from its 2-byte
+                           //   store = the one its forward read (CRC-32 of the fp32 bytes)
     HP_CHECK_COUNT
 } hp_structure_check;
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
@@ -424,9 +425,30 @@ static int input_stored(const hp_transformer *tf, int l) {
     return tf->store_bf16 && tf->layer_local[l] && !tf->stage_entry[l];
 }
 
+// Under --verify, the CRC-32 of an input stream (n floats), to see that a backward unpacks
+// the input its forward read (HP_CHECK_STORE; 0 when not verifying).
+static uint32_t stream_crc(const float *x, size_t n) {
+    if (!hp_structure_enabled()) return 0;
+    return (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), (const Bytef *)x, n * sizeof(float));
+}
+
+// The structure check of an unpacked input of block l (l == L: the head's); its forward
+// recorded `want`.
+static void check_store(const hp_transformer *tf, const float *x, size_t n, uint32_t want, int l) {
+    if (!hp_structure_enabled()) return;
+    const uint32_t got = stream_crc(x, n);
+    char who[32];
+    if (l < tf->m.n_layers) snprintf(who, sizeof who, "block %d", l);
+    else snprintf(who, sizeof who, "the head");
+    if (got == want) hp_structure_pass(HP_CHECK_STORE);
+    else hp_structure_fail(HP_CHECK_STORE, "%s, microbatch %d: the input its backward unpacks "
+                           "(CRC-32 %08x) is not the one its forward read (%08x)", who, tf->mb, got, want);
+}
+
 // Packs block l's input (in its stream buffer) into its 2-byte copy, after its forward.
 static void keep_input(hp_transformer *tf, int l) {
-    const hp_block_acts *A = acts(tf, l);
+    hp_block_acts *A = acts(tf, l);
+    A->h_in_crc = stream_crc(A->h_in, (size_t)tf->sh.Nres * tf->sh.D);
     // (bf16_input_parity: the bug packs the other parity's buffer, where the block wrote its output)
     const float *in = hp_failpoint(HP_FP_BF16_INPUT_PARITY) ? tf->stream[(l + 1) & 1] : A->h_in;
     char what[48];
@@ -441,9 +463,11 @@ static float *kept_stream(hp_transformer *tf, int l) {
     if (l < tf->m.n_layers && acts(tf, l)->h_in_stored) {
         const hp_block_acts *A = acts(tf, l);
         hp_par_bf16_unpack(A->h_in, A->h_in_stored, n);
+        check_store(tf, A->h_in, n, A->h_in_crc, l);
     } else if (l == tf->m.n_layers && tf->heads[tf->slot].h_final_stored) {
         const hp_head_acts *H = &tf->heads[tf->slot];
         hp_par_bf16_unpack(H->h_final, H->h_final_stored, n);
+        check_store(tf, H->h_final, n, H->h_final_crc, l);
     }
     return stream_in(tf, l);
 }
@@ -840,7 +864,10 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
     if (H->logits_stored) keep_packed(tf, H->logits_stored, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl, "logits");
-    if (H->h_final_stored) keep_packed(tf, H->h_final_stored, H->h_final, (size_t)tf->sh.Nres * D, "head's input");
+    if (H->h_final_stored) {
+        H->h_final_crc = stream_crc(H->h_final, (size_t)tf->sh.Nres * D);
+        keep_packed(tf, H->h_final_stored, H->h_final, (size_t)tf->sh.Nres * D, "head's input");
+    }
     if (H->gf_stored) keep_packed(tf, H->gf_stored, H->gf, (size_t)tf->sh.Nreg * D, "head's normed input");
     unit_after_forward(tf, L + 1);
     tf->ce_sum_local = ce_sum;

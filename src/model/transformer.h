@@ -45,6 +45,7 @@ typedef struct hp_block_acts {
     // h_in is then the rank's stream buffer of the block's parity (tf->stream), where the
     // previous block writes it and its backward unpacks it (NULL: h_in is the slot's own)
     hp_bf16 *h_in_stored;
+    uint32_t h_in_crc;    // under --verify: the CRC-32 of the input its forward read (HP_CHECK_STORE)
 } hp_block_acts;
 
 // The head's activations for one microbatch slot (only on the pp rank holding the head).
@@ -56,6 +57,7 @@ typedef struct hp_head_acts {
     float *gf;               // (reg, D)   the output GEMM's input; under bf16 storage the rank's
                              //   scratch tf->reg_b, kept in gf_stored
     hp_bf16 *h_final_stored, *gf_stored;   // bf16 storage: the two in 2 bytes (else NULL)
+    uint32_t h_final_crc;    // under --verify: the CRC-32 of the input the head's forward read
     float *logits;           // (reg, Vl); under bf16 storage the rank's tf->dlogits, where the
                              //   forward makes them and the backward unpacks them
     hp_bf16 *logits_stored;  // (reg, Vl) bf16 storage: the logits kept in 2 bytes (else NULL)

@@ -165,7 +165,7 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
       "gradient",
       "bf16 storage: a stored block's backward unpacks the 2-byte activations of the next pipeline slot (another microbatch's)" },
     [HP_FP_BF16_INPUT_PARITY] = { HP_FP_BF16_INPUT_PARITY, "bf16_input_parity", "M1b-bf16", M1B BF16,
-      "gradient",
+      "structure: 2-byte input store",
       "bf16 storage: a block inside a stage packs the stream buffer of the other parity (its own output) as its 2-byte input" },
     [HP_FP_FLOAT8_GRAD_E4M3] = { HP_FP_FLOAT8_GRAD_E4M3, "float8_grad_e4m3", "M3-tp2-f8t", M3TP2 BF16 F8T,
       "structure: float8 casts",

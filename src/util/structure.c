@@ -49,6 +49,7 @@ const char *hp_structure_name(hp_structure_check k) {
         [HP_CHECK_FLOAT8_SCALE] = "float8 scales",
         [HP_CHECK_FLOAT8_CAST] = "float8 casts",
         [HP_CHECK_FLOAT8_SP_GATHER] = "float8 SP all-gather",
+        [HP_CHECK_STORE] = "2-byte input store",
     };
     return (unsigned)k < HP_CHECK_COUNT ? names[k] : "?";
 }

@@ -56,7 +56,15 @@ int main(int argc, char **argv) {
         printf("blas best core for this cpu: %s\n", *b.cpu_best ? b.cpu_best : "none");
         // both GEMM backends (--gemm), and which one a run takes without the flag
         const char *env = getenv("HP_GEMM");
-        printf("gemm default: %s\n", env && *env ? env : "openblas");
+        if (env && *env) {
+            printf("gemm default: %s (HP_GEMM)\n", env);
+        } else {   // a rule of the step's size and precision (hp_gemm_default_backend)
+            char fp32[200], bf16[200];
+            hp_gemm_default_backend(0, HP_GEMM_DEFAULT_MIN_STEP_FLOP, fp32, sizeof fp32);
+            hp_gemm_default_backend(1, HP_GEMM_DEFAULT_MIN_STEP_FLOP, bf16, sizeof bf16);
+            printf("gemm default: openblas for a step below %.0f GFLOP; above, fp32 %s; bf16 %s\n",
+                   HP_GEMM_DEFAULT_MIN_STEP_FLOP * 1e-9, fp32, bf16);
+        }
         for (int k = 0; k < 2; k++) {
             hp_gemm_set_backend(k ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS);
             printf("%s\n", hp_gemm_info_line(line, sizeof line));

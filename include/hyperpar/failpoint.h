@@ -103,6 +103,8 @@ typedef enum hp_failpoint_id {
                                        //   unpacks the next pipeline slot's activations
     HP_FP_BF16_INPUT_PARITY,           // transformer.c: bf16 storage: a block keeps the stream
                                        //   buffer it wrote (its output) as its input
+    HP_FP_BF16_HEAD_SLOT,              // transformer.c: bf16 storage: the head's backward unpacks
+                                       //   the input kept by the next pipeline slot
     HP_FP_COUNT
 } hp_failpoint_id;
 

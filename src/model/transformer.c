@@ -466,7 +466,9 @@ static float *kept_stream(hp_transformer *tf, int l) {
         check_store(tf, A->h_in, n, A->h_in_crc, l);
     } else if (l == tf->m.n_layers && tf->heads[tf->slot].h_final_stored) {
         const hp_head_acts *H = &tf->heads[tf->slot];
-        hp_par_bf16_unpack(H->h_final, H->h_final_stored, n);
+        // (bf16_head_slot: the bug unpacks the next slot's kept input, another microbatch's)
+        const hp_head_acts *from = hp_failpoint(HP_FP_BF16_HEAD_SLOT) ? &tf->heads[(tf->slot + 1) % tf->n_slots] : H;
+        hp_par_bf16_unpack(H->h_final, from->h_final_stored, n);
         check_store(tf, H->h_final, n, H->h_final_crc, l);
     }
     return stream_in(tf, l);

@@ -32,6 +32,7 @@ static int      suspended = 0;
 #define P1F1B TINY(1, 1, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
 #define M6ACF TINY(1, 2, 2, 2) " --sp --cp-rotate ring --ac full"
 #define P5    TINY(1, 2, 1, 1) " --pp 2 --layers 4 --pp-schedule 1f1b --pp-microbatches 4"
+#define P4ZBV TINY(1, 1, 1, 1) " --pp 2 --layers 4 --pp-schedule zbv --pp-microbatches 4"
 #define BF16  " --mixed-precision-param bfloat16"
 #define F8T   " --float8 tensorwise"
 #define M6ACF2 TINY(1, 1, 1, 2) " --sp --ac full"
@@ -167,6 +168,9 @@ const hp_failpoint_info hp_failpoints[HP_FP_COUNT] = {
     [HP_FP_BF16_INPUT_PARITY] = { HP_FP_BF16_INPUT_PARITY, "bf16_input_parity", "M1b-bf16", M1B BF16,
       "structure: 2-byte input store",
       "bf16 storage: a block inside a stage packs the stream buffer of the other parity (its own output) as its 2-byte input" },
+    [HP_FP_BF16_HEAD_SLOT] = { HP_FP_BF16_HEAD_SLOT, "bf16_head_slot", "P4-bf16", P4ZBV BF16,
+      "norm[.]weight|structure: 2-byte input store",
+      "bf16 storage: the head's backward unpacks the input kept by the next pipeline slot (another microbatch's)" },
     [HP_FP_FLOAT8_GRAD_E4M3] = { HP_FP_FLOAT8_GRAD_E4M3, "float8_grad_e4m3", "M3-tp2-f8t", M3TP2 BF16 F8T,
       "structure: float8 casts",
       "float8: tensorwise grad_output cast to e4m3 (max 448) instead of e5m2" },

@@ -26,6 +26,47 @@ enum { S = 64, B = 2, H = 8, HD = 8 };
 
 static void fill(float *x, size_t n, uint64_t stream) { fill_seeded(x, n, 4321, stream); }
 
+// Two attentions sharing one set of exchange buffers (hp_ulysses_attn_share_scratch), run as a
+// model runs two blocks (both forwards, then the backwards in reverse), give the private run's
+// out, dq, dk, dv (ol .. dvl) bit for bit; sharing is refused across sizes or after a forward.
+static void check_shared(hp_comm *comm, int U, int C, int Hkv, hp_cp_rotate rotate, const float *ql,
+                         const float *kl, const float *vl, const float *dl, const int *pos_cp,
+                         const float *ol, const float *dql, const float *dkl, const float *dvl) {
+    const int Su = S / C / U;
+    const size_t nq = (size_t)B * Su * H * HD, nk = (size_t)B * Su * Hkv * HD;
+    hp_ulysses_attn *ua[2] = { hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, 0),
+                               hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, 0) };
+    hp_ulysses_attn *other = hp_ulysses_attn_init(B, 2 * Su, H, Hkv, HD, U, C, 0);
+    CHECK(ua[0] && ua[1] && other && hp_ulysses_attn_share_scratch(other, ua[0]) == -1 &&
+          hp_ulysses_attn_share_scratch(ua[1], ua[0]) == 0,
+          "U %d Hkv %d: attentions of one size share their exchange buffers, another size is refused", U, Hkv);
+    hp_ulysses_attn_free(other);
+    if (!ua[0] || !ua[1]) return;
+    float *o[2], *dq[2], *dk[2], *dv[2];
+    for (int b = 0; b < 2; b++) {
+        o[b] = alloc(nq); dq[b] = alloc(nq); dk[b] = alloc(nk); dv[b] = alloc(nk);
+        for (size_t i = 0; i < nq; i++) dq[b][i] = DINIT;
+        for (size_t i = 0; i < nk; i++) dk[b][i] = dv[b][i] = DINIT;
+        hp_ulysses_attention_forward(ua[b], comm, rotate, 1, o[b], ql, kl, vl, pos_cp);
+    }
+    hp_ulysses_attn *late = hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, 0);
+    float *ot = alloc(nq);
+    if (late) hp_ulysses_attention_forward(late, comm, rotate, 1, ot, ql, kl, vl, pos_cp);
+    CHECK(late && hp_ulysses_attn_share_scratch(late, ua[0]) == -1, "U %d Hkv %d: sharing refused after a forward", U, Hkv);
+    hp_ulysses_attn_free(late);
+    free(ot);
+    for (int b = 1; b >= 0; b--) hp_ulysses_attention_backward(ua[b], comm, rotate, 1, dq[b], dk[b], dv[b], dl, pos_cp);
+    int same = 1;
+    for (int b = 0; b < 2; b++) {
+        same &= !memcmp(o[b], ol, nq * 4) && !memcmp(dq[b], dql, nq * 4) && !memcmp(dk[b], dkl, nk * 4) &&
+                !memcmp(dv[b], dvl, nk * 4);
+        free(o[b]); free(dq[b]); free(dk[b]); free(dv[b]);
+    }
+    CHECK(same, "U %d Hkv %d: two attentions sharing their exchange buffers = a private one, bit for bit", U, Hkv);
+    hp_ulysses_attn_free(ua[0]);
+    hp_ulysses_attn_free(ua[1]);
+}
+
 static void run_case(int U, int C, int Hkv, hp_cp_rotate rotate) {
     hp_dims d = hp_dims_default();
     d.ulysses = U; d.cp = C; d.dp_shard = 1; d.world = U * C;
@@ -85,6 +126,7 @@ static void run_case(int U, int C, int Hkv, hp_cp_rotate rotate) {
         printf("U %d x C %d, Hkv %d (kv repeated x%d), %-9s: out %.2e dq %.2e dk %.2e dv %.2e\n", U, C, Hkv,
                hp_ulysses_kv_repeat(Hkv, U), rot, e_out, e_dq, e_dk, e_dv);
     hp_ulysses_attn_free(ua);
+    check_shared(comm, U, C, Hkv, rotate, ql, kl, vl, dl, pos_cp, ol, dql, dkl, dvl);
     free(q); free(k); free(v); free(dout); free(out); free(lse); free(dq); free(dk); free(dv);
     free(ql); free(kl); free(vl); free(dl); free(ol); free(dql); free(dkl); free(dvl);
     free(ow); free(dqw); free(dkw); free(dvw);

@@ -105,6 +105,10 @@ typedef enum hp_failpoint_id {
                                        //   buffer it wrote (its output) as its input
     HP_FP_BF16_HEAD_SLOT,              // transformer.c: bf16 storage: the head's backward unpacks
                                        //   the input kept by the next pipeline slot
+    HP_FP_BF16_STAGE_INPUT_STALE,      // transformer.c: bf16 storage: a stage runs on its stream
+                                       //   buffer without unpacking the 2-byte input it received
+    HP_FP_BF16_MOE_ROUTED_STALE,       // moe.c: bf16 storage: a MoE block's backward leaves its
+                                       //   routed rows unpacked (the last forward's, in the scratch)
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -42,6 +42,9 @@ typedef struct hp_moe_dims {
     hp_dispatcher dispatcher;
     int bf16;          // the bf16 op rule: complete outputs rounded once (partials are not:
                        //    the caller rounds the block's output after its sum over tp)
+    int store_bf16;    // (with bf16) keep the bf16-valued activations in 2 bytes: the input,
+                       //    the dispatched rows, the experts' and shared experts' w1/w3 outputs
+                       //    and their SwiGLU; they run in fp32 copies in the (shared) scratch
 } hp_moe_dims;
 
 typedef struct hp_moe_weights {
@@ -90,6 +93,14 @@ typedef struct hp_moe_dispatch_ops {
 
 hp_moe_state *hp_moe_state_init(const hp_moe_dims *md);
 void          hp_moe_state_free(hp_moe_state *st);
+// The scratch (what a forward reads only inside it: the router's logits, the shared experts'
+// output; and the backward's grads) is only read inside one block's forward or backward, so
+// the blocks of a rank can share one: st then uses with's (sized at the first forward, kept
+// until its last user is freed).
+// Call before st's first forward; returns 0 (also when they share already), or -1 when their
+// dims differ or st has run.
+//   for (int l = 1; l < n_moe; l++) hp_moe_share_scratch(state[l], state[0]);
+int hp_moe_share_scratch(hp_moe_state *st, hp_moe_state *with);
 // The block's dispatch: ops with their context (the ops' init runs at the first forward).
 // Returns 0, or -1 when st already dispatched through another context.
 int  hp_moe_set_dispatch(hp_moe_state *st, const hp_moe_dispatch_ops *ops, void *ctx);

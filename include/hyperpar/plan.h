@@ -104,7 +104,8 @@ typedef struct hp_plan_activations {
                             //   statistics, states and 2-byte store: config.h hp_run_bf16_stored)
     double block_input_stored;   // h_in in 2 bytes (bf16 storage), else = block_input
     double slot;            // one microbatch slot under rc->ac_every
-    double recompute;       // the shared set (0 when no block here is checkpointed or stored)
+    double recompute;       // the shared set (0 when no block here is checkpointed or stored),
+                            //   the bf16 stream buffers and the MoE blocks' backward scratch
     double boundary;        // pp: pipeline_run.c's dh_buf, n_slots * pp_virtual * Nres*D floats
                             //   (and under bf16 its fwd_wire, as many 2-byte elements)
     int    n_slots;         // 1 at pp 1; the schedule's microbatches in flight under pp

@@ -28,6 +28,11 @@ typedef struct hp_ulysses_attn hp_ulysses_attn;
 hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C,
                                       int wire_bf16);
 void hp_ulysses_attn_free(hp_ulysses_attn *ua);
+// The exchange buffers and repeated kv heads are only read inside one attention's forward or
+// backward, so the attentions of a rank can share them: ua then uses with's (made at the first
+// forward or backward, kept until the last user is freed). Call before ua's first forward;
+// returns 0 (also when they share already), or -1 when their sizes differ or ua has run.
+int hp_ulysses_attn_share_scratch(hp_ulysses_attn *ua, hp_ulysses_attn *with);
 
 // out (B, Su, H, hd) overwritten; q (B, Su, H, hd), k/v (B, Su, Hkv, hd) this rank's tokens
 // after RoPE; pos_cp (S/C) the positions of the whole cp-local sequence (hp_cp_positions),

@@ -309,12 +309,16 @@ static int alloc_moe(hp_transformer *tf, hp_block_acts *A) {
         .token_split = sh->token_split, .token_rank = sh->token_rank,
         .score_func = m->score_func, .route_norm = m->route_norm,
         .route_scale = m->route_scale, .dispatcher = tf->hk.moe_mode, .bf16 = tf->bf16,
+        .store_bf16 = tf->store_bf16,
     };
     // token_split_offset (#3604): tp rank t takes the S_local rows at t*S_local, the
     // split of one sequence; right only for a local batch of 1
     if (md.token_split > 1 && hp_failpoint(HP_FP_TOKEN_SPLIT_OFFSET)) md.token_split *= sh->Bl;
     A->moe = hp_moe_state_init(&md);
-    return A->moe && hp_moe_set_dispatch(A->moe, tf->hk.moe, tf->hk.moe_ctx) == 0 ? 0 : -1;
+    if (!A->moe || hp_moe_set_dispatch(A->moe, tf->hk.moe, tf->hk.moe_ctx) != 0) return -1;
+    // one scratch for the rank's MoE blocks: a forward or backward runs one block at a time
+    if (!tf->moe_scratch_from) tf->moe_scratch_from = A->moe;
+    return hp_moe_share_scratch(A->moe, tf->moe_scratch_from);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -414,15 +418,25 @@ static void stored_move(hp_transformer *tf, int l, hp_block_acts *W, int which, 
     }
 }
 
-// Under bf16 storage a block of this rank inside a stage keeps its input in 2 bytes: the
-// block before it writes the stream into the shared buffer of its parity (tf->stream) and the
-// forward packs it. A stage's first block keeps floats: the pipeline receives into them, or a
-// stage of this rank wrote them, any number of actions before this stage's forward runs.
+// Under bf16 storage every block input a rank holds is kept in 2 bytes, one copy per slot, and
+// read and written in floats in the shared stream buffer of the block's parity (tf->stream):
+//   - a block inside a stage, and block 0 (the embedding writes its input in the same action):
+//     the block before it writes the stream there and the block's forward packs it;
+//   - a stage's first block (l > 0): the 2-byte copy is what the pipeline receives, or what
+//     a stage of this rank packed when it ended (zbv's middle), any number of actions before;
+//     the stage's forward unpacks it first (input_arrives_packed);
+//   - the first block of a stage on another rank, fed by a stage of this one: the copy is
+//     what the stage packs when it ends and the pipeline sends, 2 bytes on the wire.
 // The head (l == L) keeps its input, the last block's output, in 2 bytes too: the two are
 // always in one stage.
 static int input_stored(const hp_transformer *tf, int l) {
     if (l == tf->m.n_layers) return tf->store_bf16 && tf->head_local;
-    return tf->store_bf16 && tf->layer_local[l] && !tf->stage_entry[l];
+    return tf->store_bf16 && (tf->layer_local[l] || (l > 0 && tf->layer_local[l - 1]));
+}
+
+// Whether block l's stored input arrives packed from outside its stage (else its forward packs it).
+static int input_arrives_packed(const hp_transformer *tf, int l) {
+    return l > 0 && l < tf->m.n_layers && tf->stage_entry[l];
 }
 
 // Under --verify, the CRC-32 of an input stream (n floats), to see that a backward unpacks
@@ -564,10 +578,10 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
         if (input_stored(tf, L)) {
             H->h_final_stored = balloc(res * D);
             H->h_final = tf->stream[L & 1];
-        } else {
+        } else if (tf->head_local) {   // (a rank without the head never writes it)
             H->h_final = falloc(res * D);
         }
-        if (!H->h_final || (input_stored(tf, L) && !H->h_final_stored)) return -1;
+        if ((tf->head_local && !H->h_final) || (input_stored(tf, L) && !H->h_final_stored)) return -1;
         if (tf->split_backward) {
             H->dy_embed = falloc(reg * D);
             if (!H->dy_embed) return -1;
@@ -817,7 +831,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     add_into(h_out, A->h_mid, tf->res_a, nres);
     op_out(tf, h_out, nres);
     if (acts(tf, l)->stored) stored_move(tf, l, A, G_ATTN | G_FFN, 1);
-    if (!recompute && acts(tf, l)->h_in_stored) keep_input(tf, l);
+    if (!recompute && acts(tf, l)->h_in_stored && !input_arrives_packed(tf, l)) keep_input(tf, l);
     tf->f8_layer = -1;
     tf->f8_recompute = 0;
 }
@@ -838,6 +852,30 @@ static void logits_rows(void *ctx, int r0, int n) {
 
 float *hp_transformer_stream(hp_transformer *tf, int l) { return stream_in(tf, l); }
 
+hp_bf16 *hp_transformer_stream_stored(hp_transformer *tf, int l) {
+    return l < tf->m.n_layers ? acts(tf, l)->h_in_stored : tf->heads[tf->slot].h_final_stored;
+}
+
+// A stage's input that arrived in 2 bytes (the pipeline's, or a stage of this rank's) is
+// unpacked into its stream buffer before the stage runs; its CRC is what the backward's
+// unpack is checked against.
+static void unpack_stage_input(hp_transformer *tf, int l0) {
+    hp_block_acts *A = acts(tf, l0);
+    const size_t n = (size_t)tf->sh.Nres * tf->sh.D;
+    // (bf16_stage_input_stale: the bug runs the stage on what its stream buffer holds, another
+    //  microbatch's stream or zeros, the input that arrived left packed)
+    if (!hp_failpoint(HP_FP_BF16_STAGE_INPUT_STALE)) hp_par_bf16_unpack(A->h_in, A->h_in_stored, n);
+    A->h_in_crc = stream_crc(A->h_in, n);
+}
+
+// A stage's output, for the next stage (the pipeline sends the 2-byte copy, or a stage of this
+// rank unpacks it later), packed into that stage's first block's copy of this slot.
+static void pack_stage_output(hp_transformer *tf, int l1) {
+    char what[48];
+    snprintf(what, sizeof what, "input of block %d (a stage's output)", l1);
+    keep_packed(tf, acts(tf, l1)->h_in_stored, stream_in(tf, l1), (size_t)tf->sh.Nres * tf->sh.D, what);
+}
+
 void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first, int last) {
     const hp_model_config *m = &tf->m;
     const int L = m->n_layers, D = tf->sh.D;
@@ -848,6 +886,8 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
         unit_after_forward(tf, 0);
         region_exit(tf, stream_in(tf, l0), tf->reg_a, D);   // rowwise embedding: partial over tp
         op_out(tf, stream_in(tf, l0), (size_t)tf->sh.Nres * D);
+    } else if (input_arrives_packed(tf, l0) && acts(tf, l0)->h_in_stored) {
+        unpack_stage_input(tf, l0);
     }
     for (int l = l0; l < l1; l++) {
         unit_gather(tf, 1 + l);
@@ -855,6 +895,7 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
         unit_after_forward(tf, 1 + l);
     }
     tf->ce_sum_local = 0.0;
+    if (!last && acts(tf, l1)->h_in_stored) pack_stage_output(tf, l1);
     if (!last) return;
     hp_head_acts *H = &tf->heads[tf->slot];
     unit_gather(tf, L + 1);

@@ -98,8 +98,10 @@ typedef struct hp_transformer {
                                // (hp_block_acts.stored), packed after its forward and unpacked
                                // into the shared set for its backward
     hp_block_acts work;        // the shared set lent to the running stored block (a view)
-    float *stream[2];          // (res, D) bf16 storage: the stream entering a block inside a
-                               //    stage (or the head), by its parity (NULL: none here)
+    float *stream[2];          // (res, D) bf16 storage: the stream entering a block (or the
+                               //    head) in floats, by its parity (NULL: none here)
+    hp_moe_state *moe_scratch_from;   // the rank's first MoE state, whose scratch every
+                               //    other one shares (hp_moe_share_scratch)
     int *routing;              // (n_moe, M*Nreg, K) the step's routing, the caller's: each
                                // forward records its MoE blocks' here (NULL: not recorded), a
                                // recompute is checked against it
@@ -131,7 +133,9 @@ typedef struct hp_transformer_opts {
     int store_bf16;            // (with bf16) the blocks keep their bf16 activations in 2 bytes
     const int *stage_entry;    // [L] 1: block l starts a pipeline stage, whose input arrives from
                                //    outside the stage (NULL: block 0 only); it keeps that input
-                               //    in its slot's floats, where the pipeline reads and writes it
+                               //    in its slot's floats, where the pipeline reads and writes it,
+                               //    or under store_bf16 in its slot's 2-byte copy
+                               //    (hp_transformer_stream_stored), which the stage unpacks first
 } hp_transformer_opts;
 
 // Sizes every activation slot for the shapes and the options; the hooks are copied.
@@ -144,13 +148,19 @@ double hp_transformer_forward(hp_transformer *tf);     // returns this rank's lo
 void   hp_transformer_backward(hp_transformer *tf);    // leaves reduced gradient shards
 // One pipeline stage on the running microbatch (tf->mb, tf->slot): blocks [l0, l1), with
 // the embedding when first and the head and loss (tf->ce_sum_local) when last. The stream
-// enters at hp_transformer_stream(tf, l0) and leaves at hp_transformer_stream(tf, l1); the
+// enters at hp_transformer_stream(tf, l0) and leaves at hp_transformer_stream(tf, l1) (under
+// bf16 storage their 2-byte copies: hp_transformer_stream_stored); the
 // backward's gradient of the stream is in tf->res_b on entry (unless last) and on exit
 // (unless first). A checkpointed block's backward first reruns its forward (collectives
 // included) from its kept input into the recompute set.
 void   hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first, int last);
 void   hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int first, int last);
 float *hp_transformer_stream(hp_transformer *tf, int l);
+// Under bf16 storage, the running slot's 2-byte copy of the stream entering block l (l == L:
+// the head), else NULL. A stage that does not end the model packs its output into the next
+// stage's (the pipeline sends it as it is), and one that does not start it unpacks its own
+// first (the pipeline receives into it).
+hp_bf16 *hp_transformer_stream_stored(hp_transformer *tf, int l);
 // "attention.wq.weight"'s role name without ".weight" ("attention.wq"), for filters.
 const char *hp_transformer_role_name(hp_block_param r);
 // Float8 linears (precision.md §5): after hp_transformer_init, converts the block linears the

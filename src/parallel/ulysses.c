@@ -17,12 +17,21 @@
 #include "hyperpar/structure.h"
 #include "hyperpar/ulysses.h"
 
+// What an attention reads only inside its forward or its backward: the exchange buffers and
+// the repeated kv heads. Attentions run one at a time, so the blocks of a rank can share one
+// (hp_ulysses_attn_share_scratch); its buffers are made at the first forward or backward.
+typedef struct ulysses_scratch {
+    int refs;                       // attentions using it
+    float *send, *recv;             // exchange buffers (the largest local tensor)
+    float *ke, *ve;                 // (B, Su, Hke, hd) repeated kv heads / their grads
+} ulysses_scratch;
+
 struct hp_ulysses_attn {
     int B, Su, H, Hkv, hd, U, C, Sc;
     int Hu, Hke, Hkvu, rep;     // query heads per rank; kv heads after repetition, per rank; copies
     float *q, *k, *v, *out, *lse;   // gathered layout, kept for the backward
-    float *send, *recv;             // exchange buffers (the largest local tensor)
-    float *ke, *ve;                 // (B, Su, Hke, hd) repeated kv heads / their grads
+    float *send, *recv, *ke, *ve;   // the scratch's, while a forward or backward runs
+    ulysses_scratch *scr;           // its own, or shared with other attentions
     int *counts;                    // (U) equal element counts of one exchange
     int wire_bf16;                  // the bf16 policy: exchanges of bf16 values move 2 bytes
 };
@@ -48,21 +57,56 @@ hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int
     ua->Hkvu = ua->Hke / U;
     const size_t nq = (size_t)B * Su * H * hd, nk = (size_t)B * Su * ua->Hke * hd;
     ua->q = fbuf(nq); ua->out = fbuf(nq); ua->lse = fbuf((size_t)B * Su * H);
-    ua->k = fbuf(nk); ua->v = fbuf(nk); ua->ke = fbuf(nk); ua->ve = fbuf(nk);
-    ua->send = fbuf(nq > nk ? nq : nk); ua->recv = fbuf(nq > nk ? nq : nk);
+    ua->k = fbuf(nk); ua->v = fbuf(nk);
+    ua->scr = hp_mem_alloc(HP_MEM_OTHER, sizeof *ua->scr);
+    if (ua->scr) ua->scr->refs = 1;
     ua->counts = hp_mem_alloc(HP_MEM_ACTIVATIONS, (size_t)U * sizeof(int));
-    if (!ua->q || !ua->out || !ua->lse || !ua->k || !ua->v || !ua->ke || !ua->ve || !ua->send ||
-        !ua->recv || !ua->counts) {
+    if (!ua->q || !ua->out || !ua->lse || !ua->k || !ua->v || !ua->scr || !ua->counts) {
         hp_ulysses_attn_free(ua);
         return NULL;
     }
     return ua;
 }
 
+// Drops ua's use of its scratch, freeing it with its last user.
+static void scratch_release(hp_ulysses_attn *ua) {
+    ulysses_scratch *s = ua->scr;
+    ua->scr = NULL;
+    ua->send = ua->recv = ua->ke = ua->ve = NULL;
+    if (!s || --s->refs > 0) return;
+    hp_mem_free(s->send); hp_mem_free(s->recv); hp_mem_free(s->ke); hp_mem_free(s->ve);
+    hp_mem_free(s);
+}
+
+// Lends ua its scratch, made at the first forward or backward of an attention using it.
+static void scratch_bind(hp_ulysses_attn *ua) {
+    ulysses_scratch *s = ua->scr;
+    if (!s->send) {
+        const size_t nq = (size_t)ua->B * ua->Su * ua->H * ua->hd, nk = (size_t)ua->B * ua->Su * ua->Hke * ua->hd;
+        s->send = fbuf(nq > nk ? nq : nk); s->recv = fbuf(nq > nk ? nq : nk);
+        s->ke = fbuf(nk); s->ve = fbuf(nk);
+        if (!s->send || !s->recv || !s->ke || !s->ve)
+            hp_fail_line_and_abort(1, "hp_ulysses: out of memory for the exchange buffers");
+    }
+    ua->send = s->send; ua->recv = s->recv; ua->ke = s->ke; ua->ve = s->ve;
+}
+
+int hp_ulysses_attn_share_scratch(hp_ulysses_attn *ua, hp_ulysses_attn *with) {
+    if (ua == with || ua->scr == with->scr) return 0;
+    if (ua->scr->send || ua->B != with->B || ua->Su != with->Su || ua->H != with->H || ua->Hke != with->Hke ||
+        ua->hd != with->hd)
+        return -1;
+    scratch_release(ua);
+    ua->scr = with->scr;
+    ua->scr->refs++;
+    return 0;
+}
+
 void hp_ulysses_attn_free(hp_ulysses_attn *ua) {
     if (!ua) return;
+    scratch_release(ua);
     hp_mem_free(ua->q); hp_mem_free(ua->k); hp_mem_free(ua->v); hp_mem_free(ua->out); hp_mem_free(ua->lse);
-    hp_mem_free(ua->send); hp_mem_free(ua->recv); hp_mem_free(ua->ke); hp_mem_free(ua->ve); hp_mem_free(ua->counts);
+    hp_mem_free(ua->counts);
     hp_mem_free(ua);
 }
 
@@ -162,6 +206,7 @@ static void sum_repeats(const hp_ulysses_attn *ua, float *dkv, const float *dexp
 void hp_ulysses_attention_forward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rotate rotate,
                                   int load_balance, float *out, const float *q, const float *k,
                                   const float *v, const int *pos_cp) {
+    scratch_bind(ua);
     const float *kx = k, *vx = v;
     if (ua->rep > 1) {
         repeat_kv(ua, ua->ke, k);
@@ -180,6 +225,7 @@ void hp_ulysses_attention_forward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rota
 void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rotate rotate,
                                    int load_balance, float *dq, float *dk, float *dv,
                                    const float *dout, const int *pos_cp) {
+    scratch_bind(ua);
     const size_t nq = (size_t)ua->B * ua->Sc * ua->Hu * ua->hd;
     const size_t nk = (size_t)ua->B * ua->Sc * ua->Hkvu * ua->hd;
     float *dout_g = hp_mem_alloc(HP_MEM_SCRATCH, nq * sizeof(float)), *dq_g = hp_mem_alloc(HP_MEM_SCRATCH, nq * sizeof(float));

@@ -28,10 +28,12 @@ struct hp_pp_state {
     int *slot_of;           // [M] the slot microbatch j uses here
     int *local_index;       // [n_stages] v: the stage's index among this rank's stages
     float **dh_buf;         // [V * n_slots] the gradient a stage hands back (send / local)
-    // the bf16 policy: the stream and its gradient (bf16 values) travel in 2 bytes; the
-    // stream a stage hands on is packed into its own buffer, the model keeps the fp32 one
-    int wire_bf16;
-    hp_bf16 **fwd_wire;     // [V * n_slots] under wire_bf16, else NULL
+    // the bf16 policy: the stream and its gradient (bf16 values) travel in 2 bytes. Under bf16
+    // storage (stored_streams) the stream goes from and into the model's own 2-byte copies
+    // (hp_transformer_stream_stored); else the stream a stage hands on is packed into its own
+    // buffer here, the model keeping the fp32 one (float8 runs)
+    int wire_bf16, stored_streams;
+    hp_bf16 **fwd_wire;     // [V * n_slots] under wire_bf16 without stored_streams, else NULL
     size_t boundary_bytes;  // what dh_buf and fwd_wire hold (activation memory: the planner's boundary)
     MPI_Request *fwd_req, *bwd_req;   // [V * n_slots] the pending sends from those buffers
     double busy_ms, step_ms;          // the last step: compute time, and wall time
@@ -125,7 +127,7 @@ static int alloc_buffers(hp_trainer *tr) {
             if (!st->dh_buf[i]) return -1;
             st->boundary_bytes += (n ? n : 1) * sizeof(float);
         }
-        if (st->wire_bf16 && !st->fwd_wire[i]) {
+        if (st->fwd_wire && !st->fwd_wire[i]) {
             st->fwd_wire[i] = hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(hp_bf16));
             if (!st->fwd_wire[i]) return -1;
             st->boundary_bytes += (n ? n : 1) * sizeof(hp_bf16);
@@ -144,13 +146,43 @@ static void recv_stream(hp_trainer *tr, float *buf, size_t n, int src, int tag, 
     if (tr->pp->wire_bf16) hp_bf16_widen_in_place(buf, n);
 }
 
-// Sends buffer b's stream forward: the model's buffer itself, or under bf16 its packed copy.
-static void send_stream(hp_trainer *tr, const float *stream, size_t n, int dst, int tag, size_t b) {
+// Receives microbatch mb's input of stage s, which starts at block l0, from src: into the
+// model's 2-byte copy under bf16 storage (the stage unpacks it), else into its floats. check:
+// the stage exchange's structure check (in floats: a 2-byte copy is widened into scratch for
+// it, so that the stage's own unpack stays the only one it reads).
+static void recv_stage_input(hp_trainer *tr, int s, int mb, int l0, size_t n, int src, int tag, int check) {
+    const char *what = "pipeline recv (activation)";
+    hp_bf16 *in16 = hp_transformer_stream_stored(&tr->tf, l0);
+    if (!in16) {
+        float *in = hp_transformer_stream(&tr->tf, l0);
+        recv_stream(tr, in, n, src, tag, what);
+        if (check) check_recv(tr->pp, in, n, src, tag, "activation", s, mb);
+        return;
+    }
+    MPI_Request req;
+    hp_p2p_irecv_bf16(tr->comm, HP_G_PP, in16, n, src, tag, &req);
+    hp_p2p_wait(tr->comm, HP_G_PP, 1, &req, what);
+    if (!check || !hp_structure_enabled()) return;
+    float *got = malloc((n ? n : 1) * sizeof(float));
+    if (!got) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
+    hp_bf16_unpack(got, in16, n);
+    check_recv(tr->pp, got, n, src, tag, "activation", s, mb);
+    free(got);
+}
+
+// Sends the stream entering block l forward from buffer b's slot: under bf16 storage the model's
+// 2-byte copy as it is, else the model's floats, or under bf16 their packed copy.
+static void send_stream(hp_trainer *tr, int l, size_t n, int dst, int tag, size_t b) {
     hp_pp_state *st = tr->pp;
+    const float *stream = hp_transformer_stream(&tr->tf, l);
     if (!st->wire_bf16) { hp_p2p_isend(tr->comm, HP_G_PP, stream, n, dst, tag, &st->fwd_req[b]); return; }
     hp_structure_check_bf16_wire(stream, n, "pipeline activation");
-    hp_bf16_pack(st->fwd_wire[b], stream, n);
-    hp_p2p_isend_bf16(tr->comm, HP_G_PP, st->fwd_wire[b], n, dst, tag, &st->fwd_req[b]);
+    const hp_bf16 *out16 = hp_transformer_stream_stored(&tr->tf, l);
+    if (!out16) {
+        hp_bf16_pack(st->fwd_wire[b], stream, n);
+        out16 = st->fwd_wire[b];
+    }
+    hp_p2p_isend_bf16(tr->comm, HP_G_PP, out16, n, dst, tag, &st->fwd_req[b]);
 }
 
 // Sends buffer b's gradient (dh_buf[b], not read on this rank again) back, packed in place
@@ -216,7 +248,8 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
     const size_t bufs = (size_t)lay->V * tr->n_slots;
     st->dh_buf = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(float *));
     st->wire_bf16 = tr->rc.mp_param == HP_DTYPE_BFLOAT16;
-    if (st->wire_bf16 && !(st->fwd_wire = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(hp_bf16 *)))) {
+    st->stored_streams = hp_run_bf16_stored(&tr->rc);
+    if (st->wire_bf16 && !st->stored_streams && !(st->fwd_wire = hp_mem_alloc(HP_MEM_OTHER, bufs * sizeof(hp_bf16 *)))) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -267,10 +300,7 @@ double hp_pp_run_step(hp_trainer *tr) {
         tl[0] = (float)x->op; tl[1] = (float)s; tl[2] = (float)j;
         if (x->op == HP_PP_F) {
             if (!first && lay->stage_rank[s - 1] != st->p) {
-                recv_stream(tr, hp_transformer_stream(&tr->tf, l0), n, lay->stage_rank[s - 1],
-                            tag_fwd(lay, s, j, M), "pipeline recv (activation)");
-                check_recv(st, hp_transformer_stream(&tr->tf, l0), n, lay->stage_rank[s - 1], tag_fwd(lay, s, j, M),
-                           "activation", s, j);
+                recv_stage_input(tr, s, j, l0, n, lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), 1);
             }
             // the stream this stage writes may still be on its way from the slot's last use
             hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
@@ -284,7 +314,7 @@ double hp_pp_run_step(hp_trainer *tr) {
             const int l_sent = hp_failpoint(HP_FP_PP_STAGE_EXCHANGE) ? l1 - 1 : l1;
             const int dropped = hp_failpoint(HP_FP_PP_SEND_DROPPED) && j == M - 1;
             if (!last && lay->stage_rank[s + 1] != st->p && !dropped) {
-                send_stream(tr, hp_transformer_stream(&tr->tf, l_sent), n, lay->stage_rank[s + 1],
+                send_stream(tr, l_sent, n, lay->stage_rank[s + 1],
                             tag_fwd(lay, s + 1, j, M), b);
                 check_send(st, hp_transformer_stream(&tr->tf, l1), n, lay->stage_rank[s + 1], tag_fwd(lay, s + 1, j, M));
             }
@@ -348,13 +378,12 @@ double hp_pp_run_forward(hp_trainer *tr) {
             const int l0 = lay->stage_first[s], l1 = l0 + lay->stage_layers[s];
             const size_t b = (size_t)st->local_index[s] * tr->n_slots;
             if (s > 0 && lay->stage_rank[s - 1] != st->p)
-                recv_stream(tr, hp_transformer_stream(&tr->tf, l0), n, lay->stage_rank[s - 1],
-                            tag_fwd(lay, s, j, M), "pipeline recv (activation)");
+                recv_stage_input(tr, s, j, l0, n, lay->stage_rank[s - 1], tag_fwd(lay, s, j, M), 0);
             hp_p2p_wait(tr->comm, HP_G_PP, 1, &st->fwd_req[b], "pipeline send (activation)");
             hp_transformer_forward_layers(&tr->tf, l0, l1, s == 0, s == last_stage);
             if (s == last_stage) ce_sum += tr->tf.ce_sum_local;
             if (s < last_stage && lay->stage_rank[s + 1] != st->p)
-                send_stream(tr, hp_transformer_stream(&tr->tf, l1), n, lay->stage_rank[s + 1],
+                send_stream(tr, l1, n, lay->stage_rank[s + 1],
                             tag_fwd(lay, s + 1, j, M), b);
         }
     }

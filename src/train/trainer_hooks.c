@@ -62,12 +62,16 @@ static double region_cross_entropy(void *ctx, const float *logits, const int *la
 
 // ---- the attention core: Ulysses (a per-block state) around ring CP, or ring CP alone
 static int attn_state_init(void *ctx, void **state) {
-    const hp_attn_style *a = ctx;
+    hp_attn_style *a = ctx;
     *state = NULL;
     if (a->U <= 1) return 0;
-    *state = hp_ulysses_attn_init(a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl, a->sh.hd, a->U, a->C,
-                                  a->bf16);
-    return *state ? 0 : -1;
+    hp_ulysses_attn *ua = hp_ulysses_attn_init(a->sh.Bl, a->sh.Sc, a->sh.Hl, a->sh.Hkvl, a->sh.hd, a->U,
+                                               a->C, a->bf16);
+    if (!ua) return -1;
+    *state = ua;
+    // one set of exchange buffers for the rank's attentions: they run one at a time
+    if (!a->scratch_from) a->scratch_from = ua;
+    return hp_ulysses_attn_share_scratch(ua, a->scratch_from);
 }
 static void attn_state_free(void *state) { hp_ulysses_attn_free(state); }
 

@@ -9,6 +9,7 @@
 #include "hyperpar/params.h"
 #include "hyperpar/shapes.h"
 #include "hyperpar/train.h"
+#include "hyperpar/ulysses.h"
 #include "model/transformer.h"
 #include "parallel/fsdp.h"
 #include "parallel/tp.h"
@@ -26,6 +27,8 @@ typedef struct hp_attn_style {
     int U, C;
     hp_local_shapes sh;
     int bf16;            // the bf16 policy: exchanges of bf16 activations move 2 bytes
+    hp_ulysses_attn *scratch_from;   // the rank's first Ulysses state, whose exchange buffers
+                         //   every other one shares (hp_ulysses_attn_share_scratch)
 } hp_attn_style;
 
 struct hp_trainer {

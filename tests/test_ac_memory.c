@@ -22,17 +22,27 @@ typedef struct layout {
     const char *name, *model;
     int S, U, C, T, P, EP, layers, M;   // dp_shard, ulysses, cp, tp, pp (1f1b), ep, --layers
                                         // (0: the model's), microbatches
+    int bf16, zbv;                      // --mixed-precision-param bfloat16; pp schedule zbv
+                                        // (no AC there: only --ac none runs)
 } layout;
 
 static const layout layouts[] = {
-    { "tiny 1 rank",                      "tiny",     1, 1, 1, 1, 1, 1, 0, 1 },
-    { "tiny L4, 2 microbatches",          "tiny",     1, 1, 1, 1, 1, 1, 4, 2 },
-    { "SP tp 2",                          "tiny",     1, 1, 1, 2, 1, 1, 0, 1 },
-    { "Ulysses 2",                        "tiny",     1, 2, 1, 1, 1, 1, 0, 1 },
-    { "M6 (dp_shard 2, cp 2, tp 2)",      "tiny",     2, 1, 2, 2, 1, 1, 0, 1 },
-    { "C2 (M6 grid, tiny-moe, ep 4)",     "tiny-moe", 2, 1, 2, 2, 1, 4, 0, 1 },
-    { "pp 2 1f1b, L4, M 4",               "tiny",     1, 1, 1, 1, 2, 1, 4, 4 },
-    { "pp 2 1f1b x tp 2 x dp_shard 2, L4", "tiny",    2, 1, 1, 2, 2, 1, 4, 2 },
+    { "tiny 1 rank",                      "tiny",     1, 1, 1, 1, 1, 1, 0, 1, 0, 0 },
+    { "tiny L4, 2 microbatches",          "tiny",     1, 1, 1, 1, 1, 1, 4, 2, 0, 0 },
+    { "SP tp 2",                          "tiny",     1, 1, 1, 2, 1, 1, 0, 1, 0, 0 },
+    { "Ulysses 2",                        "tiny",     1, 2, 1, 1, 1, 1, 0, 1, 0, 0 },
+    { "M6 (dp_shard 2, cp 2, tp 2)",      "tiny",     2, 1, 2, 2, 1, 1, 0, 1, 0, 0 },
+    { "C2 (M6 grid, tiny-moe, ep 4)",     "tiny-moe", 2, 1, 2, 2, 1, 4, 0, 1, 0, 0 },
+    { "pp 2 1f1b, L4, M 4",               "tiny",     1, 1, 1, 1, 2, 1, 4, 4, 0, 0 },
+    { "pp 2 1f1b x tp 2 x dp_shard 2, L4", "tiny",    2, 1, 1, 2, 2, 1, 4, 2, 0, 0 },
+    // every pp rank of zbv (one holds the embedding and the head, the other neither), and bf16
+    // storage: the stage inputs, the MoE fields in 2 bytes, the shared MoE and Ulysses scratch
+    { "pp 2 zbv, L4, M 4",                "tiny",     1, 1, 1, 1, 2, 1, 4, 4, 0, 1 },
+    { "pp 2 zbv bf16, L4, M 4",           "tiny",     1, 1, 1, 1, 2, 1, 4, 4, 1, 1 },
+    { "pp 2 1f1b bf16, L4, M 4",          "tiny",     1, 1, 1, 1, 2, 1, 4, 4, 1, 0 },
+    { "tiny-moe L4 bf16, 2 microbatches", "tiny-moe", 1, 1, 1, 1, 1, 1, 4, 2, 1, 0 },
+    { "Ulysses 2 bf16",                   "tiny",     1, 2, 1, 1, 1, 1, 0, 1, 1, 0 },
+    { "C2 bf16 (M6 grid, tiny-moe, ep 4)", "tiny-moe", 2, 1, 2, 2, 1, 4, 0, 1, 1, 0 },
 };
 static const int ac_modes[] = { 0, 1, 2 };   // none, full, every:2
 
@@ -48,9 +58,11 @@ static size_t run_one(const layout *lo, int ac, size_t *predicted) {
     hp_run_config_default(&rc);
     rc.ac_every = ac;
     rc.microbatches = lo->M;
+    if (lo->bf16) rc.mp_param = HP_DTYPE_BFLOAT16;
     hp_dims d = hp_dims_default();
     d.dp_shard = lo->S; d.ulysses = lo->U; d.cp = lo->C; d.tp = lo->T; d.pp = lo->P; d.ep = lo->EP;
-    if (lo->P > 1) d.pp_schedule = HP_PP_1F1B;
+    if (lo->P > 1) d.pp_schedule = lo->zbv ? HP_PP_ZBV : HP_PP_1F1B;
+    if (lo->zbv) d.pp_virtual = 2;
     d.world = world_of(lo);
     char err[512];
     if (hp_dims_validate(&d, &m, &rc, err, sizeof err) != 0) {
@@ -113,9 +125,9 @@ int main(int argc, char **argv) {
             continue;
         }
         size_t meas[3] = { 0 }, pred[3] = { 0 };
-        for (int k = 0; k < 3; k++) meas[k] = run_one(lo, ac_modes[k], &pred[k]);
+        for (int k = 0; k < (lo->zbv ? 1 : 3); k++) meas[k] = run_one(lo, ac_modes[k], &pred[k]);
         // a checkpointed block keeps only its input; the one recompute set is a block's
-        if (meas[0] > 0) {
+        if (meas[0] > 0 && !lo->zbv) {
             if (meas[1] < meas[0] && meas[1] <= meas[2] && meas[2] <= meas[0]) passed++;
             else {
                 failed++;

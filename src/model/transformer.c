@@ -582,7 +582,7 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
             H->h_final = falloc(res * D);
         }
         if ((tf->head_local && !H->h_final) || (input_stored(tf, L) && !H->h_final_stored)) return -1;
-        if (tf->split_backward) {
+        if (tf->split_backward && tf->pid_tok >= 0 && tf->pt->p[tf->pid_tok].on_rank) {   // (zbv: the first stage's)
             H->dy_embed = falloc(reg * D);
             if (!H->dy_embed) return -1;
         }

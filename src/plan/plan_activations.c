@@ -152,9 +152,9 @@ static double moe_floats(const hp_model_config *m, const hp_dims *d, const hp_ru
 }
 
 // The head's buffers of one slot where it lives (its normed output is made in the backward
-// scratch: only its gather gf is kept), and zbv's dy_embed on every rank.
-static double head_floats(const shapes *s, int head_local) {
-    double a = s->split ? f1(s->reg * s->D) : 0;
+// scratch: only its gather gf is kept), and zbv's dy_embed where the embedding lives.
+static double head_floats(const shapes *s, int head_local, int embed_local) {
+    double a = s->split && embed_local ? f1(s->reg * s->D) : 0;
     if (head_local)
         a += f1(s->res * s->D) + f1(s->res) + f1(s->reg * s->D) + f1(s->reg * s->Vl) + 2 * f1(s->reg) +
              (s->split ? f1(s->reg * s->Vl) : 0);
@@ -223,7 +223,8 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
         out->moe_block = m->num_experts > 0 ? attn * 4 + moe_state : out->dense_block;
     }
     const int head_local = lay.stage_rank[hp_pp_unit_stage(&lay, m->n_layers + 1)] == co.p;
-    out->head = head_floats(&s, head_local) * 4;
+    const int embed_local = lay.stage_rank[hp_pp_unit_stage(&lay, 0)] == co.p;
+    out->head = head_floats(&s, head_local, embed_local) * 4;
     if (stored && head_local)   // in 2 bytes: the logits, zbv's kept logits gradient, the input, gf
         out->head -= (f1(s.reg * s.Vl) + (s.split ? f1(s.reg * s.Vl) : 0) + f1(s.res * s.D) + f1(s.reg * s.D)) * 2;
     out->slot = out->head;

@@ -400,10 +400,115 @@ static void test_single_misc(hp_comm *self) {
     lmodel_free(&A); lmodel_free(&B); lmodel_free(&C); gmodel_free(&G);
 }
 
-// The activation bytes two fresh states of md hold after a forward each, sharing one backward
-// scratch or not.
-static size_t pair_bytes(hp_comm *self, const hp_moe_dims *md, int share, const lmodel *L, const float *x,
-                         float *out) {
+// ---- two MoE blocks of one dims, each run two ways (variant 0 and 1), as a model runs its
+// blocks: both forwards, then the backwards in reverse
+enum { TB_N = 12, TB_D = 8, TB_E = 4, TB_K = 2, TB_FE = 6, TB_FS = 6 };
+typedef struct two_blocks {
+    gmodel G;
+    float *x[2], *R[2];        // [block] (N, D) input, output grad
+    float *o[2][2], *dx[2][2]; // [variant][block] output, input grad
+    lmodel L[2][2];            // [variant][block] the weights and their grads
+    hp_moe_dims md;
+} two_blocks;
+
+// bf16_input: the inputs rounded to bf16 (a block's input under the bf16 rule)
+static void two_blocks_init(two_blocks *t, uint64_t seed, int bf16_input) {
+    const size_t nd = (size_t)TB_N * TB_D;
+    t->G = gmodel_make(TB_D, TB_E, TB_K, TB_FE, TB_FS, seed, 1.0f);
+    for (int b = 0; b < 2; b++) {
+        t->x[b] = falloc(nd); t->R[b] = falloc(nd);
+        fill(t->x[b], nd, 1.0f); fill(t->R[b], nd, 1.0f);
+        if (bf16_input) hp_bf16_round(t->x[b], nd);
+        for (int v = 0; v < 2; v++) {
+            t->o[v][b] = falloc(nd); t->dx[v][b] = falloc(nd);
+            t->L[v][b] = lmodel_slice(&t->G, 0, TB_E, 0, TB_FE, 0, TB_FS);
+        }
+    }
+    t->md = mdims(&t->G, &t->L[0][0], TB_N, 1, 0, HP_SCORE_SOFTMAX, 0, 1.0f, HP_DISPATCH_ALLTOALL);
+}
+
+static void two_blocks_free(two_blocks *t) {
+    for (int b = 0; b < 2; b++) {
+        free(t->x[b]); free(t->R[b]);
+        for (int v = 0; v < 2; v++) { free(t->o[v][b]); free(t->dx[v][b]); lmodel_free(&t->L[v][b]); }
+    }
+    gmodel_free(&t->G);
+}
+
+// 1 when variant 1 gave variant 0's outputs, input grads and every weight grad, bit for bit.
+static int two_blocks_same(const two_blocks *t) {
+    const size_t nd = (size_t)TB_N * TB_D, ew = (size_t)TB_E * TB_FE * TB_D, sw = (size_t)TB_FS * TB_D;
+    int same = 1;
+    for (int b = 0; b < 2; b++) {
+        const lmodel *P = &t->L[0][b], *S = &t->L[1][b];
+        same &= !memcmp(t->o[0][b], t->o[1][b], nd * 4) && !memcmp(t->dx[0][b], t->dx[1][b], nd * 4) &&
+                !memcmp(P->dgate, S->dgate, (size_t)TB_E * TB_D * 4) && !memcmp(P->dw1, S->dw1, ew * 4) &&
+                !memcmp(P->dw2, S->dw2, ew * 4) && !memcmp(P->dw3, S->dw3, ew * 4) &&
+                !memcmp(P->dsw1, S->dsw1, sw * 4) && !memcmp(P->dsw2, S->dsw2, sw * 4) &&
+                !memcmp(P->dsw3, S->dsw3, sw * 4);
+    }
+    return same;
+}
+
+// Variant v of both blocks on two states of md sharing one scratch; check_between (may be NULL)
+// runs after the forwards, before the backwards. Returns the activation bytes the two held
+// after their forwards.
+static size_t two_blocks_run(hp_comm *self, two_blocks *t, int v, const hp_moe_dims *md,
+                             void (*check_between)(hp_comm *, two_blocks *, hp_moe_state *)) {
+    hp_mem_stats m0, m1;
+    hp_mem_get_stats(&m0);
+    hp_moe_state *st[2] = { hp_moe_state_init(md), hp_moe_state_init(md) };
+    if (!st[0] || !st[1] || hp_moe_share_scratch(st[1], st[0]) != 0) {
+        fprintf(stderr, "two_blocks_run: state init or share failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    hp_moe_weights w[2];
+    hp_moe_grads g[2];
+    for (int b = 0; b < 2; b++) {
+        w[b] = lweights(&t->L[v][b]);
+        g[b] = lgrads(&t->L[v][b]);
+        hp_moe_forward(st[b], self, t->o[v][b], t->x[b], &w[b]);
+    }
+    hp_mem_get_stats(&m1);
+    if (check_between) check_between(self, t, st[0]);
+    for (int b = 1; b >= 0; b--) {
+        memset(t->dx[v][b], 0, (size_t)md->N * md->D * sizeof(float));
+        hp_moe_backward(st[b], self, t->dx[v][b], &g[b], t->R[b], &w[b]);
+    }
+    hp_moe_state_free(st[0]);   // (the scratch outlives its first user: st[1] runs again)
+    hp_moe_state *again = hp_moe_state_init(md);
+    const int ok = again && hp_moe_share_scratch(again, st[1]) == 0;
+    float *o = falloc((size_t)md->N * md->D);
+    if (ok) hp_moe_forward(again, self, o, t->x[0], &w[0]);
+    check(ok, "shared scratch: usable after its first user is freed", 0.0, 0.0);
+    free(o);
+    hp_moe_state_free(again);
+    hp_moe_state_free(st[1]);
+    return m1.current[HP_MEM_ACTIVATIONS] - m0.current[HP_MEM_ACTIVATIONS];
+}
+
+// The refusals, with st0 forwarded and sharing already: another dims, a state that has run.
+static void share_refusals(hp_comm *self, two_blocks *t, hp_moe_state *st0) {
+    hp_moe_dims other = t->md;
+    other.N = TB_N / 2;
+    hp_moe_state *odd = hp_moe_state_init(&other), *late = hp_moe_state_init(&t->md);
+    check(odd && hp_moe_share_scratch(odd, st0) == -1, "shared scratch: refused across dims (N 6 vs 12)", 0.0, 0.0);
+    check(late && hp_moe_share_scratch(late, st0) == 0 && hp_moe_share_scratch(st0, late) == 0,
+          "shared scratch: joining an already shared scratch is a no-op", 0.0, 0.0);
+    hp_moe_state_free(late);
+    late = hp_moe_state_init(&t->md);
+    hp_moe_weights w = lweights(&t->L[0][0]);
+    float *o = falloc((size_t)TB_N * TB_D);
+    if (late) hp_moe_forward(late, self, o, t->x[0], &w);
+    check(late && hp_moe_share_scratch(late, st0) == -1, "shared scratch: refused after a forward", 0.0, 0.0);
+    free(o);
+    hp_moe_state_free(late);
+    hp_moe_state_free(odd);
+}
+
+// The activation bytes two fresh states of md hold after a forward each, sharing one scratch
+// or not.
+static size_t pair_bytes(hp_comm *self, const hp_moe_dims *md, int share, const lmodel *L, const float *x) {
     hp_mem_stats m0, m1;
     hp_mem_get_stats(&m0);
     hp_moe_state *a = hp_moe_state_init(md), *b = hp_moe_state_init(md);
@@ -412,124 +517,37 @@ static size_t pair_bytes(hp_comm *self, const hp_moe_dims *md, int share, const 
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     hp_moe_weights w = lweights(L);
+    float *out = falloc((size_t)md->N * md->D);
     hp_moe_forward(a, self, out, x, &w);
     hp_moe_forward(b, self, out, x, &w);
     hp_mem_get_stats(&m1);
+    free(out);
     hp_moe_state_free(a);
     hp_moe_state_free(b);
     return m1.current[HP_MEM_ACTIVATIONS] - m0.current[HP_MEM_ACTIVATIONS];
 }
 
-// Two blocks sharing one scratch (hp_moe_share_scratch), run as a model runs them
-// (both forwards, then the backwards in reverse), give each block's private-state results bit
-// for bit and hold exactly one scratch less (docs/planner.md's formula); sharing is refused
-// across dims or after a forward, and the scratch outlives its first user.
+// Two blocks sharing one scratch (hp_moe_share_scratch) give each block's private-state
+// results bit for bit and hold exactly one scratch less (docs/planner.md's formula); sharing
+// is refused across dims or after a forward, and the scratch outlives its first user.
 static void test_shared_scratch(hp_comm *self) {
-    const int N = 12, D = 8, E = 4, K = 2, Fe = 6, Fs = 6;
-    gmodel G = gmodel_make(D, E, K, Fe, Fs, 77, 1.0f);
-    const size_t nd = (size_t)N * D;
-    float *x[2], *R[2], *o[2][2], *dx[2][2];
-    lmodel L[2][2];   // [private, shared][block]
+    two_blocks t;
     rng_s = 9;
-    for (int b = 0; b < 2; b++) {
-        x[b] = falloc(nd); R[b] = falloc(nd);
-        fill(x[b], nd, 1.0f); fill(R[b], nd, 1.0f);
-        for (int v = 0; v < 2; v++) {
-            o[v][b] = falloc(nd); dx[v][b] = falloc(nd);
-            L[v][b] = lmodel_slice(&G, 0, E, 0, Fe, 0, Fs);
-        }
-    }
-    hp_moe_dims md = mdims(&G, &L[0][0], N, 1, 0, HP_SCORE_SOFTMAX, 0, 1.0f, HP_DISPATCH_ALLTOALL);
-    for (int b = 0; b < 2; b++) run_block(self, &md, &L[0][b], x[b], R[b], o[0][b], dx[0][b], NULL);
-    hp_moe_state *st[2] = { hp_moe_state_init(&md), hp_moe_state_init(&md) };
-    if (!st[0] || !st[1]) { fprintf(stderr, "state init failed\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
-    hp_moe_dims other = md;
-    other.N = N / 2;
-    hp_moe_state *odd = hp_moe_state_init(&other);
-    check(odd && hp_moe_share_scratch(odd, st[0]) == -1, "shared scratch: refused across dims (N 6 vs 12)", 0.0, 0.0);
-    hp_moe_state_free(odd);
-    check(hp_moe_share_scratch(st[1], st[0]) == 0, "shared scratch: two blocks of one dims share", 0.0, 0.0);
-    hp_moe_weights w[2];
-    hp_moe_grads g[2];
-    for (int b = 0; b < 2; b++) {
-        w[b] = lweights(&L[1][b]);
-        g[b] = lgrads(&L[1][b]);
-        hp_moe_forward(st[b], self, o[1][b], x[b], &w[b]);
-    }
-    hp_moe_state *late = hp_moe_state_init(&md);
-    check(late && hp_moe_share_scratch(late, st[0]) == 0 && hp_moe_share_scratch(st[0], late) == 0,
-          "shared scratch: joining an already shared scratch is a no-op", 0.0, 0.0);
-    hp_moe_state_free(late);
-    late = hp_moe_state_init(&md);
-    hp_moe_weights wl = lweights(&L[0][0]);
-    if (late) hp_moe_forward(late, self, o[0][0], x[0], &wl);
-    check(late && hp_moe_share_scratch(late, st[0]) == -1, "shared scratch: refused after a forward", 0.0, 0.0);
-    hp_moe_state_free(late);
-    for (int b = 1; b >= 0; b--) hp_moe_backward(st[b], self, dx[1][b], &g[b], R[b], &w[b]);
-    int same = 1;
-    for (int b = 0; b < 2; b++) {
-        const lmodel *P = &L[0][b], *S = &L[1][b];
-        same &= !memcmp(o[0][b], o[1][b], nd * 4) && !memcmp(dx[0][b], dx[1][b], nd * 4) &&
-                !memcmp(P->dgate, S->dgate, (size_t)E * D * 4) && !memcmp(P->dw1, S->dw1, (size_t)E * Fe * D * 4) &&
-                !memcmp(P->dw2, S->dw2, (size_t)E * Fe * D * 4) && !memcmp(P->dw3, S->dw3, (size_t)E * Fe * D * 4) &&
-                !memcmp(P->dsw1, S->dsw1, (size_t)Fs * D * 4) && !memcmp(P->dsw2, S->dsw2, (size_t)Fs * D * 4) &&
-                !memcmp(P->dsw3, S->dsw3, (size_t)Fs * D * 4);
-    }
-    check(same, "shared scratch: out, dx and every grad of both blocks = their private-state runs", !same, 0.0);
+    two_blocks_init(&t, 77, 0);
+    for (int b = 0; b < 2; b++) run_block(self, &t.md, &t.L[0][b], t.x[b], t.R[b], t.o[0][b], t.dx[0][b], NULL);
+    two_blocks_run(self, &t, 1, &t.md, share_refusals);
+    check(two_blocks_same(&t), "shared scratch: out, dx and every grad of both blocks = their private-state runs",
+          0.0, 0.0);
     // ep 1: cap = N K routed rows; the scratch: logits (N, E), sy (N, D), dye dxe (cap, D),
     // dact dh1 dh3 (cap, Fe), dgates (N, K), dscores dlogits (N, E), dsact dsh1 dsh3 (N, Fs)
-    const size_t cap = (size_t)N * K;
-    const size_t scratch = ((size_t)N * E + (size_t)N * D + 2 * cap * D + 3 * cap * Fe + (size_t)N * K +
-                            2 * (size_t)N * E + 3 * (size_t)N * Fs) * 4;
-    const size_t priv = pair_bytes(self, &md, 0, &L[0][0], x[0], o[0][0]);
-    const size_t shared = pair_bytes(self, &md, 1, &L[0][0], x[0], o[0][0]);
+    const size_t N = TB_N, cap = (size_t)TB_N * TB_K;
+    const size_t scratch = (N * TB_E + N * TB_D + 2 * cap * TB_D + 3 * cap * TB_FE + N * TB_K + 2 * N * TB_E +
+                            3 * N * TB_FS) * 4;
+    const size_t priv = pair_bytes(self, &t.md, 0, &t.L[0][0], t.x[0]);
+    const size_t shared = pair_bytes(self, &t.md, 1, &t.L[0][0], t.x[0]);
     check(priv - shared == scratch, "shared scratch: two blocks hold exactly one scratch less",
           (double)(priv - shared), (double)scratch);
-    hp_moe_state_free(st[0]);   // (the scratch outlives its first user)
-    hp_moe_state *again = hp_moe_state_init(&md);
-    hp_moe_weights w1 = lweights(&L[1][1]);
-    hp_moe_grads g1 = lgrads(&L[1][1]);
-    const int ok = again && hp_moe_share_scratch(again, st[1]) == 0;
-    if (ok) {
-        hp_moe_forward(again, self, o[1][1], x[1], &w1);
-        hp_moe_backward(again, self, dx[1][1], &g1, R[1], &w1);
-    }
-    check(ok, "shared scratch: usable after its first user is freed", 0.0, 0.0);
-    hp_moe_state_free(again);
-    hp_moe_state_free(st[1]);
-    for (int b = 0; b < 2; b++) {
-        free(x[b]); free(R[b]);
-        for (int v = 0; v < 2; v++) { free(o[v][b]); free(dx[v][b]); lmodel_free(&L[v][b]); }
-    }
-    gmodel_free(&G);
-}
-
-// Two states of md sharing one scratch, run as a model runs two blocks: both forwards, then
-// the backwards in reverse. Returns the activation bytes they held after their forwards.
-static size_t run_pair(hp_comm *self, const hp_moe_dims *md, lmodel L[2], float *x[2], float *R[2],
-                       float *out[2], float *dx[2]) {
-    hp_mem_stats m0, m1;
-    hp_mem_get_stats(&m0);
-    hp_moe_state *st[2] = { hp_moe_state_init(md), hp_moe_state_init(md) };
-    if (!st[0] || !st[1] || hp_moe_share_scratch(st[1], st[0]) != 0) {
-        fprintf(stderr, "run_pair: state init or share failed\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    hp_moe_weights w[2];
-    hp_moe_grads g[2];
-    for (int b = 0; b < 2; b++) {
-        w[b] = lweights(&L[b]);
-        g[b] = lgrads(&L[b]);
-        hp_moe_forward(st[b], self, out[b], x[b], &w[b]);
-    }
-    hp_mem_get_stats(&m1);
-    for (int b = 1; b >= 0; b--) {
-        memset(dx[b], 0, (size_t)md->N * md->D * sizeof(float));
-        hp_moe_backward(st[b], self, dx[b], &g[b], R[b], &w[b]);
-    }
-    hp_moe_state_free(st[0]);
-    hp_moe_state_free(st[1]);
-    return m1.current[HP_MEM_ACTIVATIONS] - m0.current[HP_MEM_ACTIVATIONS];
+    two_blocks_free(&t);
 }
 
 // Under the bf16 rule, keeping the bf16-valued fields in 2 bytes (store_bf16) gives the same
@@ -537,46 +555,22 @@ static size_t run_pair(hp_comm *self, const hp_moe_dims *md, lmodel L[2], float 
 // every 4 bytes of the stored fields of each block saved, one fp32 copy of them in the shared
 // scratch added (so two blocks break even, and every block more saves 2 bytes an element).
 static void test_bf16_store(hp_comm *self) {
-    const int N = 12, D = 8, E = 4, K = 2, Fe = 6, Fs = 6;
-    gmodel G = gmodel_make(D, E, K, Fe, Fs, 91, 1.0f);
-    const size_t nd = (size_t)N * D;
-    float *x[2], *R[2], *o[2][2], *dx[2][2];
-    lmodel L[2][2];   // [plain, stored][block]
+    two_blocks t;
     rng_s = 13;
-    for (int b = 0; b < 2; b++) {
-        x[b] = falloc(nd); R[b] = falloc(nd);
-        fill(x[b], nd, 1.0f); fill(R[b], nd, 1.0f);
-        hp_bf16_round(x[b], nd);   // (a block's input is the normed stream, bf16 under the rule)
-        for (int v = 0; v < 2; v++) {
-            o[v][b] = falloc(nd); dx[v][b] = falloc(nd);
-        }
-    }
-    for (int v = 0; v < 2; v++)
-        for (int b = 0; b < 2; b++) L[v][b] = lmodel_slice(&G, 0, E, 0, Fe, 0, Fs);
-    hp_moe_dims md = mdims(&G, &L[0][0], N, 1, 0, HP_SCORE_SOFTMAX, 0, 1.0f, HP_DISPATCH_ALLTOALL);
-    md.bf16 = 1;
-    const size_t plain = run_pair(self, &md, L[0], x, R, o[0], dx[0]);
-    md.store_bf16 = 1;
-    const size_t kept = run_pair(self, &md, L[1], x, R, o[1], dx[1]);
-    int same = 1;
-    for (int b = 0; b < 2; b++) {
-        const lmodel *P = &L[0][b], *S = &L[1][b];
-        same &= !memcmp(o[0][b], o[1][b], nd * 4) && !memcmp(dx[0][b], dx[1][b], nd * 4) &&
-                !memcmp(P->dgate, S->dgate, (size_t)E * D * 4) && !memcmp(P->dw1, S->dw1, (size_t)E * Fe * D * 4) &&
-                !memcmp(P->dw2, S->dw2, (size_t)E * Fe * D * 4) && !memcmp(P->dw3, S->dw3, (size_t)E * Fe * D * 4) &&
-                !memcmp(P->dsw1, S->dsw1, (size_t)Fs * D * 4) && !memcmp(P->dsw2, S->dsw2, (size_t)Fs * D * 4) &&
-                !memcmp(P->dsw3, S->dsw3, (size_t)Fs * D * 4);
-    }
-    check(same, "bf16 store: out, dx and every grad of two blocks = the fp32-kept run's, bit for bit", !same, 0.0);
+    two_blocks_init(&t, 91, 1);
+    t.md.bf16 = 1;
+    const size_t plain = two_blocks_run(self, &t, 0, &t.md, NULL);
+    hp_moe_dims kept_md = t.md;
+    kept_md.store_bf16 = 1;
+    const size_t kept = two_blocks_run(self, &t, 1, &kept_md, NULL);
+    check(two_blocks_same(&t), "bf16 store: out, dx and every grad of two blocks = the fp32-kept run's, bit for bit",
+          0.0, 0.0);
     // stored fields: x (N, D), sh1 sh3 sact (N, Fs), xe (cap, D), h1 h3 act (cap, Fe), cap = N K
-    const size_t fields = (size_t)N * D + 3 * (size_t)N * Fs + (size_t)N * K * D + 3 * (size_t)N * K * Fe;
+    const size_t N = TB_N, cap = (size_t)TB_N * TB_K;
+    const size_t fields = N * TB_D + 3 * N * TB_FS + cap * TB_D + 3 * cap * TB_FE;
     const size_t want = plain - 2 * fields * 4 + 2 * fields * 2 + fields * 4;   // (= plain, for two)
     check(kept == want, "bf16 store: activation bytes of two blocks", (double)kept, (double)want);
-    for (int b = 0; b < 2; b++) {
-        free(x[b]); free(R[b]);
-        for (int v = 0; v < 2; v++) { free(o[v][b]); free(dx[v][b]); lmodel_free(&L[v][b]); }
-    }
-    gmodel_free(&G);
+    two_blocks_free(&t);
 }
 
 // ============================================================================================

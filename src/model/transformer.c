@@ -285,13 +285,15 @@ static int alloc_attention(hp_transformer *tf, hp_block_acts *A, int with_state)
     return with_state ? alloc_attention_state(tf, A) : 0;
 }
 
-// A dense block's FFN activations, and under zbv the dy its linears keep for W.
+// A dense block's FFN activations, and under zbv the dy its linears keep for W. The SwiGLU
+// output act is not kept: the forward makes it in the rank's scratch reg_f3 (set at the end of
+// hp_transformer_init), and the backward makes it again from a1 and a3 (ffn_act_again).
 static int alloc_dense_ffn(hp_transformer *tf, hp_block_acts *A) {
     const hp_local_shapes *sh = &tf->sh;
     const size_t D = (size_t)sh->D, reg = (size_t)sh->Nreg, fl = (size_t)sh->Fl;
     const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
-    A->a1 = falloc(reg * fl); A->a3 = falloc(reg * fl); A->act = falloc(reg * fl);
-    if (!A->a1 || !A->a3 || !A->act) return -1;
+    A->a1 = falloc(reg * fl); A->a3 = falloc(reg * fl);
+    if (!A->a1 || !A->a3) return -1;
     if (!tf->split_backward) return 0;
     A->dy_wo = falloc(reg * D); A->dy_w2 = falloc(reg * D);
     A->dy_w1 = falloc(reg * fl); A->dy_w3 = falloc(reg * fl);
@@ -341,7 +343,7 @@ static const stored_field stored_fields[] = {   // a store's layout, in this ord
     STORED(g1, SZ_REG_D, G_ATTN), STORED(q, SZ_REG_QD, G_ATTN), STORED(k, SZ_REG_KVD, G_ATTN),
     STORED(v, SZ_REG_KVD, G_ATTN), STORED(att, SZ_REG_QD, G_ATTN), STORED(h_mid, SZ_RES_D, G_ATTN),
     STORED(g2, SZ_REG_D, G_ATTN),
-    STORED(a1, SZ_REG_F, G_FFN), STORED(a3, SZ_REG_F, G_FFN), STORED(act, SZ_REG_F, G_FFN),
+    STORED(a1, SZ_REG_F, G_FFN), STORED(a3, SZ_REG_F, G_FFN),   // (act: made again from them)
     STORED(dy_wo, SZ_REG_D, G_DY), STORED(dy_w2, SZ_REG_D, G_DY), STORED(dy_w1, SZ_REG_F, G_DY),
     STORED(dy_w3, SZ_REG_F, G_DY), STORED(dy_q, SZ_REG_QD, G_DY), STORED(dy_k, SZ_REG_KVD, G_DY),
     STORED(dy_v, SZ_REG_KVD, G_DY),
@@ -614,12 +616,17 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     // a kept gf is unpacked into reg_b, free while the head runs (the blocks' backward uses it)
     for (int slot = 0; slot < tf->n_slots; slot++)
         if (tf->heads[slot].gf_stored) tf->heads[slot].gf = tf->reg_b;
+    // a dense block's forward makes act in reg_f3, which only a backward uses otherwise
+    for (size_t b = 0; b < (size_t)tf->n_slots * L; b++)
+        if (tf->blocks[b].a1) tf->blocks[b].act = tf->reg_f3;
+    if (tf->recompute && tf->recompute->a1) tf->recompute->act = tf->reg_f3;
     return tf->res_a && tf->res_b && tf->reg_a && tf->reg_b && tf->reg_q &&
            tf->reg_k && tf->reg_v && tf->reg_att && tf->reg_f1 && tf->reg_f2 && tf->reg_f3 ? 0 : -1;
 }
 
 static void free_block(hp_transformer *tf, hp_block_acts *A) {
     if (A->h_in_stored) A->h_in = NULL;   // the shared stream buffer (tf->stream)
+    if (A->act == tf->reg_f3) A->act = NULL;   // the scratch's
     hp_mem_free(A->h_in_stored);
     hp_mem_free(A->h_in); hp_mem_free(A->n1); hp_mem_free(A->rstd1); hp_mem_free(A->g1);
     hp_mem_free(A->q); hp_mem_free(A->k); hp_mem_free(A->v); hp_mem_free(A->att); hp_mem_free(A->lse);
@@ -976,6 +983,16 @@ static void dx_rows(void *ctx, int r0, int n) {
     }
 }
 
+// A dense block's SwiGLU output, which no slot keeps: made again in reg_f1 from its kept a1
+// and a3 with the forward's op rule, so bit for bit the forward's (the backward's w2 and zbv's
+// W read it; reg_f1 is free until the backward makes dh1 there).
+static const float *ffn_act_again(hp_transformer *tf, const hp_block_acts *A) {
+    const size_t nf = (size_t)tf->sh.Nreg * tf->sh.Fl;
+    hp_swiglu_forward(tf->reg_f1, A->a1, A->a3, nf);
+    op_out(tf, tf->reg_f1, nf);
+    return tf->reg_f1;
+}
+
 // The structure check of a recompute (structure.h): the rerun's output (in res_a) must be the
 // forward's, which the next block keeps as its input, bit for bit.
 static void check_recompute(hp_transformer *tf, int l) {
@@ -1027,9 +1044,10 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
         region_enter_backward(tf, tf->res_a, tf->reg_b, D);
     } else {   // (the buffers are written by their first product: no zero-fills)
         const int Fl = tf->sh.Fl;
-        dx_job w2 = { tf, tf->reg_f3, { tf->reg_a }, { PARAM(l, BP_W2) }, 1, Fl, { D }, { GRAD(l, BP_W2) }, A->act };
+        const float *act = ffn_act_again(tf, A);   // (in reg_f1, free until dh1 is made)
+        dx_job w2 = { tf, tf->reg_f3, { tf->reg_a }, { PARAM(l, BP_W2) }, 1, Fl, { D }, { GRAD(l, BP_W2) }, act };
         region_exit_backward_consume(tf, tf->reg_a, dh, D, dx_rows, &w2, w2.w, 1);
-        linear_bwd_dw(tf, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, A->act, PARAM(l, BP_W2), Nr, Fl, D);
+        linear_bwd_dw(tf, GRAD(l, BP_W2), A->dy_w2, tf->reg_a, act, PARAM(l, BP_W2), Nr, Fl, D);
         op_out(tf, tf->reg_f3, nf);
         hp_swiglu_backward(tf->reg_f1, tf->reg_f2, tf->reg_f3, A->a1, A->a3, nf);
         op_out(tf, tf->reg_f1, nf); op_out(tf, tf->reg_f2, nf);
@@ -1150,7 +1168,8 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
         if (acts(tf, l)->stored && !A->moe) stored_move(tf, l, A, G_ATTN | G_FFN | G_DY, 0);
         hp_float8_layer_begin(tf, l);
         if (!A->moe) {   // a MoE block ran its whole backward in the I
-            linear_bwd_add(tf, NULL, GRAD(l, BP_W2), A->dy_w2, A->act, PARAM(l, BP_W2), Nr, tf->sh.Fl, D);
+            linear_bwd_add(tf, NULL, GRAD(l, BP_W2), A->dy_w2, ffn_act_again(tf, A), PARAM(l, BP_W2), Nr,
+                           tf->sh.Fl, D);
             linear_bwd_add(tf, NULL, GRAD(l, BP_W1), A->dy_w1, A->g2, PARAM(l, BP_W1), Nr, D, tf->sh.Fl);
             linear_bwd_add(tf, NULL, GRAD(l, BP_W3), A->dy_w3, A->g2, PARAM(l, BP_W3), Nr, D, tf->sh.Fl);
             linear_bwd_add(tf, NULL, GRAD(l, BP_WO), A->dy_wo, A->att, PARAM(l, BP_WO), Nr, qd, D);

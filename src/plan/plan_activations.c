@@ -84,17 +84,18 @@ static double attention_floats(const hp_model_config *m, const hp_dims *d, const
 }
 
 // A stored block's 2-byte elements (transformer.c's stored_fields): g1, q, k, v, att, h_mid,
-// g2, a dense block's a1, a3, act and under zbv its dy.
+// g2, a dense block's a1, a3 (act is made again in the backward) and under zbv its dy.
 static double stored_elements(const shapes *s, int moe) {
     double n = s->res * s->D + 2 * s->reg * s->D + 2 * s->reg * s->qd + 2 * s->reg * s->kvd;
     if (moe) return n;
-    n += 3 * s->reg * s->Fl;
+    n += 2 * s->reg * s->Fl;
     if (s->split) n += 2 * s->reg * s->D + 2 * s->reg * s->Fl + s->reg * s->qd + 2 * s->reg * s->kvd;
     return n;
 }
 
+// a1, a3 (act: in the scratch reg_f3) and under zbv the dy
 static double dense_ffn_floats(const shapes *s) {
-    double a = 3 * f1(s->reg * s->Fl);
+    double a = 2 * f1(s->reg * s->Fl);
     if (s->split)   // dy_wo, dy_w2, dy_w1, dy_w3, dy_q, dy_k, dy_v
         a += 2 * f1(s->reg * s->D) + 2 * f1(s->reg * s->Fl) + f1(s->reg * s->qd) + 2 * f1(s->reg * s->kvd);
     return a;

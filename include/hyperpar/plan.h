@@ -50,8 +50,10 @@ typedef struct hp_plan_memory {
     int    pp_in_flight;    // pp > 1: the most microbatches holding activations here at once
     double activations_uniform;  // the same if the expert rows were sized for uniform routing
                             // (n*K per rank instead of ep*n*K; = activations for dense models)
-    double activations_recompute;  // of activations: the shared set the checkpointed (and under
-                                   // bf16 storage the stored) blocks run in (0: none)
+    double activations_recompute;  // of activations: the rank's shared buffers: the set the
+                                   // checkpointed (and under bf16 storage the stored) blocks run
+                                   // in, the norms' outputs, the bf16 stream buffers, the MoE and
+                                   // Ulysses scratch (hp_plan_activations.recompute)
     double scratch;         // backward scratch, the ring's K/V, token ids, dlogits
     double persistent;      // params + grads + optimizer
     double peak;            // all of the above

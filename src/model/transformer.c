@@ -268,19 +268,22 @@ static int ac_block(const hp_transformer *tf, int l) {
     return tf->ac_every > 0 && (l + 1) % tf->ac_every == 0;
 }
 
-// The attention half of a block's activations (n1 .. g2), and the core's state when with_state.
+// The attention half of a block's activations (rstd1 .. g2), and the core's state when
+// with_state. The norms' outputs n1 and n2 are not kept: only the forward reads them (its
+// region makes g1 and g2 of them; the backward reads the norms' inputs), so every block makes
+// them in the rank's one buffer tf->res_n (set at the end of hp_transformer_init).
 static int alloc_attention(hp_transformer *tf, hp_block_acts *A, int with_state) {
     const hp_local_shapes *sh = &tf->sh;
     const size_t D = (size_t)sh->D, res = (size_t)sh->Nres, reg = (size_t)sh->Nreg;
     const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
-    A->n1 = falloc(res * D); A->rstd1 = falloc(res);
+    A->rstd1 = falloc(res);
     A->g1 = falloc(reg * D);
     A->q = falloc(reg * qd); A->k = falloc(reg * kvd); A->v = falloc(reg * kvd);
     A->att = falloc(reg * qd); A->lse = falloc(reg * (size_t)sh->Hl);
-    A->h_mid = falloc(res * D); A->n2 = falloc(res * D); A->rstd2 = falloc(res);
+    A->h_mid = falloc(res * D); A->rstd2 = falloc(res);
     A->g2 = falloc(reg * D);
-    if (!A->n1 || !A->rstd1 || !A->g1 || !A->q || !A->k || !A->v || !A->att || !A->lse ||
-        !A->h_mid || !A->n2 || !A->rstd2 || !A->g2)
+    if (!A->rstd1 || !A->g1 || !A->q || !A->k || !A->v || !A->att || !A->lse || !A->h_mid ||
+        !A->rstd2 || !A->g2)
         return -1;
     return with_state ? alloc_attention_state(tf, A) : 0;
 }
@@ -606,6 +609,8 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
             return -1;
         }
     }
+    for (int l = 0; l < L && !tf->res_n; l++)   // the norms' outputs of the running block
+        if (tf->layer_local[l] && !(tf->res_n = falloc(res * D))) return -1;
     tf->activation_bytes = falloc_bytes - bytes_before;   // every slot's blocks and head, the recompute set
     tf->res_a = salloc(res * D); tf->res_b = salloc(res * D);
     tf->reg_a = salloc(reg * D); tf->reg_b = salloc(reg * D);
@@ -616,10 +621,14 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     // a kept gf is unpacked into reg_b, free while the head runs (the blocks' backward uses it)
     for (int slot = 0; slot < tf->n_slots; slot++)
         if (tf->heads[slot].gf_stored) tf->heads[slot].gf = tf->reg_b;
-    // a dense block's forward makes act in reg_f3, which only a backward uses otherwise
-    for (size_t b = 0; b < (size_t)tf->n_slots * L; b++)
-        if (tf->blocks[b].a1) tf->blocks[b].act = tf->reg_f3;
-    if (tf->recompute && tf->recompute->a1) tf->recompute->act = tf->reg_f3;
+    // a dense block's forward makes act in reg_f3, which only a backward uses otherwise, and
+    // every block its norms' outputs in res_n
+    for (size_t b = 0; b <= (size_t)tf->n_slots * L; b++) {
+        hp_block_acts *A = b < (size_t)tf->n_slots * L ? &tf->blocks[b] : tf->recompute;
+        if (!A) continue;
+        if (A->a1) A->act = tf->reg_f3;
+        if (A->g1) A->n1 = A->n2 = tf->res_n;
+    }
     return tf->res_a && tf->res_b && tf->reg_a && tf->reg_b && tf->reg_q &&
            tf->reg_k && tf->reg_v && tf->reg_att && tf->reg_f1 && tf->reg_f2 && tf->reg_f3 ? 0 : -1;
 }
@@ -627,6 +636,7 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
 static void free_block(hp_transformer *tf, hp_block_acts *A) {
     if (A->h_in_stored) A->h_in = NULL;   // the shared stream buffer (tf->stream)
     if (A->act == tf->reg_f3) A->act = NULL;   // the scratch's
+    if (A->n1 == tf->res_n) A->n1 = A->n2 = NULL;   // the rank's one buffer
     hp_mem_free(A->h_in_stored);
     hp_mem_free(A->h_in); hp_mem_free(A->n1); hp_mem_free(A->rstd1); hp_mem_free(A->g1);
     hp_mem_free(A->q); hp_mem_free(A->k); hp_mem_free(A->v); hp_mem_free(A->att); hp_mem_free(A->lse);
@@ -667,6 +677,7 @@ void hp_transformer_free(hp_transformer *tf) {
     hp_mem_free(tf->stream[0]); hp_mem_free(tf->stream[1]);
     hp_mem_free(tf->layer_local); hp_mem_free(tf->stage_entry);
     hp_mem_free(tf->dlogits);
+    hp_mem_free(tf->res_n);
     hp_mem_free(tf->res_a); hp_mem_free(tf->res_b); hp_mem_free(tf->reg_a); hp_mem_free(tf->reg_b);
     hp_mem_free(tf->reg_q); hp_mem_free(tf->reg_k); hp_mem_free(tf->reg_v); hp_mem_free(tf->reg_att);
     hp_mem_free(tf->reg_f1); hp_mem_free(tf->reg_f2); hp_mem_free(tf->reg_f3);

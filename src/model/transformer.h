@@ -112,6 +112,8 @@ typedef struct hp_transformer {
     int pid_tok, pid_norm, pid_out;   // table indices of the top-level parameters
     size_t activation_bytes;   // what the slots' activations and the recompute set take here
     float *dlogits;            // (reg, Vl)
+    float *res_n;              // (res, D) the running block's norm outputs n1 and n2 (only its
+                               //    forward reads them; counted with the activations)
     float *res_a, *res_b;      // (res, D) scratch; res_b carries the stream's gradient
     float *reg_a, *reg_b;      // (reg, D) scratch
     float *reg_q, *reg_k, *reg_v, *reg_att;   // backward scratch

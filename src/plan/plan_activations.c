@@ -49,9 +49,10 @@ static shapes shapes_of(const hp_model_config *m, const hp_dims *d, const hp_run
     return s;
 }
 
-// alloc_block's attention part without h_in (n1 .. g2).
+// alloc_block's attention part without h_in: rstd1, g1, q, k, v, att, lse, h_mid, rstd2, g2
+// (n1 and n2 are made in the rank's one res_n).
 static double attention_fields_floats(const shapes *s) {
-    return 3 * f1(s->res * s->D) + 2 * f1(s->res) + 2 * f1(s->reg * s->D) +
+    return f1(s->res * s->D) + 2 * f1(s->res) + 2 * f1(s->reg * s->D) +
            2 * f1(s->reg * s->qd) + 2 * f1(s->reg * s->kvd) + f1(s->reg * s->Hl);
 }
 
@@ -257,8 +258,9 @@ int hp_plan_activations_with_slots(const hp_model_config *m, const hp_dims *d, c
     }
     streams |= stored && head_local;   // (the head keeps its input in 2 bytes)
     if (streams) out->recompute += 2 * f1(s.res * s.D) * 4;   // tf->stream
-    if (any_moe) out->recompute += moe_scratch_floats(m, d, &s, uniform, stored) * 4;
-    if (any_block) out->recompute += attention_state_floats_of(m, d, rc, &s, 1) * 4;   // Ulysses' one scratch   // the MoE blocks' one scratch
+    if (any_moe) out->recompute += moe_scratch_floats(m, d, &s, uniform, stored) * 4;   // the MoE blocks' one scratch
+    if (any_block) out->recompute += attention_state_floats_of(m, d, rc, &s, 1) * 4;   // Ulysses' one scratch
+    if (any_block) out->recompute += f1(s.res * s.D) * 4;   // tf->res_n, the norms' outputs
     out->n_slots = d->pp <= 1 ? 1 : n_slots > 0 ? n_slots : slots_in_flight(&lay, hp_run_microbatches(rc), co.p);
     if (out->n_slots < 0) return -1;
     // pipeline_run.c's dh_buf: the gradient arriving at each of the rank's stages, per slot;

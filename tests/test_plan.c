@@ -547,6 +547,19 @@ static void test_reshard_policy(void) {
           bytes[HP_G_FSDP][HP_OP_ALLGATHER] == 2 * shard,
           "never, 2 microbatches: gathered once each (%llu bytes), grads and params kept (%.0f)",
           (unsigned long long)bytes[HP_G_FSDP][HP_OP_ALLGATHER], mem.accumulation);
+    // bf16 params (every unit gathered): the kept params in 2 bytes, and a unit's local grads in
+    // the work buffer's grads (fsdp.c) - the fp32 sums alone keep 4 bytes a place
+    rc.mp_param = HP_DTYPE_BFLOAT16;
+    double places16 = -1;
+    if (hp_params_build(&t, &m, &d, 0) == 0) {
+        hp_params_gather_every_unit(&t);
+        places16 = ((double)t.gathered_work + 1) * 4;
+        hp_params_free(&t);
+    }
+    CHECK(hp_plan_memory_predict(&m, &d, &rc, 0, &mem) == 0 && places16 >= places &&
+          mem.accumulation == places16 + places16 / 2,
+          "never, 2 microbatches, bf16: grads %.0f and params in 2 bytes, %.0f in all", places16, mem.accumulation);
+    rc.mp_param = HP_DTYPE_FLOAT32;
     char err[256];
     hp_dims dp = hp_dims_default();
     dp.pp = 2; dp.dp_shard = 1; dp.world = 2;

@@ -4,12 +4,14 @@
 // (cp head-tail first, then its ulysses part) and runs the Ulysses version: out, dq, dk, dv
 // must be within 1e-5 relative (Frobenius, over all ranks). Also: the bytes on the ulysses
 // group equal docs/traffic.md's formula, and kv repetition (Hkv < U) sums the copies' grads.
+// Attentions sharing their scratch give a private one's bits, in fp32 and under the bf16 policy.
 //   mpirun -np U test_ulysses            ulysses = U = world (2, 4, 8)
 //   mpirun -np 4 test_ulysses 2x2        ulysses 2 x cp 2 (both rotate methods)
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hyperpar/bf16.h"
 #include "hyperpar/comm.h"
 #include "hyperpar/cp.h"
 #include "hyperpar/kernels.h"
@@ -26,45 +28,80 @@ enum { S = 64, B = 2, H = 8, HD = 8 };
 
 static void fill(float *x, size_t n, uint64_t stream) { fill_seeded(x, n, 4321, stream); }
 
+// One attention's inputs (this rank's tokens) and what it gives (grads accumulated onto DINIT).
+typedef struct { const float *q, *k, *v, *dout; } attn_in;
+typedef struct { float *o, *dq, *dk, *dv; } attn_out;
+
+static attn_out out_alloc(size_t nq, size_t nk) {
+    attn_out r = { alloc(nq), alloc(nq), alloc(nk), alloc(nk) };
+    for (size_t i = 0; i < nq; i++) r.dq[i] = DINIT;
+    for (size_t i = 0; i < nk; i++) r.dk[i] = r.dv[i] = DINIT;
+    return r;
+}
+static void out_free(attn_out *r) { free(r->o); free(r->dq); free(r->dk); free(r->dv); }
+static int out_same(const attn_out *a, const attn_out *b, size_t nq, size_t nk) {
+    return !memcmp(a->o, b->o, nq * 4) && !memcmp(a->dq, b->dq, nq * 4) && !memcmp(a->dk, b->dk, nk * 4) &&
+           !memcmp(a->dv, b->dv, nk * 4);
+}
+
 // Two attentions sharing one set of exchange buffers (hp_ulysses_attn_share_scratch), run as a
-// model runs two blocks (both forwards, then the backwards in reverse), give the private run's
-// out, dq, dk, dv (ol .. dvl) bit for bit; sharing is refused across sizes or after a forward.
-static void check_shared(hp_comm *comm, int U, int C, int Hkv, hp_cp_rotate rotate, const float *ql,
-                         const float *kl, const float *vl, const float *dl, const int *pos_cp,
-                         const float *ol, const float *dql, const float *dkl, const float *dvl) {
+// model runs two blocks (both forwards, then the backwards in reverse) on inputs in[0], in[1],
+// each give what a private attention gives on its input, bit for bit; sharing is refused across
+// sizes, across wire modes or after a forward. wire_bf16: the bf16 policy, whose attentions keep
+// their gathered q, k, v in 2 bytes and run on the shared scratch's fp32 copies - give them
+// different inputs, or a backward reading the other's copies goes unseen.
+static void check_shared(hp_comm *comm, int U, int C, int Hkv, hp_cp_rotate rotate, int wire_bf16,
+                         const attn_in in[2], const int *pos_cp) {
     const int Su = S / C / U;
     const size_t nq = (size_t)B * Su * H * HD, nk = (size_t)B * Su * Hkv * HD;
-    hp_ulysses_attn *ua[2] = { hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, 0),
-                               hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, 0) };
-    hp_ulysses_attn *other = hp_ulysses_attn_init(B, 2 * Su, H, Hkv, HD, U, C, 0);
-    CHECK(ua[0] && ua[1] && other && hp_ulysses_attn_share_scratch(other, ua[0]) == -1 &&
-          hp_ulysses_attn_share_scratch(ua[1], ua[0]) == 0,
-          "U %d Hkv %d: attentions of one size share their exchange buffers, another size is refused", U, Hkv);
-    hp_ulysses_attn_free(other);
-    if (!ua[0] || !ua[1]) return;
-    float *o[2], *dq[2], *dk[2], *dv[2];
-    for (int b = 0; b < 2; b++) {
-        o[b] = alloc(nq); dq[b] = alloc(nq); dk[b] = alloc(nk); dv[b] = alloc(nk);
-        for (size_t i = 0; i < nq; i++) dq[b][i] = DINIT;
-        for (size_t i = 0; i < nk; i++) dk[b][i] = dv[b][i] = DINIT;
-        hp_ulysses_attention_forward(ua[b], comm, rotate, 1, o[b], ql, kl, vl, pos_cp);
+    attn_out want[2], got[2];
+    for (int b = 0; b < 2; b++) {   // the private runs
+        want[b] = out_alloc(nq, nk);
+        got[b] = out_alloc(nq, nk);
+        hp_ulysses_attn *one = hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, wire_bf16);
+        if (!one) { CHECK(0, "init"); return; }
+        hp_ulysses_attention_forward(one, comm, rotate, 1, want[b].o, in[b].q, in[b].k, in[b].v, pos_cp);
+        hp_ulysses_attention_backward(one, comm, rotate, 1, want[b].dq, want[b].dk, want[b].dv, in[b].dout, pos_cp);
+        hp_ulysses_attn_free(one);
     }
-    hp_ulysses_attn *late = hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, 0);
+    hp_ulysses_attn *ua[2] = { hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, wire_bf16),
+                               hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, wire_bf16) };
+    hp_ulysses_attn *other = hp_ulysses_attn_init(B, 2 * Su, H, Hkv, HD, U, C, wire_bf16);
+    hp_ulysses_attn *wire = hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, !wire_bf16);
+    CHECK(ua[0] && ua[1] && other && wire && hp_ulysses_attn_share_scratch(other, ua[0]) == -1 &&
+          hp_ulysses_attn_share_scratch(wire, ua[0]) == -1 && hp_ulysses_attn_share_scratch(ua[1], ua[0]) == 0,
+          "U %d Hkv %d wire %d: attentions of one size share their exchange buffers, another size or "
+          "wire is refused", U, Hkv, wire_bf16 ? 2 : 4);
+    hp_ulysses_attn_free(other);
+    hp_ulysses_attn_free(wire);
+    if (!ua[0] || !ua[1]) return;
+    for (int b = 0; b < 2; b++)
+        hp_ulysses_attention_forward(ua[b], comm, rotate, 1, got[b].o, in[b].q, in[b].k, in[b].v, pos_cp);
+    hp_ulysses_attn *late = hp_ulysses_attn_init(B, Su, H, Hkv, HD, U, C, wire_bf16);
     float *ot = alloc(nq);
-    if (late) hp_ulysses_attention_forward(late, comm, rotate, 1, ot, ql, kl, vl, pos_cp);
+    if (late) hp_ulysses_attention_forward(late, comm, rotate, 1, ot, in[0].q, in[0].k, in[0].v, pos_cp);
     CHECK(late && hp_ulysses_attn_share_scratch(late, ua[0]) == -1, "U %d Hkv %d: sharing refused after a forward", U, Hkv);
     hp_ulysses_attn_free(late);
     free(ot);
-    for (int b = 1; b >= 0; b--) hp_ulysses_attention_backward(ua[b], comm, rotate, 1, dq[b], dk[b], dv[b], dl, pos_cp);
+    for (int b = 1; b >= 0; b--)
+        hp_ulysses_attention_backward(ua[b], comm, rotate, 1, got[b].dq, got[b].dk, got[b].dv, in[b].dout, pos_cp);
     int same = 1;
     for (int b = 0; b < 2; b++) {
-        same &= !memcmp(o[b], ol, nq * 4) && !memcmp(dq[b], dql, nq * 4) && !memcmp(dk[b], dkl, nk * 4) &&
-                !memcmp(dv[b], dvl, nk * 4);
-        free(o[b]); free(dq[b]); free(dk[b]); free(dv[b]);
+        same &= out_same(&got[b], &want[b], nq, nk);
+        out_free(&got[b]);
+        out_free(&want[b]);
     }
-    CHECK(same, "U %d Hkv %d: two attentions sharing their exchange buffers = a private one, bit for bit", U, Hkv);
+    CHECK(same, "U %d Hkv %d wire %d: two attentions sharing their exchange buffers = private ones, bit for bit",
+          U, Hkv, wire_bf16 ? 2 : 4);
     hp_ulysses_attn_free(ua[0]);
     hp_ulysses_attn_free(ua[1]);
+}
+
+// x rounded to bf16 and scaled by f (a power of two: still bf16), into a new buffer
+static float *bf16_copy(const float *x, size_t n, float f) {
+    float *y = alloc(n);
+    for (size_t i = 0; i < n; i++) y[i] = hp_bf16_round_float(x[i]) * f;
+    return y;
 }
 
 static void run_case(int U, int C, int Hkv, hp_cp_rotate rotate) {
@@ -126,7 +163,15 @@ static void run_case(int U, int C, int Hkv, hp_cp_rotate rotate) {
         printf("U %d x C %d, Hkv %d (kv repeated x%d), %-9s: out %.2e dq %.2e dk %.2e dv %.2e\n", U, C, Hkv,
                hp_ulysses_kv_repeat(Hkv, U), rot, e_out, e_dq, e_dk, e_dv);
     hp_ulysses_attn_free(ua);
-    check_shared(comm, U, C, Hkv, rotate, ql, kl, vl, dl, pos_cp, ol, dql, dkl, dvl);
+    const attn_in same[2] = { { ql, kl, vl, dl }, { ql, kl, vl, dl } };
+    check_shared(comm, U, C, Hkv, rotate, 0, same, pos_cp);
+    // the bf16 policy: bf16 inputs, the second attention's others than the first's
+    const size_t lq = (size_t)B * Su * H * HD, lk = (size_t)B * Su * Hkv * HD;
+    float *b16[8] = { bf16_copy(ql, lq, 1), bf16_copy(kl, lk, 1), bf16_copy(vl, lk, 1), bf16_copy(dl, lq, 1),
+                      bf16_copy(ql, lq, 0.5f), bf16_copy(kl, lk, 2), bf16_copy(vl, lk, -1), bf16_copy(dl, lq, 0.25f) };
+    const attn_in two[2] = { { b16[0], b16[1], b16[2], b16[3] }, { b16[4], b16[5], b16[6], b16[7] } };
+    check_shared(comm, U, C, Hkv, rotate, 1, two, pos_cp);
+    for (int i = 0; i < 8; i++) free(b16[i]);
     free(q); free(k); free(v); free(dout); free(out); free(lse); free(dq); free(dk); free(dv);
     free(ql); free(kl); free(vl); free(dl); free(ol); free(dql); free(dkl); free(dvl);
     free(ow); free(dqw); free(dkw); free(dvw);

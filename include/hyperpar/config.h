@@ -153,10 +153,11 @@ static inline int hp_run_ac_block(const hp_run_config *rc, int l) {
     return rc->ac_every > 0 && (l + 1) % rc->ac_every == 0;
 }
 // bf16 activation storage (precision.md §2.2): under --mixed-precision-param bfloat16 a block
-// that keeps its activations keeps the bf16 ones in 2 bytes each (its fp32 statistics, the
-// residual stream h_in and the attention / MoE states stay 4), and every such block runs in ONE
-// fp32 set, as a checkpointed block does. Float8 runs keep fp32 buffers (their dequantised
-// operands are not all bf16 values).
+// that keeps its activations keeps the bf16 ones in 2 bytes each (its input among them; its
+// fp32 statistics and the router's scores stay 4), and every such block runs in ONE fp32 set,
+// as a checkpointed block does. Float8 runs keep fp32 buffers (their dequantised operands are
+// not all bf16 values); the Ulysses state's gathered q, k, v are 2 bytes under the bf16 policy
+// either way (they arrive in 2 bytes).
 static inline int hp_run_bf16_stored(const hp_run_config *rc) {
     return rc->mp_param == HP_DTYPE_BFLOAT16 && rc->float8 == 0;
 }

@@ -109,6 +109,11 @@ typedef enum hp_failpoint_id {
                                        //   buffer without unpacking the 2-byte input it received
     HP_FP_BF16_MOE_ROUTED_STALE,       // moe.c: bf16 storage: a MoE block's backward leaves its
                                        //   routed rows unpacked (the last forward's, in the scratch)
+    HP_FP_BF16_KEPT_WINDOW_STALE,      // fsdp.c: bf16 units kept apart in 2 bytes: a kept unit's
+                                       //   gather leaves the work buffer holding the unit widened last
+    HP_FP_ULYSSES_BF16_STATE_STALE,    // ulysses.c: bf16 policy: an attention's backward runs on the
+                                       //   gathered q, k, v the shared scratch holds, its own 2-byte
+                                       //   copies never unpacked
     HP_FP_COUNT
 } hp_failpoint_id;
 

@@ -27,6 +27,11 @@ const char *hp_pp_schedule_name(int schedule);
 int         hp_pp_schedule_parse(const char *name);
 // V for the schedule when dims leave it 0.
 int         hp_pp_virtual(const hp_dims *d);
+// 1 when the schedule splits each backward into an input half I and a weight half W run later
+// (zbv): a unit's weight gradients are then written by its W, after other units' backwards.
+static inline int hp_pp_splits_backward(const hp_dims *d) {
+    return d->pp > 1 && d->pp_schedule == HP_PP_ZBV;
+}
 
 #define HP_PP_MAX_STAGES 256
 

@@ -41,7 +41,9 @@ typedef struct hp_plan_memory {
                             // scratch, the nonblocking reductions' send copies and rows)
     double accumulation;    // microbatches > 1 or pp > 1: every unit's unsharded grads kept
                             // over the step (acc_g); units kept apart (pp, or
-                            // --reshard-after-forward never) their parameters too (kept_p)
+                            // --reshard-after-forward never) their parameters too (kept_p;
+                            // kept_bf16 in 2 bytes under bf16 params); under bf16 with zbv
+                            // each unit's local grads (loc_g)
     double accumulation_if_microbatched;   // what accumulation is with microbatches > 1
     double unit_places;     // one place for every unit's unsharded tensors (acc_g's size)
     double activations;     // what the forward keeps for the backward under rc->ac_every:

@@ -23,8 +23,9 @@ typedef struct hp_ulysses_attn hp_ulysses_attn;
 // Sizes one attention's state (what the forward keeps for the backward). H % U == 0, and Hkv
 // and U divide one another. wire_bf16 (the bf16 policy): q, k, v, dout and the output, dq, and
 // dk / dv without repeated kv heads travel as 2 bytes (their values are bf16, or rounded to
-// bf16 by the model right after; the same floats arrive). Returns NULL (one line on stderr) on
-// bad sizes or no memory.
+// bf16 by the model right after; the same floats arrive), and the gathered q, k, v kept for
+// the backward are kept in 2 bytes (the core runs on fp32 copies in the scratch). Returns NULL
+// (one line on stderr) on bad sizes or no memory.
 hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C,
                                       int wire_bf16);
 void hp_ulysses_attn_free(hp_ulysses_attn *ua);

@@ -1171,12 +1171,14 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
             dy_out = tf->dlogits;
         }
         if (H->gf_stored) hp_par_bf16_unpack(H->gf, H->gf_stored, (size_t)Nr * D);
+        unit_gather(tf, L + 1);   // (kept for the step: a unit kept in 2 bytes is widened again)
         linear_bwd_add(tf, NULL, TOP_GRAD(pid_out), dy_out, H->gf, TOP_PARAM(pid_out), Nr, D, tf->sh.Vl);
         unit_reduce(tf, L + 1);
     }
     for (int l = l1 - 1; l >= l0; l--) {
         hp_block_acts *A = block_work(tf, l);
         if (acts(tf, l)->stored && !A->moe) stored_move(tf, l, A, G_ATTN | G_FFN | G_DY, 0);
+        unit_gather(tf, 1 + l);   // (kept for the step: float8 reads the linears' weights)
         hp_float8_layer_begin(tf, l);
         if (!A->moe) {   // a MoE block ran its whole backward in the I
             linear_bwd_add(tf, NULL, GRAD(l, BP_W2), A->dy_w2, ffn_act_again(tf, A), PARAM(l, BP_W2), Nr,

@@ -15,6 +15,7 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/float8.h"
 #include "hyperpar/memtrack.h"
+#include "hyperpar/pipeline.h"
 #include "hyperpar/rng.h"
 #include "hyperpar/structure.h"
 #include "kernels/parallel.h"   // hp_par_zero
@@ -146,12 +147,24 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
             if (pt->unit_in_shards[u] < 0) total += pt->unit_work_numel[u];
         }
         if (accumulate) fs->acc_g = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
-        if (accumulate && fs->bf16) {
+        // bf16: a unit's local grads live from its backward to their rounding into acc_g, which
+        // follows at once unless a split backward's W writes them later; otherwise work_g (not
+        // used under accumulation) holds the one unit's
+        if (accumulate && fs->bf16 && hp_pp_splits_backward(d)) {
             fs->loc_g = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
             if (!fs->loc_g) return -1;
+        } else if (accumulate && fs->bf16) {
+            fs->loc_g = fs->work_g;
         }
-        if (kept_apart) fs->kept_p = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
-        if (!fs->acc_offset || !fs->unit_kept || (accumulate && !fs->acc_g) || (kept_apart && !fs->kept_p))
+        // the kept copies of bf16 values in 2 bytes (not the fp8 all-gather's: its weights are
+        // dequantised fp8, not bf16 values), widened one unit at a time into work_p (unused
+        // otherwise when units are kept apart)
+        if (kept_apart && fs->bf16 && !fs->f8ag)
+            fs->kept_bf16 = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(hp_bf16));
+        else if (kept_apart)
+            fs->kept_p = hp_mem_alloc(HP_MEM_ACCUMULATION, ((size_t)total + 1) * sizeof(float));
+        if (!fs->acc_offset || !fs->unit_kept || (accumulate && !fs->acc_g) ||
+            (kept_apart && !fs->kept_p && !fs->kept_bf16))
             return -1;
     }
     return (fs->p_shard && fs->g_shard && fs->m_shard && fs->v_shard && fs->work_p &&
@@ -159,9 +172,11 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
 }
 
 void hp_fsdp_free(hp_fsdp_state *fs) {
+    if (fs->loc_g == fs->work_g) fs->loc_g = NULL;   // (work_g's, freed with it)
     hp_mem_free(fs->p_shard); hp_mem_free(fs->g_shard); hp_mem_free(fs->m_shard); hp_mem_free(fs->v_shard);
     hp_mem_free(fs->work_p); hp_mem_free(fs->work_g); hp_mem_free(fs->comm_buf);
     hp_mem_free(fs->acc_g); hp_mem_free(fs->loc_g); hp_mem_free(fs->acc_offset);
+    hp_mem_free(fs->kept_bf16);
     free(fs->acc_shadow);
     for (int i = 0; i < fs->n_pending; i++) free(fs->pending[i].staged);
     free(fs->pending); hp_mem_free(fs->kept_p); hp_mem_free(fs->unit_kept);
@@ -207,12 +222,14 @@ void hp_fsdp_set_params(hp_fsdp_state *fs, const float *full) {
 // every operation are those of the work buffers; only the copies go.
 static int in_shards(const hp_fsdp_state *fs, int u) { return fs->pt->unit_in_shards[u] >= 0; }
 
-// One unit's unsharded parameters: its shards, the shared work buffer, or under pp the
-// unit's own slot.
+// One unit's unsharded parameters as the model reads them: its shards, the shared work
+// buffer (with kept_bf16 the unit widened there), or under pp the unit's own slot.
 static float *unit_params(hp_fsdp_state *fs, int u) {
     if (in_shards(fs, u)) return fs->p_shard + fs->pt->unit_in_shards[u];
     return fs->kept_p ? fs->kept_p + fs->acc_offset[u] : fs->work_p;
 }
+static int units_kept_apart(const hp_fsdp_state *fs) { return fs->kept_p || fs->kept_bf16; }
+static hp_bf16 *unit_kept_bf16(hp_fsdp_state *fs, int u) { return fs->kept_bf16 + fs->acc_offset[u]; }
 float *hp_fsdp_param(hp_fsdp_state *fs, int i) {
     return unit_params(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
 }
@@ -229,16 +246,17 @@ static float *grad_of(hp_fsdp_state *fs, int i) {
 // Where the backward writes: the sum itself in fp32; under bf16 with accumulation the unit's
 // local slot, rounded and added into the sum per microbatch (hp_fsdp_reduce_unit).
 static float *unit_local_grads(hp_fsdp_state *fs, int u) {
-    return fs->loc_g ? fs->loc_g + fs->acc_offset[u] : unit_grads(fs, u);
+    if (!fs->loc_g) return unit_grads(fs, u);
+    return fs->loc_g == fs->work_g ? fs->work_g : fs->loc_g + fs->acc_offset[u];
 }
 float *hp_fsdp_grad(hp_fsdp_state *fs, int i) {
     return unit_local_grads(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
 }
 
-// 1 while unit u's gathered parameters are where hp_fsdp_param points: in its kept_p place,
-// or in work_p (which holds one unit at a time)
+// 1 while unit u's gathered parameters are kept: in its kept_p (kept_bf16) place, or in
+// work_p (which holds one unit at a time)
 static int still_gathered(const hp_fsdp_state *fs, int u) {
-    return fs->kept_p ? fs->unit_kept[u] : fs->work_unit == u;
+    return units_kept_apart(fs) ? fs->unit_kept[u] : fs->work_unit == u;
 }
 
 static void check_reductions(hp_fsdp_state *fs);
@@ -473,6 +491,11 @@ static void check_gathered(hp_fsdp_state *fs, int u) {
 void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
     hp_comm_progress(fs->comm);   // gradient exchanges in flight (between computations)
     if (still_gathered(fs, u)) {   // kept since its forward (hp_unit_keep)
+        // (the bug of bf16_kept_window_stale: the work buffer keeps the unit widened last)
+        if (fs->kept_bf16 && fs->work_unit != u && !hp_failpoint(HP_FP_BF16_KEPT_WINDOW_STALE)) {
+            hp_par_bf16_unpack(fs->work_p, unit_kept_bf16(fs, u), (size_t)fs->pt->unit_work_numel[u]);
+            fs->work_unit = u;
+        }
         if (hp_structure_enabled()) check_gathered(fs, u);
         if (hp_structure_enabled() && fs->f8ag) check_fp8_gather(fs, u);
         return;
@@ -505,25 +528,37 @@ void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
     // (the bug of bf16_gather_uncast: this rank's own chunk of its copy keeps the fp32 master,
     //  the cast skipped where the rank copies its own shard)
     if (fs->bf16 && hp_failpoint(HP_FP_BF16_GATHER_UNCAST)) uncast_own_chunks(fs, u);
-    if (fs->kept_p) fs->unit_kept[u] = 1;
-    else fs->work_unit = u;
+    // kept in 2 bytes: the work buffer's copy is bf16 values (its checks below see a cast
+    // that went wrong: a value that is not bf16 would reach the store truncated)
+    if (fs->kept_bf16 && !in_shards(fs, u))
+        hp_par_bf16_pack_exact(unit_kept_bf16(fs, u), fs->work_p, (size_t)fs->pt->unit_work_numel[u]);
+    if (units_kept_apart(fs)) fs->unit_kept[u] = 1;
+    if (!fs->kept_p) fs->work_unit = u;
     if (hp_structure_enabled()) check_gathered(fs, u);
     if (hp_structure_enabled() && fs->f8ag) check_fp8_gather(fs, u);
 }
 
 // Poisons unit u's gathered copy with NaN: any use of a resharded unit then shows up in the
 // verifier instead of silently reading stale values. A unit that is its shards has no copy.
+// With kept_bf16: its 2-byte copy, and work_p only while it holds this unit.
 static void poison(hp_fsdp_state *fs, int u) {
     if (in_shards(fs, u)) return;
+    const int64_t n = fs->pt->unit_work_numel[u];
+    if (fs->kept_bf16) {
+        const hp_bf16 nan = hp_bf16_from_float(NAN);
+        hp_bf16 *k = unit_kept_bf16(fs, u);
+        for (int64_t i = 0; i < n; i++) k[i] = nan;
+        if (fs->work_unit != u) return;
+    }
     float *w = unit_params(fs, u);
-    for (int64_t i = 0; i < fs->pt->unit_work_numel[u]; i++) w[i] = NAN;
+    for (int64_t i = 0; i < n; i++) w[i] = NAN;
 }
 
 // Reshard: the unsharded copy is gone.
 static void reshard(hp_fsdp_state *fs, int u) {
-    if (fs->kept_p) fs->unit_kept[u] = 0;
-    else if (fs->work_unit == u) fs->work_unit = -1;
     poison(fs, u);
+    if (units_kept_apart(fs)) fs->unit_kept[u] = 0;
+    if (fs->work_unit == u) fs->work_unit = -1;
 }
 
 static hp_unit_keep keep_of(const hp_fsdp_state *fs, int u) {

@@ -5,6 +5,7 @@
 // defines: hp_fsdp_state, hp_fsdp_init/free, init/set params, the unit lifecycle, gather_full
 #ifndef HP_PARALLEL_FSDP_H
 #define HP_PARALLEL_FSDP_H
+#include "hyperpar/bf16.h"
 #include "hyperpar/comm.h"
 #include "hyperpar/config.h"
 #include "hyperpar/params.h"
@@ -29,7 +30,10 @@ typedef struct hp_fsdp_state {
     int64_t *acc_offset;        // [n_units] each unit's place in acc_g (and kept_p)
     float *kept_p;              // every unit's gathered params, each in its own place: under
                                 //    pp (kept for the step) and --reshard-after-forward never
-    int *unit_kept;             // [n_units] 1: unit gathered into kept_p and still there
+    hp_bf16 *kept_bf16;         // the same places in 2 bytes under the bf16 policy (the copies
+                                //    are bf16 values): the unit the model runs is widened into
+                                //    work_p at its gather (work_unit), one unit at a time
+    int *unit_kept;             // [n_units] 1: unit gathered into its kept place and still there
     hp_reshard_policy policy;   // how long each unit stays gathered (hp_run_unit_keep)
     // --mixed-precision-param bfloat16 (precision.md §2.1): each rank casts its shard to bf16
     // before the all-gather (2 bytes on the wire) and the unit's bf16 copy is what the model
@@ -41,13 +45,17 @@ typedef struct hp_fsdp_state {
     // sum is kept in bf16 (each add rounded), and the reduce-scatter / all-reduce carry 2 bytes
     // an element, each add of their member-ordered sums rounded; blocking, through comm_buf
     int reduce_bf16;
-    float *loc_g;               // bf16 with accumulation: each unit's local grads (as acc_g)
+    float *loc_g;               // bf16 with accumulation: one microbatch's local grads of a
+                                //    unit: work_g (each unit's backward ends in its rounding,
+                                //    which clears it), or under a split backward (zbv, whose W
+                                //    writes them later) a place for each unit (as acc_g)
     // the structure check (structure.h; the verifier's run only, plain malloc): a shadow of
     // the microbatch sums, and each pending reduction's staged inputs until it completes
     float *acc_shadow;
     fsdp_reduce_record *pending;
     int n_pending, cap_pending;
-    int work_unit;              // the unit work_p holds gathered, -1 none (freed or poisoned)
+    int work_unit;              // the unit work_p holds gathered, -1 none (freed or poisoned);
+                                //    with kept_bf16 the one widened there
     // --float8-fsdp-all-gather (torchao's enable_fsdp_float8_all_gather, precision.md §5.4):
     // the weights the float8 filter converts (f8_on) travel as e4m3 codes of the fp32 master
     // shard, cast with the scale of the amax MAX-reduced over the fsdp group (and tp when tp

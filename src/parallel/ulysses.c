@@ -16,6 +16,7 @@
 #include "hyperpar/memtrack.h"
 #include "hyperpar/structure.h"
 #include "hyperpar/ulysses.h"
+#include "kernels/parallel.h"   // hp_par_bf16_pack_exact, hp_par_bf16_unpack
 
 // What an attention reads only inside its forward or its backward: the exchange buffers and
 // the repeated kv heads. Attentions run one at a time, so the blocks of a rank can share one
@@ -24,12 +25,15 @@ typedef struct ulysses_scratch {
     int refs;                       // attentions using it
     float *send, *recv;             // exchange buffers (the largest local tensor)
     float *ke, *ve;                 // (B, Su, Hke, hd) repeated kv heads / their grads
+    float *q, *k, *v;               // under the bf16 policy: the gathered q, k, v the core reads
 } ulysses_scratch;
 
 struct hp_ulysses_attn {
     int B, Su, H, Hkv, hd, U, C, Sc;
     int Hu, Hke, Hkvu, rep;     // query heads per rank; kv heads after repetition, per rank; copies
-    float *q, *k, *v, *out, *lse;   // gathered layout, kept for the backward
+    float *q, *k, *v, *out, *lse;   // gathered layout, kept for the backward (q, k, v: under the
+                                    //    bf16 policy the scratch's, kept in q16, k16, v16)
+    hp_bf16 *q16, *k16, *v16;       // the bf16 policy: q, k, v arrived in 2 bytes and stay so
     float *send, *recv, *ke, *ve;   // the scratch's, while a forward or backward runs
     ulysses_scratch *scr;           // its own, or shared with other attentions
     int *counts;                    // (U) equal element counts of one exchange
@@ -40,6 +44,7 @@ int hp_ulysses_kv_repeat(int Hkv, int U) { return Hkv >= U ? 1 : U / Hkv; }
 int hp_ulysses_kv_heads(int Hkv, int U) { return (Hkv >= U ? Hkv : U) / U; }
 
 static float *fbuf(size_t n) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float)); }
+static hp_bf16 *hbuf(size_t n) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(hp_bf16)); }
 
 hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int U, int C,
                                       int wire_bf16) {
@@ -56,12 +61,14 @@ hp_ulysses_attn *hp_ulysses_attn_init(int B, int Su, int H, int Hkv, int hd, int
     ua->Hke = Hkv * ua->rep;
     ua->Hkvu = ua->Hke / U;
     const size_t nq = (size_t)B * Su * H * hd, nk = (size_t)B * Su * ua->Hke * hd;
-    ua->q = fbuf(nq); ua->out = fbuf(nq); ua->lse = fbuf((size_t)B * Su * H);
-    ua->k = fbuf(nk); ua->v = fbuf(nk);
+    ua->out = fbuf(nq); ua->lse = fbuf((size_t)B * Su * H);
+    if (wire_bf16) { ua->q16 = hbuf(nq); ua->k16 = hbuf(nk); ua->v16 = hbuf(nk); }
+    else { ua->q = fbuf(nq); ua->k = fbuf(nk); ua->v = fbuf(nk); }
     ua->scr = hp_mem_alloc(HP_MEM_OTHER, sizeof *ua->scr);
     if (ua->scr) ua->scr->refs = 1;
     ua->counts = hp_mem_alloc(HP_MEM_ACTIVATIONS, (size_t)U * sizeof(int));
-    if (!ua->q || !ua->out || !ua->lse || !ua->k || !ua->v || !ua->scr || !ua->counts) {
+    if (!ua->out || !ua->lse || !ua->scr || !ua->counts ||
+        (wire_bf16 ? !ua->q16 || !ua->k16 || !ua->v16 : !ua->q || !ua->k || !ua->v)) {
         hp_ulysses_attn_free(ua);
         return NULL;
     }
@@ -73,8 +80,10 @@ static void scratch_release(hp_ulysses_attn *ua) {
     ulysses_scratch *s = ua->scr;
     ua->scr = NULL;
     ua->send = ua->recv = ua->ke = ua->ve = NULL;
+    if (ua->wire_bf16) ua->q = ua->k = ua->v = NULL;
     if (!s || --s->refs > 0) return;
     hp_mem_free(s->send); hp_mem_free(s->recv); hp_mem_free(s->ke); hp_mem_free(s->ve);
+    hp_mem_free(s->q); hp_mem_free(s->k); hp_mem_free(s->v);
     hp_mem_free(s);
 }
 
@@ -85,16 +94,18 @@ static void scratch_bind(hp_ulysses_attn *ua) {
         const size_t nq = (size_t)ua->B * ua->Su * ua->H * ua->hd, nk = (size_t)ua->B * ua->Su * ua->Hke * ua->hd;
         s->send = fbuf(nq > nk ? nq : nk); s->recv = fbuf(nq > nk ? nq : nk);
         s->ke = fbuf(nk); s->ve = fbuf(nk);
-        if (!s->send || !s->recv || !s->ke || !s->ve)
+        if (ua->wire_bf16) { s->q = fbuf(nq); s->k = fbuf(nk); s->v = fbuf(nk); }
+        if (!s->send || !s->recv || !s->ke || !s->ve || (ua->wire_bf16 && (!s->q || !s->k || !s->v)))
             hp_fail_line_and_abort(1, "hp_ulysses: out of memory for the exchange buffers");
     }
     ua->send = s->send; ua->recv = s->recv; ua->ke = s->ke; ua->ve = s->ve;
+    if (ua->wire_bf16) { ua->q = s->q; ua->k = s->k; ua->v = s->v; }
 }
 
 int hp_ulysses_attn_share_scratch(hp_ulysses_attn *ua, hp_ulysses_attn *with) {
     if (ua == with || ua->scr == with->scr) return 0;
     if (ua->scr->send || ua->B != with->B || ua->Su != with->Su || ua->H != with->H || ua->Hke != with->Hke ||
-        ua->hd != with->hd)
+        ua->hd != with->hd || ua->wire_bf16 != with->wire_bf16)
         return -1;
     scratch_release(ua);
     ua->scr = with->scr;
@@ -106,6 +117,7 @@ void hp_ulysses_attn_free(hp_ulysses_attn *ua) {
     if (!ua) return;
     scratch_release(ua);
     hp_mem_free(ua->q); hp_mem_free(ua->k); hp_mem_free(ua->v); hp_mem_free(ua->out); hp_mem_free(ua->lse);
+    hp_mem_free(ua->q16); hp_mem_free(ua->k16); hp_mem_free(ua->v16);
     hp_mem_free(ua->counts);
     hp_mem_free(ua);
 }
@@ -203,6 +215,22 @@ static void sum_repeats(const hp_ulysses_attn *ua, float *dkv, const float *dexp
         }
 }
 
+// The bf16 policy: the gathered q, k, v arrived in 2 bytes (bf16 values) and are kept so; the
+// core runs on fp32 copies in the scratch. pack: after the forward; else unpack, before the
+// backward. The pack is exact (it checks: a value that is not bf16 stops the job).
+static void kept_bf16(hp_ulysses_attn *ua, int pack) {
+    const size_t nq = (size_t)ua->B * ua->Sc * ua->Hu * ua->hd, nk = (size_t)ua->B * ua->Sc * ua->Hkvu * ua->hd;
+    if (!pack) {
+        hp_par_bf16_unpack(ua->q, ua->q16, nq);
+        hp_par_bf16_unpack(ua->k, ua->k16, nk);
+        hp_par_bf16_unpack(ua->v, ua->v16, nk);
+        return;
+    }
+    if (!hp_par_bf16_pack_exact(ua->q16, ua->q, nq) || !hp_par_bf16_pack_exact(ua->k16, ua->k, nk) ||
+        !hp_par_bf16_pack_exact(ua->v16, ua->v, nk))
+        hp_fail_line_and_abort(1, "hp: ulysses: a gathered q, k or v value is not bf16; it cannot be kept in 2 bytes");
+}
+
 void hp_ulysses_attention_forward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rotate rotate,
                                   int load_balance, float *out, const float *q, const float *k,
                                   const float *v, const int *pos_cp) {
@@ -220,6 +248,7 @@ void hp_ulysses_attention_forward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rota
     hp_cp_attention_forward(comm, rotate, load_balance, ua->wire_bf16, ua->out, ua->lse, ua->q, ua->k, ua->v,
                             pos_cp, ua->B, ua->Sc, ua->Hu, ua->Hkvu, ua->hd);
     tokens_to_heads(ua, comm, out, ua->out, ua->H, 0, ua->wire_bf16);
+    if (ua->wire_bf16) kept_bf16(ua, 1);
 }
 
 void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rotate rotate,
@@ -235,6 +264,9 @@ void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rot
         abort();
     }
     heads_to_tokens(ua, comm, dout_g, dout, ua->H, "ulysses dout");
+    // (the bug of ulysses_bf16_state_stale: the core reads the gathered q, k, v the scratch
+    //  holds, the last forward's, another block's)
+    if (ua->wire_bf16 && !hp_failpoint(HP_FP_ULYSSES_BF16_STATE_STALE)) kept_bf16(ua, 0);
     hp_cp_attention_backward(comm, rotate, load_balance, ua->wire_bf16, dq_g, dk_g, dv_g, dout_g, ua->out, ua->lse,
                              ua->q, ua->k, ua->v, pos_cp, ua->B, ua->Sc, ua->Hu, ua->Hkvu, ua->hd);
     // (dq, dk, dv arrive onto the model's zeros, which it rounds next; the grads of repeated

@@ -5,7 +5,7 @@
 // Mirrors, element for element, transformer.c's alloc_block and hp_transformer_alloc (the
 // per-slot blocks and head), moe.c's hp_moe_state_init and ensure_routed, ep_dispatch.c's
 // hp_ep_init and ulysses.c's hp_ulysses_attn_init; every buffer is 4 bytes an element (floats
-// and ints) but the bf16 stores (2), an empty one is allocated as 1. The structs around the
+// and ints) but the bf16 ones (2), an empty one is allocated as 1. The structs around the
 // buffers are not counted.
 // A slot holds the buffers of this rank's blocks only, plus the h_in of each block that
 // follows one of its stages on another rank (where that stage's output goes).
@@ -14,7 +14,8 @@
 // blocks is dense and the MoE state if one is MoE (transformer.c's alloc_recompute). The MoE
 // blocks of a rank share one scratch (moe.c's hp_moe_share_scratch), counted there too.
 // bf16 storage (config.h, hp_run_bf16_stored): a block that keeps its activations keeps
-// rstd1, rstd2, lse and the states in floats and the rest in ONE store of 2-byte elements
+// rstd1, rstd2, lse and the states in floats (the Ulysses state's gathered q, k, v in 2 bytes
+// under the bf16 policy, float8 runs too) and the rest in ONE store of 2-byte elements
 // (alloc_stored), and runs in that shared set, which then holds the attention half (the
 // core's state only with a checkpointed block) and the dense FFN if one of them is dense.
 // Every h_in a slot holds is then 2 bytes too, checkpointed or not, a stage's first and the
@@ -57,8 +58,10 @@ static double attention_fields_floats(const shapes *s) {
 }
 
 // The attention core's state: the Ulysses one (hp_ulysses_attn_init: q, out, lse, k, v,
-// counts), none otherwise; scratch: the rank's one set of its exchange buffers and repeated kv
-// heads instead (send, recv, ke, ve: hp_ulysses_attn_share_scratch).
+// counts; under the bf16 policy q, k, v in 2 bytes, counted here as half floats), none
+// otherwise; scratch: the rank's one set of its exchange buffers and repeated kv heads instead
+// (send, recv, ke, ve: hp_ulysses_attn_share_scratch), and under bf16 the fp32 q, k, v the core
+// runs on.
 static double attention_state_floats_of(const hp_model_config *m, const hp_dims *d, const hp_run_config *rc,
                                         const shapes *s, int scratch) {
     double a = 0;
@@ -68,8 +71,10 @@ static double attention_state_floats_of(const hp_model_config *m, const hp_dims 
                            (double)(rc->seq_len / d->cp / U), hd = hp_model_head_dim(m);
         const int Hkvl = m->n_kv_heads / d->tp;
         const double nq = BSu * s->Hl * hd, nk = BSu * Hkvl * hp_ulysses_kv_repeat(Hkvl, U) * hd;
-        if (scratch) a += 2 * f1(nq > nk ? nq : nk) + 2 * f1(nk);
-        else a += 2 * f1(nq) + f1(BSu * s->Hl) + 2 * f1(nk) + U;
+        const double qkv = f1(nq) + 2 * f1(nk);
+        const int bf16 = rc->mp_param == HP_DTYPE_BFLOAT16;
+        if (scratch) a += 2 * f1(nq > nk ? nq : nk) + 2 * f1(nk) + (bf16 ? qkv : 0);
+        else a += f1(nq) + f1(BSu * s->Hl) + U + (bf16 ? qkv / 2 : qkv);
     }
     return a;
 }

@@ -179,14 +179,17 @@ int hp_plan_memory_run(const hp_model_config *m, const hp_dims *d, const hp_run_
                        int n_slots, hp_plan_memory *out) {
     const int bf16 = rc->mp_param == HP_DTYPE_BFLOAT16;
     // (the fp8 all-gather's copies are casts too: every unit gathered, under fp32 params as well)
-    const int cast_copies = bf16 || (rc->float8_fsdp_all_gather && rc->float8 == HP_FLOAT8_TENSORWISE);
+    const int f8ag = rc->float8_fsdp_all_gather && rc->float8 == HP_FLOAT8_TENSORWISE;
+    const int cast_copies = bf16 || f8ag;
     if (cast_copies && table_values(m, d, rank, 1, out) != 0) return -1;
-    // fsdp.c: acc_g with accumulation (microbatches or pp), kept_p when units are kept apart,
-    // loc_g (each unit's local grads of one microbatch) with accumulation under bf16
+    // fsdp.c: acc_g with accumulation (microbatches or pp); kept_p when units are kept apart,
+    // in 2 bytes under bf16 params (kept_bf16; not with the fp8 all-gather); loc_g (each
+    // unit's local grads of one microbatch) with accumulation under bf16 when a split backward
+    // (zbv) writes them late, else work_g serves
     const int kept_apart = hp_run_units_kept_apart(rc->reshard_after_forward, d->pp);
-    out->accumulation_if_microbatched = out->unit_places * (1 + kept_apart + bf16);
-    out->accumulation = hp_run_microbatches(rc) > 1 || d->pp > 1 ? out->accumulation_if_microbatched
-                                                                  : out->unit_places * kept_apart;
+    const double kept = kept_apart * out->unit_places / (bf16 && !f8ag ? 2 : 1);
+    out->accumulation_if_microbatched = out->unit_places * (1 + (bf16 && hp_pp_splits_backward(d))) + kept;
+    out->accumulation = hp_run_microbatches(rc) > 1 || d->pp > 1 ? out->accumulation_if_microbatched : kept;
     hp_plan_activations a, au;
     if (hp_plan_activations_with_slots(m, d, rc, rank, 0, n_slots, &a) != 0) return -1;
     out->activations = a.total;

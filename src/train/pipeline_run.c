@@ -217,7 +217,7 @@ int hp_pp_init(hp_trainer *tr, char *err, size_t errlen) {
     st->n_act = hp_pp_schedule_build(lay, M, st->p, st->act);
     st->timeline = hp_mem_alloc(HP_MEM_OTHER, (size_t)(3 * lay->V * M + 4) * 5 * sizeof(float));
     if (!st->timeline) { snprintf(err, errlen, "out of memory (pipeline)"); return -1; }
-    tr->split_backward = lay->schedule == HP_PP_ZBV;
+    tr->split_backward = hp_pp_splits_backward(&tr->d);
     if (st->n_act < 0) {
         snprintf(err, errlen, "pipeline: schedule %s cannot run %d microbatches on pp %d",
                  hp_pp_schedule_name(lay->schedule), M, lay->P);

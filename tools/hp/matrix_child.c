@@ -170,6 +170,10 @@ typedef struct {
 static int pool_start(pool_worker *w, int i, size_t size, char *result, tool_pool_item *item, void *ctx) {
     int fds[2];
     if (pipe(fds) != 0) return -1;
+    // neither end reaches what an item runs (mpirun, hp): a grandchild left holding the write
+    // end, or the read ends of the other workers, would outlive the worker
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();

@@ -22,7 +22,7 @@ FOLDER = {"src/dims": "base", "src/util": "base", "src/comm": "comm", "src/data"
 PUBLIC = {  # include/hyperpar/<name>: the layer that implements it
     "optim.h": "optim", "dims.h": "base", "mesh.h": "base", "shapes.h": "base", "pipeline.h": "base", "config.h": "base",
     "rng.h": "base", "safetensors.h": "base", "failpoint.h": "base", "memtrack.h": "base", "structure.h": "base",
-    "comm.h": "comm", "data.h": "data", "kernels.h": "kernels", "blas.h": "kernels", "bf16.h": "base", "float8.h": "kernels",
+    "comm.h": "comm", "data.h": "data", "kernels.h": "kernels", "blas.h": "kernels", "cpu.h": "kernels", "bf16.h": "base", "float8.h": "kernels",
     "params.h": "model", "moe.h": "model",
     "cp.h": "parallel", "cp_stats.h": "parallel", "ulysses.h": "parallel",
     "plan.h": "plan", "traffic.h": "plan", "traffic_ac.h": "plan",

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "hyperpar/cpu.h"
 #include "hyperpar/kernels.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
@@ -64,7 +65,7 @@ static void key_span(int *j0, int *j1, const int *qpos, int i0, int tq,
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define ATTN_X86 1
-static int attn_avx512(void) { return __builtin_cpu_supports("avx512f"); } // a cached flag read
+static int attn_avx512(void) { return hp_cpu_has(HP_CPU_AVX512F); } // a cached flag read
 
 // Lanes j0 .. j0+15 of a row of n: the tail mask and the visibility mask.
 __attribute__((target("avx512f"))) static __mmask16 lanes_visible(__mmask16 *tail, const int *kp,

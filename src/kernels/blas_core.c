@@ -5,8 +5,8 @@
 // OpenBLAS (built with DYNAMIC_ARCH, as Debian's is) picks a kernel set from the CPU model
 // when it loads; a model it does not know falls back to a generic core even when cpuid shows
 // AVX-512. Here a core's rank is the vector ISA its kernels use (0 SSE, 1 AVX, 2 AVX2 + FMA,
-// 3 AVX-512); the CPU's rank comes from __builtin_cpu_supports, which also checks that the OS
-// saves the wide registers. Measured on a Xeon family 6 model 207 with OpenBLAS 0.3.21, 1
+// 3 AVX-512); the CPU's rank comes from hp_cpu_has (cpuid, capped by HP_CPU_ISA; it also checks that the OS
+// saves the wide registers). Measured on a Xeon family 6 model 207 with OpenBLAS 0.3.21, 1
 // thread, sgemm 2048x512x512: Prescott 32, Haswell 81, SkylakeX 152, Cooperlake 154 GFLOP/s.
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <cblas.h>
 #include "hyperpar/blas.h"
+#include "hyperpar/cpu.h"
 
 #define CHOSEN_VAR "HP_BLAS_CORE_CHOSEN"   // "<core>:<cpu features>", set with OPENBLAS_CORETYPE
 
@@ -55,23 +56,22 @@ static int openblas_version(const char *config) {
 static const char *cpu_best_core(int ob_version, char *why, size_t n) {
     why[0] = '\0';
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
     // SkylakeX's kernels use AVX-512 F, DQ, BW and VL (the Skylake-SP set)
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    if (hp_cpu_has(HP_CPU_AVX512F) && hp_cpu_has(HP_CPU_AVX512DQ) &&
+        hp_cpu_has(HP_CPU_AVX512BW) && hp_cpu_has(HP_CPU_AVX512VL)) {
         // Cooperlake (0.3.10+) = SkylakeX's fp32 kernels + the bf16 ones
-        if (__builtin_cpu_supports("avx512bf16") && (ob_version == 0 || ob_version >= 310)) {
+        if (hp_cpu_has(HP_CPU_AVX512BF16) && (ob_version == 0 || ob_version >= 310)) {
             snprintf(why, n, "cpu has avx512f, avx512bf16");
             return "Cooperlake";
         }
         snprintf(why, n, "cpu has avx512f");
         return "SkylakeX";
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (hp_cpu_has(HP_CPU_AVX2) && hp_cpu_has(HP_CPU_FMA)) {
         snprintf(why, n, "cpu has avx2, fma");
         return __builtin_cpu_is("amd") ? "Zen" : "Haswell";
     }
-    if (__builtin_cpu_supports("avx")) {
+    if (hp_cpu_has(HP_CPU_AVX)) {
         snprintf(why, n, "cpu has avx");
         return "Sandybridge";
     }
@@ -89,8 +89,14 @@ static const char *better_core(char *why, size_t n) {
     const char *config = openblas_get_config();
     if (!config || !strstr(config, "DYNAMIC_ARCH")) return NULL;   // one core built in: no switch
     const char *best = cpu_best_core(openblas_version(config), why, n);
-    if (!best) return NULL;
-    return core_rank(openblas_get_corename()) < core_rank(best) ? best : NULL;
+    const char *now = openblas_get_corename();
+    if (hp_cpu_isa_cap() >= HP_ISA_AMX) return best && core_rank(now) < core_rank(best) ? best : NULL;
+    // Under HP_CPU_ISA the core is the one a CPU of the cap gets, a wider one narrowed too
+    // (Cooperlake -> SkylakeX under avx512: its bf16 kernels; Prescott: the generic SSE3 ones)
+    if (!best) best = "Prescott";
+    const size_t len = strlen(why);
+    snprintf(why + len, n - len, "%sHP_CPU_ISA=%s", len ? ", " : "", hp_cpu_isa_cap_name());
+    return strcasecmp(now, best) && core_rank(now) != 99 ? best : NULL;
 }
 
 int hp_blas_core_env(void) {

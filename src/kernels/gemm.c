@@ -2,7 +2,8 @@
 // here, to OpenBLAS (this file) or oneDNN (gemm_onednn.c), whichever the process chose.
 // defines: hp_gemm, hp_gemm_bf16, hp_gemm_set_backend, hp_gemm_get_backend,
 //          hp_gemm_backend_parse, hp_gemm_backend_name, hp_gemm_threads, hp_gemm_info_line,
-//          hp_gemm_auto_measure, hp_gemm_default_backend, hp_gemm_shutdown, hp_gemm_omp_env
+//          hp_gemm_backend_supports, hp_gemm_auto_measure, hp_gemm_default_backend,
+//          hp_gemm_shutdown, hp_gemm_omp_env
 //
 // Under OpenBLAS hp_gemm is cblas_sgemm with the caller's arguments, nothing else: the bits of
 // every fp32 recipe are those of the releases before the backend choice.
@@ -85,19 +86,31 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-// GFLOP/s of one y = x w^T (M, N, K) on backend b
-static double rate(hp_gemm_backend b, int M, int N, int K, const float *x, const float *w, float *y) {
+int hp_gemm_backend_supports(hp_gemm_backend b, int bf16) {
+    return b == HP_GEMM_OPENBLAS || hp_gemm_onednn_supports(bf16);
+}
+
+// GFLOP/s of one y = x w^T (M, N, K) on backend b (bf16: hp_gemm_bf16's product)
+static double rate(hp_gemm_backend b, int bf16, int M, int N, int K, const float *x, const float *w,
+                   float *y) {
     const hp_gemm_backend was = backend;
     backend = b;
     const double t0 = now_s();
-    hp_gemm(HP_GEMM_N, HP_GEMM_T, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
+    (bf16 ? hp_gemm_bf16 : hp_gemm)(HP_GEMM_N, HP_GEMM_T, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
     const double dt = now_s() - t0;
     backend = was;
     return dt > 0 ? 2.0 * M * N * K / dt * 1e-9 : 0.0;
 }
 
-hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n) {
+hp_gemm_backend hp_gemm_auto_measure(int bf16, char *why, size_t n) {
     enum { M = 1024, N = 1024, K = 1024 };
+    const char *kind = bf16 ? "bf16" : "fp32";
+    if (!hp_gemm_backend_supports(HP_GEMM_ONEDNN, bf16)) {
+        char ver[32];
+        snprintf(why, n, "oneDNN %s has no %s matmul on isa %s: openblas, not timed",
+                 hp_gemm_onednn_version(ver, sizeof ver), kind, hp_gemm_onednn_isa());
+        return HP_GEMM_OPENBLAS;
+    }
     float *x = malloc(sizeof(float) * M * K), *w = malloc(sizeof(float) * N * K), *y = malloc(sizeof(float) * M * N);
     if (!x || !w || !y) {
         free(x); free(w); free(y);
@@ -109,18 +122,19 @@ hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n) {
     // a warm-up call each, then 3 rounds taking turns, the best of each: with more than one
     // thread, the library that ran last still has its threads spinning for a while (OpenBLAS,
     // libgomp), and taking turns shares that handicap
-    rate(HP_GEMM_OPENBLAS, M, N, K, x, w, y);
-    rate(HP_GEMM_ONEDNN, M, N, K, x, w, y);
+    rate(HP_GEMM_OPENBLAS, bf16, M, N, K, x, w, y);
+    rate(HP_GEMM_ONEDNN, bf16, M, N, K, x, w, y);
     double ob = 0.0, dn = 0.0;
     for (int r = 0; r < 3; r++) {
-        const double o = rate(HP_GEMM_OPENBLAS, M, N, K, x, w, y), d = rate(HP_GEMM_ONEDNN, M, N, K, x, w, y);
+        const double o = rate(HP_GEMM_OPENBLAS, bf16, M, N, K, x, w, y);
+        const double d = rate(HP_GEMM_ONEDNN, bf16, M, N, K, x, w, y);
         if (o > ob) ob = o;
         if (d > dn) dn = d;
     }
     free(x); free(w); free(y);
     const hp_gemm_backend pick = dn > ob ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS;
-    snprintf(why, n, "fp32 %dx%dx%d at %d thread%s: onednn %.1f GFLOP/s, openblas %.1f GFLOP/s", M, N, K,
-             hp_gemm_threads(), hp_gemm_threads() == 1 ? "" : "s", dn, ob);
+    snprintf(why, n, "%s %dx%dx%d at %d thread%s: onednn %.1f GFLOP/s, openblas %.1f GFLOP/s", kind, M, N,
+             K, hp_gemm_threads(), hp_gemm_threads() == 1 ? "" : "s", dn, ob);
     return pick;
 }
 
@@ -132,7 +146,7 @@ hp_gemm_backend hp_gemm_default_backend(int bf16, double step_flops, char *why, 
     }
     const char *isa = hp_gemm_onednn_isa();
     if (bf16) {
-        const int native = strstr(isa, "bf16") || strstr(isa, "amx");
+        const int native = (strstr(isa, "bf16") || strstr(isa, "amx")) && hp_gemm_onednn_supports(1);
         snprintf(why, n, native ? "onednn: the bf16 products on the CPU's bf16 instructions (%s)"
                                 : "openblas: oneDNN has no bf16 instructions here (isa %s)", isa);
         return native ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS;
@@ -140,7 +154,7 @@ hp_gemm_backend hp_gemm_default_backend(int bf16, double step_flops, char *why, 
     hp_blas_info b;
     hp_blas_info_get(&b);
     const char *core_isa = hp_blas_core_isa(b.core), *best_isa = hp_blas_core_isa(b.cpu_best);
-    if (hp_blas_core_below_cpu()) {
+    if (hp_blas_core_below_cpu() && hp_gemm_onednn_supports(0)) {
         snprintf(why, n, "onednn: OpenBLAS runs core %s (%s), narrower than the CPU's %s", b.core,
                  core_isa ? core_isa : "?", best_isa ? best_isa : "?");
         return HP_GEMM_ONEDNN;

@@ -17,7 +17,7 @@
 // threads at once (hp_par_for's workers under blas_serial).
 // defines: hp_gemm_op, hp_gemm_backend, hp_gemm, hp_gemm_bf16, hp_gemm_set_backend,
 //          hp_gemm_get_backend, hp_gemm_backend_parse, hp_gemm_backend_name, hp_gemm_info_line,
-//          hp_gemm_threads, hp_gemm_auto_measure, hp_gemm_default_backend, hp_gemm_shutdown,
+//          hp_gemm_threads, hp_gemm_backend_supports, hp_gemm_auto_measure, hp_gemm_default_backend, hp_gemm_shutdown,
 //          hp_gemm_omp_env
 //
 //   hp_gemm(HP_GEMM_N, HP_GEMM_T, N, out, in, 1.0f, x, in, w, in, 0.0f, y, out);   // y = x w^T
@@ -58,17 +58,24 @@ int hp_gemm_threads(void);
 // Returns buf.
 char *hp_gemm_info_line(char *buf, size_t n);
 
-// `auto`: times the fp32 product of both backends on a representative shape (the model's
-// x w^T at T 1024, D 1024: a warm-up each, then the best of 3 calls taking turns, at the current
-// thread count) and returns
-// the faster; `why` gets "fp32 1024x1024x1024: onednn 180.3 GFLOP/s, openblas 95.0 GFLOP/s".
-// Does not change the backend.
-hp_gemm_backend hp_gemm_auto_measure(char *why, size_t n);
+// 1 when backend b runs products of this kind here (bf16 != 0: hp_gemm_bf16's). OpenBLAS always
+// does; oneDNN 2.6 has no bf16 matmul below avx512_core (an AVX2 CPU, or HP_CPU_ISA=avx2), so a
+// tool asks this before it sets the backend: a product never fails for lack of an ISA.
+int hp_gemm_backend_supports(hp_gemm_backend b, int bf16);
+
+// `auto`: times the product of the run's kind (bf16 != 0: hp_gemm_bf16) on both backends on a
+// representative shape (the model's x w^T at T 1024, D 1024: a warm-up each, then the best of 3
+// calls taking turns, at the current thread count) and returns the faster; `why` gets
+// "fp32 1024x1024x1024 at 1 thread: onednn 180.3 GFLOP/s, openblas 95.0 GFLOP/s". A backend
+// that cannot run that kind (hp_gemm_backend_supports) is not timed and never returned: `why`
+// then says so. Does not change the backend.
+hp_gemm_backend hp_gemm_auto_measure(int bf16, char *why, size_t n);
 
 // The backend a tool runs when the user names none (precision.md, "Speed"), for a step of
 // step_flops (the whole model's matmul and attention FLOPs of one optimizer step, whatever the
 // layout: every rank and the one-process reference decide alike) under the bf16 policy or not:
-//   - oneDNN for a bf16 step, where oneDNN runs bf16 instructions here (AVX512_BF16, AMX);
+//   - oneDNN for a bf16 step, where oneDNN runs bf16 instructions here (AVX512_BF16, AMX) and
+//     has the bf16 matmul (hp_gemm_backend_supports);
 //   - oneDNN for an fp32 step, where the OpenBLAS core this process runs has narrower vectors
 //     than the CPU's widest (a preset OPENBLAS_CORETYPE): measured on a Zen 5 with the preset
 //     Haswell core, OpenBLAS sgemm 95 GFLOP/s, oneDNN f32 180-190;

@@ -1,7 +1,7 @@
 // gemm_onednn.c - the oneDNN 2.6 backend of hp_gemm / hp_gemm_bf16 (gemm.h): one matmul
 // primitive per shape, made once and run again.
 // defines: hp_gemm_onednn, hp_gemm_onednn_bf16_packed, hp_gemm_onednn_version, hp_gemm_onednn_isa, hp_gemm_onednn_impl,
-//          hp_gemm_onednn_shutdown
+//          hp_gemm_onednn_shutdown, hp_gemm_onednn_apply_cap, hp_gemm_onednn_supports
 //
 // The product is oneDNN's matmul on plain row-major memory with the caller's strides:
 // op(A) (M, K) has strides (lda, 1), or (1, lda) when transposed, and so on for B; C has
@@ -19,8 +19,12 @@
 // The cache: CACHE_SLOTS entries a thread, keyed by (bf16, ta, tb, M, N, K, lda, ldb, ldc,
 // alpha, beta, threads), the oldest made replaced when full (oneDNN's own primitive cache keeps
 // recreating such a shape cheap).
-// Every dnnl call is checked: a failure prints one line naming the call and aborts (a product
-// that silently changed backend would break every bitwise promise).
+// Every dnnl call is checked: a failure prints one line naming the call and ends the job with
+// exit 1 (a product that silently changed backend would break every bitwise promise). Such a
+// failure is not reachable from a flag: oneDNN 2.6 has a bf16 matmul only from avx512_core on,
+// so the tools ask hp_gemm_onednn_supports before they choose the backend.
+// The ISA cap: HP_CPU_ISA (hyperpar/cpu.h) becomes oneDNN's maximal ISA before its first use,
+// unless ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA already set one.
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,6 +35,9 @@
 #include <dnnl.h>
 #include <dnnl_debug.h>
 #include "hyperpar/bf16.h"
+#include "hyperpar/comm.h"
+#include "hyperpar/cpu.h"
+#include "hyperpar/dims.h"
 #include "kernels/gemm_onednn.h"
 #include "kernels/parallel.h"
 
@@ -38,8 +45,19 @@
 
 static void dnnl_ok(dnnl_status_t s, const char *call) {
     if (s == dnnl_success) return;
-    fprintf(stderr, "hp: gemm: oneDNN %s failed: %s\n", call, dnnl_status2str(s));
-    abort();
+    hp_fail_line_and_abort(HP_EXIT_FAIL, "hp: gemm: oneDNN %s failed: %s (isa %s)", call,
+                           dnnl_status2str(s), hp_gemm_onednn_isa());
+}
+
+static void out_of_memory(size_t bytes) {
+    hp_fail_line_and_abort(HP_EXIT_FAIL, "hp: gemm: out of memory (%zu bytes of oneDNN scratch)", bytes);
+}
+
+// HP_CPU_ISA -> oneDNN's maximal ISA, once, before any other oneDNN call (oneDNN fixes it at its
+// first use), unless oneDNN's own variables set one
+static void isa_cap_once(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, (void (*)(void))hp_gemm_onednn_apply_cap);
 }
 #define DNNL_OK(fn, ...) dnnl_ok(fn(__VA_ARGS__), #fn)
 
@@ -76,6 +94,7 @@ static _Thread_local unsigned mine_gen;   // the generation of mine (read withou
 static dnnl_engine_t engine_get(void) {
     pthread_mutex_lock(&mu);
     if (!engine) {
+        isa_cap_once();
         DNNL_OK(dnnl_engine_create, &engine, dnnl_cpu, 0);
         if (!atexit_done) { atexit(hp_gemm_onednn_shutdown); atexit_done = 1; }
     }
@@ -91,7 +110,7 @@ static thread_state *state_get(void) {
     }
     dnnl_engine_t e = engine_get();
     thread_state *s = calloc(1, sizeof *s);
-    if (!s) { fprintf(stderr, "hp: gemm: out of memory\n"); abort(); }
+    if (!s) out_of_memory(sizeof *s);
     DNNL_OK(dnnl_stream_create, &s->stream, e, dnnl_stream_default_flags);
     pthread_mutex_lock(&mu);
     s->gen = atomic_load(&generation);
@@ -139,7 +158,9 @@ static void md_of(dnnl_memory_desc_t *md, int rows, int cols, int trans, int ld,
     DNNL_OK(dnnl_memory_desc_init_by_strides, md, 2, dims, dt, strides);
 }
 
-static dnnl_primitive_desc_t pd_make(const prim_key *k, dnnl_engine_t e) {
+// The primitive descriptor of key k, or oneDNN's status when it has no implementation (a bf16
+// matmul below avx512_core: dnnl_unimplemented).
+static dnnl_status_t pd_try(const prim_key *k, dnnl_engine_t e, dnnl_primitive_desc_t *pd) {
     const dnnl_data_type_t dt = k->bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t a, b, c;
     md_of(&a, k->M, k->K, k->ta, k->lda, dt);
@@ -161,9 +182,14 @@ static dnnl_primitive_desc_t pd_make(const prim_key *k, dnnl_engine_t e) {
         DNNL_OK(dnnl_post_ops_destroy, po);
     }
     set_threads(k->threads);
-    dnnl_primitive_desc_t pd;
-    DNNL_OK(dnnl_primitive_desc_create, &pd, &desc, attr, e, NULL);
+    const dnnl_status_t st = dnnl_primitive_desc_create(pd, &desc, attr, e, NULL);
     DNNL_OK(dnnl_primitive_attr_destroy, attr);
+    return st;
+}
+
+static dnnl_primitive_desc_t pd_make(const prim_key *k, dnnl_engine_t e) {
+    dnnl_primitive_desc_t pd;
+    dnnl_ok(pd_try(k, e, &pd), "dnnl_primitive_desc_create");
     return pd;
 }
 
@@ -201,7 +227,7 @@ static hp_bf16 *pack(hp_bf16 **buf, size_t *cap, const float *src, int rows, int
     if (need > *cap) {
         free(*buf);
         *buf = malloc(need * sizeof(hp_bf16));
-        if (!*buf) { fprintf(stderr, "hp: gemm: out of memory (%zu bf16)\n", need); abort(); }
+        if (!*buf) out_of_memory(need * sizeof(hp_bf16));
         *cap = need;
     }
     if (ld == cols) hp_par_bf16_pack(*buf, src, need);   // (contiguous: on the job's threads)
@@ -265,7 +291,36 @@ char *hp_gemm_onednn_version(char *buf, size_t n) {
     return buf;
 }
 
+void hp_gemm_onednn_apply_cap(void) {
+    const char *own = getenv("ONEDNN_MAX_CPU_ISA"), *old = getenv("DNNL_MAX_CPU_ISA");
+    if ((own && *own) || (old && *old)) return;
+    static const dnnl_cpu_isa_t of_cap[HP_ISA_COUNT] = {
+        [HP_ISA_SSE41] = dnnl_cpu_isa_sse41, [HP_ISA_AVX] = dnnl_cpu_isa_avx,
+        [HP_ISA_AVX2] = dnnl_cpu_isa_avx2, [HP_ISA_AVX512] = dnnl_cpu_isa_avx512_core,
+        [HP_ISA_AVX512_BF16] = dnnl_cpu_isa_avx512_core_bf16, [HP_ISA_AMX] = dnnl_cpu_isa_all,
+    };
+    const hp_cpu_isa cap = hp_cpu_isa_cap();
+    if (cap != HP_ISA_COUNT) dnnl_set_max_cpu_isa(of_cap[cap]);   // (fails only after a first use)
+}
+
+int hp_gemm_onednn_supports(int bf16) {
+    static atomic_int answer[2] = { -1, -1 };   // per dtype, asked once
+    const int i = bf16 != 0;
+    int a = atomic_load(&answer[i]);
+    if (a < 0) {
+        prim_key k = { i, 0, 0, 16, 16, 16, 16, 16, 16, 1, 0, 0 };
+        const float one = 1.0f;
+        memcpy(&k.alpha, &one, sizeof one);
+        dnnl_primitive_desc_t pd;
+        a = pd_try(&k, engine_get(), &pd) == dnnl_success;
+        if (a) DNNL_OK(dnnl_primitive_desc_destroy, pd);
+        atomic_store(&answer[i], a);
+    }
+    return a;
+}
+
 const char *hp_gemm_onednn_isa(void) {
+    isa_cap_once();
     switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_sse41:            return "sse41";
     case dnnl_cpu_isa_avx:              return "avx";
@@ -286,7 +341,11 @@ char *hp_gemm_onednn_impl(int bf16, int M, int N, int K, int threads, char *buf,
     prim_key k = { bf16 != 0, 0, 0, M, N, K, K, N, N, threads, 0, 0 };
     const float one = 1.0f;
     memcpy(&k.alpha, &one, sizeof one);
-    dnnl_primitive_desc_t pd = pd_make(&k, engine_get());
+    dnnl_primitive_desc_t pd;
+    if (pd_try(&k, engine_get(), &pd) != dnnl_success) {
+        snprintf(buf, n, "none");
+        return buf;
+    }
     const char *impl = NULL;
     DNNL_OK(dnnl_primitive_desc_query, pd, dnnl_query_impl_info_str, 0, (void *)&impl);
     snprintf(buf, n, "%s", impl ? impl : "?");

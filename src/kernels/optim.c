@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "hyperpar/kernels.h"
 #include "kernels/parallel.h"
+#include "hyperpar/cpu.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -67,7 +68,7 @@ static void adamw_items(void *ctx, int lo, int hi) {
     const float lr = J->lr, beta1 = J->beta1, beta2 = J->beta2, eps = J->eps;
     const float weight_decay = J->weight_decay, bc1 = J->bc1, bc2 = J->bc2;
 #ifdef OPT_X86
-    if (__builtin_cpu_supports("avx")) i0 = adamw_avx(J, i0, i1);
+    if (hp_cpu_has(HP_CPU_AVX)) i0 = adamw_avx(J, i0, i1);
 #endif
     for (size_t i = i0; i < i1; i++) {
         float gi = g[i];

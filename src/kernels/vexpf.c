@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdint.h>
 #include "kernels/vexpf.h"
+#include "hyperpar/cpu.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -130,11 +131,11 @@ __attribute__((target("avx2,fma"))) static void expf_avx2(float *y, const float 
 
 void hp_expf_n(float *y, const float *x, int n) {
 #ifdef VEXPF_X86
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) { // cached flag reads
+    if (hp_cpu_has(HP_CPU_AVX512F) && hp_cpu_has(HP_CPU_FMA)) { // cached flag reads
         expf_avx512(y, x, n);
         return;
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (hp_cpu_has(HP_CPU_AVX2) && hp_cpu_has(HP_CPU_FMA)) {
         expf_avx2(y, x, n);
         return;
     }

@@ -37,6 +37,7 @@
 #include "hyperpar/recipes.h"
 #include "hyperpar/train.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_onednn.h"
 
 static const char *const bench_usage =
     "usage: hp bench [--model bench] [--seq-len 512] [--batch 4] [--steps 3] [--threads N]\n"
@@ -282,16 +283,23 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
            res->machine_peak > 0 ? res->gflops / res->machine_peak : 0.0);
     const tool_gemm_rates *g = &res->gemm;
     const double step_bf16_peak = g->bf16_peak > 0 ? res->gflops / g->bf16_peak : 0.0;
-    printf("  gemm %dx%dx%d (y = x w^T, %d thread%s): openblas sgemm %.1f, onednn f32 %.1f (%s), "
-           "onednn bf16 %.1f (%s; %.1f with the packing of hp_gemm_bf16) GFLOP/s\n", g->M, g->N, g->K, g->threads,
-           g->threads == 1 ? "" : "s", g->openblas_sgemm, g->onednn_f32, g->onednn_f32_impl, g->onednn_bf16_packed,
-           g->onednn_bf16_impl, g->onednn_bf16);
+    char f32_text[96], bf16_text[160];
+    if (g->onednn_has_f32) snprintf(f32_text, sizeof f32_text, "%.1f (%s)", g->onednn_f32, g->onednn_f32_impl);
+    else snprintf(f32_text, sizeof f32_text, "skipped (oneDNN has no f32 matmul on isa %s)", hp_gemm_onednn_isa());
+    if (g->onednn_has_bf16)
+        snprintf(bf16_text, sizeof bf16_text, "%.1f (%s; %.1f with the packing of hp_gemm_bf16)",
+                 g->onednn_bf16_packed, g->onednn_bf16_impl, g->onednn_bf16);
+    else   // oneDNN 2.6's bf16 matmul starts at avx512_core
+        snprintf(bf16_text, sizeof bf16_text, "skipped (oneDNN has no bf16 matmul on isa %s)", hp_gemm_onednn_isa());
+    printf("  gemm %dx%dx%d (y = x w^T, %d thread%s, GFLOP/s): openblas sgemm %.1f, onednn f32 %s, "
+           "onednn bf16 %s\n", g->M, g->N, g->K, g->threads, g->threads == 1 ? "" : "s", g->openblas_sgemm,
+           f32_text, bf16_text);
     if (g->bf16_peak > 0)
         printf("  bf16 peak (%s, %d thread%s): %.1f GFLOP/s; step of the bf16 peak %.3f, of the fp32 "
                "kernels' peak %.3f; onednn bf16 of the bf16 peak %.2f\n", g->bf16_peak_isa, threads,
                threads == 1 ? "" : "s", g->bf16_peak, step_bf16_peak, step_peak, g->onednn_bf16_packed / g->bf16_peak);
     else
-        printf("  bf16 peak: this CPU has no bf16 dot product (AVX512_BF16, AMX)\n");
+        printf("  bf16 peak: none, no bf16 dot product here (AVX512_BF16, AMX)\n");
     printf("  memory per rank: persistent %.1f MiB (params, grads, AdamW m, v), working %.1f MiB\n",
            res->persistent / 1048576.0, res->working / 1048576.0);
 
@@ -325,6 +333,9 @@ static int bench_step(const tool_cli *cli, int warmup, int threads, step_result 
         cJSON_AddNumberToObject(gb, "onednn_bf16_with_packing_gflops", g->onednn_bf16);
         cJSON_AddStringToObject(gb, "onednn_f32_impl", g->onednn_f32_impl);
         cJSON_AddStringToObject(gb, "onednn_bf16_impl", g->onednn_bf16_impl);
+        cJSON *skipped = cJSON_AddArrayToObject(gb, "skipped");   // what this machine cannot run
+        if (!g->onednn_has_f32) cJSON_AddItemToArray(skipped, cJSON_CreateString("onednn_f32"));
+        if (!g->onednn_has_bf16) cJSON_AddItemToArray(skipped, cJSON_CreateString("onednn_bf16"));
         cJSON_AddStringToObject(j, "model", m->name);
         cJSON_AddNumberToObject(j, "batch", B);
         cJSON_AddNumberToObject(j, "seq_len", S);

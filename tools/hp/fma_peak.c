@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include "fma_peak.h"
+#include "hyperpar/cpu.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -132,16 +133,15 @@ typedef double (*loop_fn)(long iters);
 // runs when want is NULL or wider than the CPU (a core's kernels cannot use what it lacks).
 static loop_fn pick_loop(const char *want, const char **isa) {
 #ifdef HP_X86
-    __builtin_cpu_init();
     const int any = !want;
-    if ((any || !strcmp(want, "avx512")) && __builtin_cpu_supports("avx512f")) {
+    if ((any || !strcmp(want, "avx512")) && hp_cpu_has(HP_CPU_AVX512F)) {
         *isa = "avx512"; return loop_avx512;
     }
-    if ((any || !strcmp(want, "avx512") || !strcmp(want, "avx2")) && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma")) {
+    if ((any || !strcmp(want, "avx512") || !strcmp(want, "avx2")) && hp_cpu_has(HP_CPU_AVX2) &&
+        hp_cpu_has(HP_CPU_FMA)) {
         *isa = "avx2"; return loop_avx2;
     }
-    if (!any && strcmp(want, "sse") && strcmp(want, "scalar") && __builtin_cpu_supports("avx")) {
+    if (!any && strcmp(want, "sse") && strcmp(want, "scalar") && hp_cpu_has(HP_CPU_AVX)) {
         *isa = "avx"; return loop_avx;
     }
     if (!any && strcmp(want, "scalar")) { *isa = "sse"; return loop_sse; }   // x86-64 has SSE2
@@ -220,8 +220,7 @@ double tool_fma_peak_quick(int threads, const char *want, char *isa, size_t isa_
 double tool_bf16_peak(int threads, char *isa, size_t isa_len) {
     if (isa && isa_len) isa[0] = '\0';
 #ifdef HP_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f")) {
+    if (hp_cpu_has(HP_CPU_AVX512BF16) && hp_cpu_has(HP_CPU_AVX512F)) {
         if (isa && isa_len) snprintf(isa, isa_len, "avx512_bf16");
         return peak_of(loop_avx512_bf16, threads, 10, 0.03);
     }

@@ -10,6 +10,8 @@ typedef struct {
     double openblas_sgemm, onednn_f32, onednn_bf16;   // GFLOP/s, best of 3 after a warm-up;
                                                       // bf16: hp_gemm_bf16, packing included
     double onednn_bf16_packed;                        // the bf16 matmul alone (2-byte operands)
+    int onednn_has_f32, onednn_has_bf16;              // oneDNN has the matmul here (else its
+                                                      // rates stay 0 and its impl is "none")
     char onednn_f32_impl[64], onednn_bf16_impl[64];   // oneDNN's implementation: "brg:avx512_core"
     double bf16_peak;                                 // GFLOP/s; 0 on a CPU without bf16 dot products
     char bf16_peak_isa[48];                           // "avx512_bf16", "amx (oneDNN bf16 matmul)", ""

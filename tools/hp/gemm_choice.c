@@ -7,11 +7,28 @@
 #include <unistd.h>
 #include "gemm_choice.h"
 #include "hyperpar/blas.h"
+#include "hyperpar/cpu.h"
 #include "hyperpar/plan.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_onednn.h"
+
+static int picked_by_timing;   // --gemm auto decided: the first line says so
+
+// A backend named outright must run the job's products here: oneDNN 2.6 has no bf16 matmul below
+// avx512_core (an AVX2 CPU, or HP_CPU_ISA / ONEDNN_MAX_CPU_ISA capping it there).
+static int backend_runs_here(const char *name, const char *source, const tool_cli *cli) {
+    hp_gemm_backend b;
+    if (hp_gemm_backend_parse(name, &b) != 0) return 0;   // auto and default choose what runs
+    const int bf16 = cli->run.mp_param == HP_DTYPE_BFLOAT16;
+    if (hp_gemm_backend_supports(b, bf16)) return 0;
+    fprintf(stderr, "hp: %s%s: oneDNN has no %s matmul on this CPU (isa %s; its bf16 matmul needs "
+            "avx512_core or wider): use --gemm openblas, auto or the default\n", source, name,
+            bf16 ? "bf16" : "fp32", hp_gemm_onednn_isa());
+    return HP_EXIT_CONFIG;
+}
 
 int tool_gemm_name(const tool_cli *cli, const char **name) {
-    if (cli->gemm) { *name = cli->gemm; return 0; }   // cli.c checked the value
+    if (cli->gemm) { *name = cli->gemm; return backend_runs_here(cli->gemm, "--gemm ", cli); }
     const char *env = getenv("HP_GEMM");
     if (!env || !*env) { *name = "default"; return 0; }
     hp_gemm_backend b;
@@ -21,7 +38,7 @@ int tool_gemm_name(const tool_cli *cli, const char **name) {
         return HP_EXIT_CONFIG;
     }
     *name = k == 1 ? "auto" : hp_gemm_backend_name(b);
-    return 0;
+    return backend_runs_here(*name, "HP_GEMM=", cli);
 }
 
 // One optimizer step's FLOPs of the whole model (hp_plan_flops_predict: matmuls and attention),
@@ -38,18 +55,23 @@ void tool_gemm_apply(const char *name, const tool_cli *cli, MPI_Comm comm, char 
     why[0] = '\0';
     hp_gemm_backend b = HP_GEMM_OPENBLAS;
     const int is_default = !strcmp(name, "default");
+    const int bf16 = cli->run.mp_param == HP_DTYPE_BFLOAT16;
     if (is_default || hp_gemm_backend_parse(name, &b) == 1) {
         int rank = 0, pick = 0;
         MPI_Comm_rank(comm, &rank);
         char text[160] = "";
         if (rank == 0)
-            pick = is_default ? (int)hp_gemm_default_backend(cli->run.mp_param == HP_DTYPE_BFLOAT16,
-                                                             step_flops(cli), text, sizeof text)
-                              : (int)hp_gemm_auto_measure(text, sizeof text);
+            pick = is_default ? (int)hp_gemm_default_backend(bf16, step_flops(cli), text, sizeof text)
+                              : (int)hp_gemm_auto_measure(bf16, text, sizeof text);
         MPI_Bcast(&pick, 1, MPI_INT, 0, comm);
         b = pick == HP_GEMM_ONEDNN ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS;
-        if (rank == 0 && !is_default)
-            snprintf(why, n, "gemm auto: %s, the faster (%s)", hp_gemm_backend_name(b), text);
+        // (auto times only where both backends run the job's products)
+        picked_by_timing = !is_default && hp_gemm_backend_supports(HP_GEMM_ONEDNN, bf16);
+        if (rank == 0 && picked_by_timing)
+            snprintf(why, n, "gemm auto: %s, the faster (%s); a rerun may time the other, and its "
+                     "bits differ: name --gemm to fix them", hp_gemm_backend_name(b), text);
+        else if (rank == 0 && !is_default)
+            snprintf(why, n, "gemm auto: %s (%s)", hp_gemm_backend_name(b), text);
         else if (rank == 0 && b == HP_GEMM_ONEDNN)
             snprintf(why, n, "gemm default: %s", text);
     }
@@ -58,7 +80,12 @@ void tool_gemm_apply(const char *name, const tool_cli *cli, MPI_Comm comm, char 
 
 char *tool_first_line(char *buf, size_t n) {
     char blas[256], gemm[160];
-    snprintf(buf, n, "hp: blas %s | %s", hp_blas_info_line(blas, sizeof blas), hp_gemm_info_line(gemm, sizeof gemm));
+    const char *cap = hp_cpu_isa_cap_name();
+    char capped[48] = "";
+    if (cap) snprintf(capped, sizeof capped, " | cpu capped at %s (HP_CPU_ISA)", cap);
+    snprintf(buf, n, "hp: blas %s | %s%s%s", hp_blas_info_line(blas, sizeof blas),
+             hp_gemm_info_line(gemm, sizeof gemm), picked_by_timing ? " (picked by timing: --gemm auto)" : "",
+             capped);
     return buf;
 }
 

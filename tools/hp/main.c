@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cli.h"
 #include "hyperpar/blas.h"
+#include "hyperpar/cpu.h"
 #include "kernels/gemm.h"
 #include "gemm_choice.h"
 
@@ -39,6 +40,11 @@ int main(int argc, char **argv) {
         usage(stderr);
         return HP_EXIT_CONFIG;
     }
+    char cpu_err[160];   // a bad cap is refused before any command does work
+    if (hp_cpu_isa_check(cpu_err, sizeof cpu_err)) {
+        fprintf(stderr, "hp: %s\n", cpu_err);
+        return HP_EXIT_CONFIG;
+    }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
@@ -51,6 +57,9 @@ int main(int argc, char **argv) {
         hp_blas_info_get(&b);
         char line[256];
         printf("hp (hyperpar) %s\n", HP_VERSION);
+        const char *cap = hp_cpu_isa_cap_name();   // what hp's kernels may use here
+        if (cap) printf("cpu: %s (capped: HP_CPU_ISA=%s)\n", hp_cpu_isa_name(hp_cpu_isa_widest()), cap);
+        else printf("cpu: %s\n", hp_cpu_isa_name(hp_cpu_isa_widest()));
         printf("blas: %s\n", hp_blas_info_line(line, sizeof line));
         printf("blas core: %s\n", b.core);   // for scripts: the kernels a process gets here
         printf("blas best core for this cpu: %s\n", *b.cpu_best ? b.cpu_best : "none");

@@ -56,14 +56,33 @@ OLD_CORES = {"unknown", "katmai", "coppermine", "northwood", "banias", "prescott
              "sandybridge", "bulldozer", "piledriver", "steamroller", "excavator"}
 
 
+# HP_CPU_ISA's levels (include/hyperpar/cpu.h), narrowest first, and the cpuinfo flags each adds
+CAP_LEVELS = ["sse4_1", "avx", "avx2", "avx512", "avx512_bf16", "amx"]
+FLAG_LEVEL = {"avx": "avx", "avx2": "avx2", "fma": "avx2", "avx512_bf16": "avx512_bf16", "amx_bf16": "amx",
+              "amx_tile": "amx", "amx_int8": "amx"}
+
+
+def flag_level(flag):
+    if flag in FLAG_LEVEL:
+        return FLAG_LEVEL[flag]
+    return "avx512" if flag.startswith("avx512") else None
+
+
 def cpu_flags():
+    """The CPU's flags as hp sees them: /proc/cpuinfo's, less those above the HP_CPU_ISA cap."""
+    flags = set()
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
+                flags = set(line.split(":", 1)[1].split())
+                break
     except OSError:
         pass
-    return set()
+    cap = os.environ.get("HP_CPU_ISA") or ""
+    if cap in CAP_LEVELS:
+        top = CAP_LEVELS.index(cap)
+        flags = {f for f in flags if flag_level(f) is None or CAP_LEVELS.index(flag_level(f)) <= top}
+    return flags
 
 
 def env_without_core():
@@ -75,9 +94,11 @@ def env_without_core():
 
 
 # hp run's and hp bench's first line: the BLAS (groups 1-4) | the GEMM backend (5 name, 6 version,
-# 7 its OpenBLAS core, 8 its ISA, 9 its threads)
+# 7 its OpenBLAS core, 8 its ISA, 9 its threads, 10 " (picked by timing ...)" under --gemm auto)
+# [| the HP_CPU_ISA cap (11)]
 BLAS_LINE = re.compile(r"^hp: blas (OpenBLAS [0-9.]+), core (\w+) \((.+)\), (\d+) threads? "
-                       r"\| gemm: (openblas|onednn) ([0-9.]+), (?:core (\w+), )?isa (\w+), (\d+) threads?$")
+                       r"\| gemm: (openblas|onednn) ([0-9.]+), (?:core (\w+), )?isa (\w+), (\d+) threads?"
+                       r"( \(picked by timing: --gemm auto\))?(?: \| cpu capped at (\w+) \(HP_CPU_ISA\))?$")
 
 
 def flops_tiny(B, S):
@@ -214,12 +235,20 @@ def gemm(hp, out):
     isa = m.group(8) if m else ""
     if "avx512_bf16" in flags:
         check(isa in ("avx512_core_bf16", "avx512_core_amx"), f"cpu has avx512_bf16: oneDNN's ISA {isa} has bf16")
+    # oneDNN 2.6 has a bf16 matmul from avx512_core on: below, hp bench skips it and names it
+    onednn_bf16 = isa.startswith("avx512_core") or isa == "all"
     j = json.load(open(out)) if rc == 0 else {}
     g = j.get("gemm_bench", {})
+    bf16_rates = ("onednn_bf16_gflops", "onednn_bf16_with_packing_gflops")
     check(j.get("gemm_backend") == "onednn" and (g.get("M"), g.get("N"), g.get("K")) == (2048, 1024, 1024) and
-          all(g.get(k, 0) > 0 for k in ("openblas_sgemm_gflops", "onednn_f32_gflops", "onednn_bf16_gflops",
-                                         "onednn_bf16_with_packing_gflops")),
-          "--json: the backend, and the 2048x1024x1024 rates of OpenBLAS sgemm, oneDNN f32 and bf16")
+          all(g.get(k, 0) > 0 for k in ("openblas_sgemm_gflops", "onednn_f32_gflops")) and
+          all((g.get(k, 0) > 0) == onednn_bf16 for k in bf16_rates) and
+          ("onednn_bf16" in g.get("skipped", [])) == (not onednn_bf16),
+          f"--json: the backend, the 2048x1024x1024 rates of OpenBLAS sgemm and oneDNN f32, and oneDNN bf16's "
+          f"exactly where it has the matmul (isa {isa}), else named as skipped: {g.get('skipped')}")
+    if not onednn_bf16:
+        said = [l for l in text[0].splitlines() if "onednn bf16 skipped (oneDNN has no bf16 matmul on isa" in l]
+        check(len(said) == 1, "hp bench's gemm line names the skipped oneDNN bf16 matmul")
     bf16_cpu = bool(flags & {"avx512_bf16", "amx_bf16"})
     check((j.get("bf16_peak_gflops", 0) > 0) == bf16_cpu,
           f"a bf16 peak is measured exactly when the CPU has bf16 dot products ({bf16_cpu})")
@@ -246,8 +275,30 @@ def gemm(hp, out):
     m3 = BLAS_LINE.match(lines[0]) if lines else None
     why = [l for l in lines if l.startswith("hp: gemm auto: ")]
     check(rc == 0 and m3 is not None and len(why) == 1 and why[0].startswith(f"hp: gemm auto: {m3.group(5)}, ")
-          and "onednn" in why[0] and "openblas" in why[0] and "GFLOP/s" in why[0],
-          f"--gemm auto: the pick on the first line, and why: {why}")
+          and "onednn" in why[0] and "openblas" in why[0] and "GFLOP/s" in why[0] and m3.group(10),
+          f"--gemm auto: the pick on the first line, said to follow a timing, and why: {why}")
+    check(m3 is not None and m3.group(11) == (os.environ.get("HP_CPU_ISA") or None),
+          f"the first line names the HP_CPU_ISA cap exactly when one is set: {m3.group(11) if m3 else None}")
+    # a bf16 run: auto times only where oneDNN has the bf16 matmul, and never picks it elsewhere
+    text = []
+    rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--gemm", "auto", "--mixed-precision-param", "bfloat16"],
+             env=env, out=text)
+    lines = text[0].splitlines()
+    m5 = BLAS_LINE.match(lines[0]) if lines else None
+    why = [l for l in lines if l.startswith("hp: gemm auto: ")]
+    if onednn_bf16:
+        check(rc == 0 and m5 is not None and m5.group(10) and len(why) == 1 and "bf16 1024x1024x1024" in why[0],
+              f"--gemm auto, bf16: both backends timed on the bf16 product: {why}")
+    else:
+        check(rc == 0 and m5 is not None and m5.group(5) == "openblas" and not m5.group(10) and len(why) == 1 and
+              "has no bf16 matmul" in why[0] and "not timed" in why[0],
+              f"--gemm auto, bf16, no oneDNN bf16 matmul here: openblas, untimed, and said: {why}")
+        text = []
+        rc = run([hp, "run", "--model", "tiny", "--steps", "1", "--gemm", "onednn", "--mixed-precision-param",
+                  "bfloat16"], env=env, out=text)
+        check(rc == 2 and "--gemm onednn: oneDNN has no bf16 matmul on this CPU (isa " in text[0]
+              and len(text[0].strip().splitlines()) == 1,
+              f"--gemm onednn, bf16, without oneDNN's bf16 matmul: one line, exit 2 (rc {rc}): {text[0].strip()}")
 
     for cmd, e, want in ((["run", "--gemm", "mkl"], env, "--gemm expects openblas, onednn or auto, got 'mkl'"),
                          (["bench", "--gemm", "OneDNN"], env, "--gemm expects openblas, onednn or auto, got 'OneDNN'"),

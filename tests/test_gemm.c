@@ -10,7 +10,10 @@
 //     recipes keep their bits);
 //   - onednn from two threads at once (the kernels' parallel-for) equals onednn from one;
 //   - more shapes than a thread's primitive cache holds, and a shutdown in between;
-//   - the backend names parse, and the info line names the library, its ISA and the threads.
+//   - the backend names parse, and the info line names the library, its ISA and the threads;
+//   - oneDNN has its f32 matmul here, and its bf16 one exactly from avx512_core on.
+// oneDNN's bf16 products (and the threads and cache checks, which run them) are a run of their
+// own, `test_gemm onednn-bf16`, skipped with exit 77 and a line where oneDNN has no bf16 matmul.
 // Exit 0 only when every check passed.
 #include <math.h>
 #include <pthread.h>
@@ -205,21 +208,49 @@ static void check_default(void) {
           "default fp32 step: onednn exactly where OpenBLAS's core is below the CPU's ('%s')", why);
     const char *isa = hp_gemm_onednn_isa();
     const hp_gemm_backend bf16 = hp_gemm_default_backend(1, big, why, sizeof why);
-    CHECK(bf16 == (strstr(isa, "bf16") || strstr(isa, "amx") ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS),
-          "default bf16 step: onednn exactly where oneDNN has bf16 instructions (isa %s: '%s')", isa, why);
+    const int native = (strstr(isa, "bf16") || strstr(isa, "amx")) && hp_gemm_onednn_supports(1);
+    CHECK(bf16 == (native ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS),
+          "default bf16 step: onednn exactly where oneDNN has bf16 instructions and its matmul (isa %s: '%s')",
+          isa, why);
 }
 
-int main(void) {
+// What oneDNN offers here, as the tools ask it: an f32 matmul on every x86-64 CPU; a bf16 one
+// exactly from avx512_core on (oneDNN 2.6), which `auto` then never picks without it.
+static void check_supports(void) {
+    const char *isa = hp_gemm_onednn_isa();
+    const int wide = !strncmp(isa, "avx512_core", 11) || !strcmp(isa, "all");
+    CHECK(hp_gemm_backend_supports(HP_GEMM_ONEDNN, 0) && hp_gemm_backend_supports(HP_GEMM_OPENBLAS, 1) &&
+          hp_gemm_backend_supports(HP_GEMM_OPENBLAS, 0), "onednn f32 and openblas run here (isa %s)", isa);
+    CHECK(hp_gemm_backend_supports(HP_GEMM_ONEDNN, 1) == wide,
+          "onednn bf16 matmul exactly from avx512_core on (isa %s: %d)", isa, hp_gemm_backend_supports(HP_GEMM_ONEDNN, 1));
+    if (!hp_gemm_backend_supports(HP_GEMM_ONEDNN, 1)) {
+        char why[200];
+        CHECK(hp_gemm_auto_measure(1, why, sizeof why) == HP_GEMM_OPENBLAS && strstr(why, "not timed"),
+              "auto for a bf16 run without oneDNN's bf16 matmul: openblas, untimed ('%s')", why);
+    }
+}
+
+// argv[1] "onednn-bf16": oneDNN's bf16 products alone (skipped where oneDNN has none); else the
+// rest, which runs on any x86-64 CPU.
+int main(int argc, char **argv) {
     openblas_set_num_threads(1);   // one thread: the conditions the bitwise checks hold under
+    if (argc > 1 && !strcmp(argv[1], "onednn-bf16")) {
+        if (!hp_gemm_backend_supports(HP_GEMM_ONEDNN, 1))
+            return test_skip("test_gemm onednn-bf16", "oneDNN %s has no bf16 matmul on isa %s (it needs avx512_core)",
+                             hp_gemm_onednn_version((char[32]){ 0 }, 32), hp_gemm_onednn_isa());
+        check_backend(HP_GEMM_ONEDNN, 1);
+        check_threads();
+        check_cache();
+        hp_gemm_set_backend(HP_GEMM_OPENBLAS);
+        return test_summary("test_gemm onednn-bf16");
+    }
     check_names();
     check_default();
+    check_supports();
     check_openblas_bits();
     check_backend(HP_GEMM_OPENBLAS, 1);
     check_backend(HP_GEMM_OPENBLAS, 0);
-    check_backend(HP_GEMM_ONEDNN, 1);
     check_backend(HP_GEMM_ONEDNN, 0);
-    check_threads();
-    check_cache();
     hp_gemm_set_backend(HP_GEMM_OPENBLAS);
     return test_summary("test_gemm");
 }

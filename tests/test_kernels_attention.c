@@ -5,6 +5,7 @@
 #include "hyperpar/bf16.h"
 #include "hyperpar/kernels.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_onednn.h"
 #include "test_kernels_util.h"
 
 // ---- naive reference in double: full causal-by-position attention over all keys ---------
@@ -290,7 +291,8 @@ static void bf16_forms(float *o, float *l, float *dq, float *dk, float *dv, cons
         p->qpos, p->kpos, p->B, p->Sq, p->Sk, p->H, p->Hkv, p->hd, 0, p->Sq, 0, p->Sk);
 }
 
-static void test_bf16_forms(void) {
+// onednn: the bf16 forms under oneDNN's bf16 matmul too (a run of its own: not every CPU has it)
+static void test_bf16_forms(int onednn) {
     int S = 200, pos[200];
     for (int i = 0; i < S; i++) pos[i] = i;
     Prob p = prob_new(2, S, S, 4, 2, 16, pos, pos);
@@ -306,10 +308,12 @@ static void test_bf16_forms(void) {
     int same = 1;
     for (int i = 0; i < 5; i++) same &= !memcmp(a[i], b[i], n[i] * 4);
     tk_check(same, "bf16 forms under OpenBLAS: the fp32 functions' bits", !same, 0);
-    hp_gemm_set_backend(HP_GEMM_ONEDNN);
-    bf16_forms(b[0], b[1], b[2], b[3], b[4], &p, 1);
-    const char *what[5] = { "bf16 forms under oneDNN: out", "... lse", "... dq", "... dk", "... dv" };
-    for (int i = 0; i < 5; i++) tk_cmp_ff(what[i], b[i], a[i], n[i], 1e-5);
+    if (onednn) {
+        hp_gemm_set_backend(HP_GEMM_ONEDNN);
+        bf16_forms(b[0], b[1], b[2], b[3], b[4], &p, 1);
+        const char *what[5] = { "bf16 forms under oneDNN: out", "... lse", "... dq", "... dk", "... dv" };
+        for (int i = 0; i < 5; i++) tk_cmp_ff(what[i], b[i], a[i], n[i], 1e-5);
+    }
     hp_gemm_set_backend(was);
     for (int i = 0; i < 5; i++) { free(a[i]); free(b[i]); }
     prob_free(&p);
@@ -324,7 +328,18 @@ static void test_bad_input(void) {
     tk_check(out[0] == 0.0f && isinf(lse[0]), "bad shapes are refused without writing", 0, 0);
 }
 
-int main(void) {
+// argv[1] "onednn-bf16": the bf16 forms under oneDNN alone, skipped (exit 77, one line) where
+// oneDNN has no bf16 matmul (below avx512_core); else everything else.
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "onednn-bf16")) {
+        if (!hp_gemm_backend_supports(HP_GEMM_ONEDNN, 1)) {
+            printf("test_kernels_attention onednn-bf16: skipped: oneDNN has no bf16 matmul on isa %s "
+                   "(it needs avx512_core)\n", hp_gemm_onednn_isa());
+            return 77;
+        }
+        test_bf16_forms(1);
+        return tk_summary("test_kernels_attention onednn-bf16");
+    }
     // self attention, GQA H=4 Hkv=2, positions 0..S-1
     {
         int S = 13, pos[13];
@@ -367,7 +382,7 @@ int main(void) {
     test_query_ranges();
     test_empty_rows();
     test_determinism();
-    test_bf16_forms();
+    test_bf16_forms(0);
     test_bad_input();
     return tk_summary("test_kernels_attention");
 }

@@ -1,6 +1,9 @@
 # Makefile - the short names for building and testing hyperpar (CMake does the real work).
 #   make build            set the machine up (scripts/setup.sh) and build into build/
-#   make test [L=L0]      build, then run the tests (L selects a label: L0, L1, L2; CTEST_ARGS more)
+#   make test [L=L0]      build, then run the tests (L selects a label: L0, L1, L2; CTEST_ARGS more),
+#                         and say how many were skipped and why (scripts/run_ctest.sh)
+#   make profiles         the L0, determinism and bf16/float8 recipe tests as if on two narrower
+#                         CPUs (scripts/cpu_profiles.sh: HP_CPU_ISA, ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE)
 #   make matrix           build, then run the completeness matrix into report/ (MATRIX_JOBS=2 at once)
 #   make determinism      build, then the determinism tests under a second BLAS core and 2 threads
 #                         per rank (scripts/second_config.sh)
@@ -24,19 +27,22 @@ FUZZ_BUILD = sh scripts/setup_fuzz.sh && \
 	cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHP_FUZZ=ON -DCMAKE_C_COMPILER=clang && \
 	cmake --build $(FUZZ_DIR) -j2 --target hp_fuzz fuzz_write_seeds
 
-.PHONY: build test matrix determinism asan fuzz fuzz-ci clean
+.PHONY: build test matrix determinism profiles asan fuzz fuzz-ci clean
 
 build:
 	BUILD_DIR=$(BUILD_DIR) sh scripts/setup.sh
 
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j2 $(CTEST_LABEL) $(CTEST_ARGS)
+	sh scripts/run_ctest.sh $(BUILD_DIR) --output-on-failure -j2 $(CTEST_LABEL) $(CTEST_ARGS)
 
 matrix: build
 	$(BUILD_DIR)/hp matrix --jobs $(MATRIX_JOBS) --report report
 
 determinism: build
 	BUILD_DIR=$(BUILD_DIR) sh scripts/second_config.sh
+
+profiles: build
+	BUILD_DIR=$(BUILD_DIR) sh scripts/cpu_profiles.sh
 
 asan:
 	BUILD_DIR=$(ASAN_DIR) HP_CMAKE_ARGS=-DHP_SANITIZE=ON sh scripts/setup.sh

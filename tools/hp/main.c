@@ -78,6 +78,9 @@ int main(int argc, char **argv) {
             hp_gemm_set_backend(k ? HP_GEMM_ONEDNN : HP_GEMM_OPENBLAS);
             printf("%s\n", hp_gemm_info_line(line, sizeof line));
         }
+        // for scripts and tests: which products oneDNN has here (they skip what it lacks)
+        printf("gemm onednn bf16 matmul: %s\n", hp_gemm_backend_supports(HP_GEMM_ONEDNN, 1)
+                   ? "yes" : "no (oneDNN has it from avx512_core on)");
         return HP_EXIT_OK;
     }
     if (!strcmp(cmd, "plan"))   return tool_cmd_plan(argc, argv);

@@ -260,8 +260,8 @@ void hp_ulysses_attention_backward(hp_ulysses_attn *ua, hp_comm *comm, hp_cp_rot
     float *dout_g = hp_mem_alloc(HP_MEM_SCRATCH, nq * sizeof(float)), *dq_g = hp_mem_alloc(HP_MEM_SCRATCH, nq * sizeof(float));
     float *dk_g = hp_mem_alloc(HP_MEM_SCRATCH, nk * sizeof(float)), *dv_g = hp_mem_alloc(HP_MEM_SCRATCH, nk * sizeof(float));
     if (!dout_g || !dq_g || !dk_g || !dv_g) {
-        fprintf(stderr, "hp_ulysses_attention_backward: out of memory\n");
-        abort();
+        hp_fail_line_and_abort(HP_EXIT_FAIL, "hp: ulysses attention backward: out of memory (%zu + %zu floats)",
+                               2 * nq, 2 * nk);
     }
     heads_to_tokens(ua, comm, dout_g, dout, ua->H, "ulysses dout");
     // (the bug of ulysses_bf16_state_stale: the core reads the gathered q, k, v the scratch

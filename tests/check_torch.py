@@ -8,6 +8,9 @@ model in PyTorch bf16 instead: parameters cast to bf16, every op on bf16 tensors
 ops compute in fp32 and round once), RMSNorm, RoPE, attention, the router and the loss in fp32
 inside, autograd's own bf16 backward; the float64 model measures the bf16 noise, and each
 tensor's distance to PyTorch's bf16 must stay within the closeness bound of precision.md §4.2.
+PyTorch's bf16 GEMM is the one this CPU, or the profile HP_CPU_ISA / ONEDNN_MAX_CPU_ISA names,
+takes (spec_model.bf16_gemm_path; precision.md, "bf16 against PyTorch on every CPU"): its
+noise is measured on that path, and the output names the sum it ran.
 
 The model is examples/torch/spec_model.py (written from ../shared/spec/model.md and
 precision.md alone, no hyperpar code), shared with examples/torch/torch_dump.py. Exit 0 on
@@ -19,18 +22,21 @@ import os
 import sys
 
 try:
-    import torch  # noqa: F401  (only: is it installed)
+    import torch
 except ImportError:
     print("check_torch: torch is not installed (apt-get install python3-torch); skipped")
     sys.exit(77)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "torch"))
-from spec_model import BF, loss_fn, loss_fn_bf16, read_safetensors  # noqa: E402
+from spec_model import BF, bf16_gemm_path, loss_fn, loss_fn_bf16, read_safetensors  # noqa: E402
 
 CLOSENESS = 2.8   # precision.md §4.2: ||hyperpar - torch bf16|| / ||torch bf16 - float64||
 
 
 def main_bf16(d, result, cfg, master, batch, grads):
+    gemm, why = bf16_gemm_path("check_torch")
+    print(f"check_torch: torch {torch.__version__}, bf16 GEMM sums in {gemm}"
+          + (f" (mkldnn off for {why}, as on a CPU without AVX-512)" if why else ""))
     p64 = {k: v.double().requires_grad_(True) for k, v in master.items()}
     pbf = {k: v.to(BF).requires_grad_(True) for k, v in master.items()}
     l64 = loss_fn(p64, batch["tokens"], batch["labels"], cfg)

@@ -1,7 +1,8 @@
 """spec_model.py - the model of model.md in PyTorch, written from the spec alone (no hyperpar
 code): the Llama-style dense and MoE transformer with TorchTitan's parameter names, its loss (the
-token-mean cross-entropy of step 1), the same model under the bf16 policy of precision.md, and
-the safetensors files of a dump (docs/dump.md). Shared by tests/check_torch.py (float64 and bf16
+token-mean cross-entropy of step 1), the same model under the bf16 policy of precision.md, the
+safetensors files of a dump (docs/dump.md), and the bf16 GEMM PyTorch runs on this CPU or under
+a narrower CPU profile (bf16_gemm_path). Shared by tests/check_torch.py (float64 and bf16
 against hyperpar's dump) and examples/torch/torch_dump.py (float32, one process or DDP).
 
     p = {name: tensor}                 # model.safetensors, any float dtype, requires_grad
@@ -10,6 +11,7 @@ against hyperpar's dump) and examples/torch/torch_dump.py (float32, one process 
 """
 import json
 import math
+import os
 import struct
 
 import torch
@@ -186,3 +188,47 @@ def loss_fn_bf16(p, tokens, labels, cfg):
     ce = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), lab,
                                            ignore_index=-100, reduction="sum")
     return ce / (lab != -100).sum()
+
+
+# ---- the CPU profile: which bf16 GEMM PyTorch runs (precision.md, "bf16 against PyTorch on every CPU")
+HP_ISAS = ("sse4_1", "avx", "avx2", "avx512", "avx512_bf16", "amx")
+
+
+def _narrow(who):
+    """The cap that makes this machine a CPU without AVX-512 (a string naming it), or ""."""
+    isa = os.environ.get("HP_CPU_ISA", "")
+    if isa and isa not in HP_ISAS:
+        raise SystemExit(f"{who}: HP_CPU_ISA={isa}: the cap must be one of {', '.join(HP_ISAS)}")
+    if isa in ("sse4_1", "avx", "avx2"):
+        return f"HP_CPU_ISA={isa}"
+    for var in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):   # oneDNN reads the first one set
+        v = os.environ.get(var, "")
+        if v:
+            return "" if v.upper() == "ALL" or v.upper().startswith("AVX512_CORE") else f"{var}={v}"
+    return ""
+
+
+def bf16_gemm_path(who):
+    """Take the bf16 GEMM that a CPU of the profile takes, and say which sum it runs.
+
+    PyTorch 1.13 sends a bf16 matmul of more than 16^3 multiply-adds to oneDNN (fp32 sums) when
+    mkldnn is on and cpuinfo reports avx512bw, avx512vl and avx512dq (mkldnn_bf16_device_check).
+    Elsewhere ATen's own GEMM runs it. Its layouts other than a transposed first operand add
+    each product into the bf16 output, so the running sum is rounded to bf16 at every step
+    (pytorch#83863, #95125; fixed after 1.13 by #96074). The backward's dX = dY W and dW = dY^T X
+    take those layouts. The caps of a narrower CPU (HP_CPU_ISA below avx512, ONEDNN_MAX_CPU_ISA
+    or DNNL_MAX_CPU_ISA below AVX512_CORE) do not reach cpuinfo. PyTorch would still call
+    oneDNN, which, capped, has no bf16 matmul and raises "could not create a primitive
+    descriptor iterator". So under such a cap mkldnn is switched off, the other half of the
+    same condition, and PyTorch runs the GEMM of a CPU without AVX-512.
+
+    Returns (sum, why): sum is "fp32" or "bf16", measured: 512 ones summed in the layout of dX
+    give 512 in fp32 and stop at 256 in bf16 (256 + 1 rounds to 256). why names the cap."""
+    why = _narrow(who)
+    if why:
+        torch.backends.mkldnn.enabled = False
+    s = (torch.ones(16, 512, dtype=BF) @ torch.ones(512, 16, dtype=BF))[0, 0].item()
+    if s not in (256.0, 512.0):
+        raise SystemExit(f"{who}: the bf16 GEMM probe summed 512 ones to {s} "
+                         "(neither fp32's 512 nor bf16's 256)")
+    return ("fp32" if s == 512.0 else "bf16"), why

@@ -8,6 +8,12 @@ same layout: model.safetensors and batch.safetensors (A's, unchanged), grads.saf
 config, the framework). A float32 dump is computed in float32; a bfloat16 dump under the bf16
 policy of precision.md (bf16 parameters and ops, gradients rounded to bf16).
 
+A bfloat16 dump runs the bf16 GEMM this CPU gets, or under a narrower profile (HP_CPU_ISA
+below avx512, ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA below AVX512_CORE) the one a CPU without
+AVX-512 gets: spec_model.bf16_gemm_path. result.json's "bf16_gemm_sum" says which sum ran
+("fp32": oneDNN; "bf16": PyTorch 1.13's own GEMM, the sum rounded at every step), and so does
+the framework.
+
 --ddp N: torch.nn.parallel.DistributedDataParallel over gloo on N CPU processes (N divides B):
 rank r takes the contiguous sequences [r*B/N, (r+1)*B/N), computes its token-mean loss, and DDP
 averages the gradients over the ranks. Every sequence has S labels, so the token counts are equal
@@ -31,7 +37,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spec_model import BF, loss_fn, loss_fn_bf16, read_safetensors, write_safetensors  # noqa: E402
+from spec_model import (BF, bf16_gemm_path, loss_fn, loss_fn_bf16, read_safetensors,  # noqa: E402
+                        write_safetensors)
 
 
 class SpecModel(torch.nn.Module):
@@ -75,17 +82,24 @@ def ddp_worker(rank, world, init, src, out):
     dist.destroy_process_group()
 
 
-def write_dump(out, result, loss, grads, ddp):
-    """OUT's grads.safetensors (in the model's order) and result.json."""
+def write_dump(out, result, loss, grads, ddp, gemm=None):
+    """OUT's grads.safetensors (in the model's order) and result.json; gemm: bf16_gemm_path's."""
     os.makedirs(out, exist_ok=True)
     write_safetensors(os.path.join(out, "grads.safetensors"), grads)
     how = f", DDP over gloo on {ddp} processes" if ddp > 1 else ""
+    if gemm:   # the framework names the sum (hp compare prints it); the field says it for scripts
+        how = f", bf16 GEMM sums in {gemm[0]}"
     res = {"loss": loss, "precision": result["precision"], "framework": f"torch {torch.__version__}{how}",
            "model": result["model"], "parallel": {"ddp": ddp, "world": ddp}, "run": result.get("run", {})}
+    if gemm:
+        res["bf16_gemm_sum"] = gemm[0]
+        if gemm[1]:
+            res["bf16_gemm_profile"] = gemm[1]
     with open(os.path.join(out, "result.json"), "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")
-    print(f"torch_dump: {out}: loss {loss:.9f} ({res['framework']}, {result['precision']})")
+    cap = f"; mkldnn off for {gemm[1]}, as on a CPU without AVX-512" if gemm and gemm[1] else ""
+    print(f"torch_dump: {out}: loss {loss:.9f} ({res['framework']}, {result['precision']}{cap})")
 
 
 def main():
@@ -105,6 +119,9 @@ def main():
         sys.exit("torch_dump: --ddp with a bfloat16 dump: gloo would reduce bf16 gradients in bf16; "
                  "hp reduces them in fp32 (run it without --ddp)")
 
+    # before any op: an unknown HP_CPU_ISA is refused, and a narrow cap switches mkldnn off (a
+    # capped oneDNN has no bf16 matmul); only a bf16 dump depends on the sum it reports
+    gemm = bf16_gemm_path("torch_dump")
     os.makedirs(a.out, exist_ok=True)
     for f in ("model.safetensors", "batch.safetensors"):   # A's inputs are OUT's
         if not os.path.exists(os.path.join(a.out, f)) or not os.path.samefile(os.path.join(a.src, f),
@@ -113,7 +130,7 @@ def main():
     if a.ddp == 1:
         dtype = BF if result["precision"] == "bfloat16" else torch.float32
         loss, grads = step1(master, batch["tokens"], batch["labels"], result["model"], dtype)
-        write_dump(a.out, result, loss.item(), grads, 1)
+        write_dump(a.out, result, loss.item(), grads, 1, gemm if dtype == BF else None)
     else:
         with tempfile.TemporaryDirectory() as tmp:   # the processes meet at a file (no network)
             init = "file://" + os.path.join(tmp, "rendezvous")

@@ -85,6 +85,21 @@ def cpu_flags():
     return flags
 
 
+def cores_available():
+    """The physical cores of this process's affinity mask, as hp's launcher counts them."""
+    cpus = os.sched_getaffinity(0)
+    cores = set()
+    for c in cpus:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/physical_package_id") as f:
+                package = int(f.read())
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/core_id") as f:
+                cores.add((package, int(f.read())))
+        except (OSError, ValueError):
+            return len(cpus)
+    return max(len(cores), 1)
+
+
 def env_without_core():
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
@@ -351,14 +366,27 @@ def launch(hp, out):
         ompi = "-x" in args
         hydra = "-genv" in args
         check(ompi != hydra, "the flags are one flavour's: Open MPI's -x or MPICH's -genv")
+        threads = env.get("OPENBLAS_NUM_THREADS") or "1"
+        # bound to cores when 2 ranks x threads fit on the cores this process may use, else
+        # oversubscribed and unbound (launch_cores.c); the cores asked of the machine here too
+        cores = cores_available()
+        fits = 2 * max(int(threads) if threads.isdigit() else 1, 1) <= cores
         if ompi:
-            check("--oversubscribe" in args and args[args.index("-np") + 1] == "2",
-                  "Open MPI: --oversubscribe, -np 2")
+            bind = args[args.index("--bind-to") + 1] if "--bind-to" in args else None
+            check(args[args.index("-np") + 1] == "2", "Open MPI: -np 2")
+            if fits:
+                check(bind == "core" and "--oversubscribe" not in args,
+                      f"Open MPI: 2 ranks fit on {cores} cores: --bind-to core, no --oversubscribe")
+            else:
+                check(bind == "none" and "--oversubscribe" in args,
+                      f"Open MPI: 2 ranks do not fit on {cores} cores: --oversubscribe --bind-to none")
             kv = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-x"]
         else:
             check(args[args.index("-n") + 1] == "2", "MPICH: -n 2")
+            bind = args[args.index("-bind-to") + 1] if "-bind-to" in args else None
+            check(bind.startswith("core") if fits else bind == "none",
+                  f"MPICH: -bind-to {'core' if fits else 'none'} for 2 ranks on {cores} cores")
             kv = [args[i + 1] + "=" + args[i + 2] for i, a in enumerate(args[:-2]) if a == "-genv"]
-        threads = env.get("OPENBLAS_NUM_THREADS") or "1"
         check(f"OPENBLAS_NUM_THREADS={threads}" in kv and "HP_LAUNCHED=1" in kv,
               f"every rank gets OPENBLAS_NUM_THREADS={threads} (the environment's, else 1) and HP_LAUNCHED=1")
         # what this machine's OpenBLAS picks by itself, asked of hp, not assumed: where hp

@@ -36,26 +36,38 @@ endforeach()
 # The watchdog (src/comm/comm_wait.c): world rank 3 skips one collective or send/recv and
 # the others wait in it. With HP_TIMEOUT=2 the job must end non-zero within 10 s and
 # print the watchdog's line naming the op and its group (step 7 is set by the test).
-add_executable(test_watchdog ${CMAKE_CURRENT_LIST_DIR}/test_watchdog.c)
+# `test_watchdog --launch N OP` starts itself through hp's launcher (tools/hp/launch*.c).
+add_executable(test_watchdog ${CMAKE_CURRENT_LIST_DIR}/test_watchdog.c ${HP_LAUNCH_SOURCES})
+target_include_directories(test_watchdog PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../tools/hp ${CMAKE_CURRENT_LIST_DIR}/../src)
 target_link_libraries(test_watchdog PRIVATE hyperpar)
 add_test(NAME comm_watchdog_api COMMAND $<TARGET_FILE:test_watchdog> --api)
 set_tests_properties(comm_watchdog_api PROPERTIES LABELS L0 TIMEOUT 30 ENVIRONMENT HP_TIMEOUT=7.5)
 set(HP_WATCHDOG_OPS all-gather:tp all-reduce:dp_shard reduce-scatter:fsdp all-to-all:ep
     send-recv:tp broadcast:world barrier:world)
+# Each op's job is started by hp's own launcher (as `hp run` starts its ranks), so it must also
+# end with hp's lines only: no MPI_ABORT banner after hp's line, no ORTE_ERROR_LOG teardown
+# noise (launch_banner.c; WATCHDOG_HP_LINES_ONLY in run_watchdog.sh). comm_watchdog_mpiexec:
+# the same watchdog under the user's own mpiexec, whose output is the launcher's business.
 foreach(pair ${HP_WATCHDOG_OPS})
   string(REPLACE ":" ";" pair_list "${pair}")
   list(GET pair_list 0 op)
   list(GET pair_list 1 group)
   add_test(NAME comm_watchdog_${op} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_watchdog.sh
     "hp: watchdog: rank [0-9] waited 2\\.[0-9] s in ${op} on group ${group} \\(step 7\\); aborting the job"
-    1 ${HP_MPIEXEC} -np 4 $<TARGET_FILE:test_watchdog> ${op})
-  set_tests_properties(comm_watchdog_${op} PROPERTIES LABELS L0 TIMEOUT 30 ENVIRONMENT HP_TIMEOUT=2)
+    1 $<TARGET_FILE:test_watchdog> --launch 4 ${op})
+  set_tests_properties(comm_watchdog_${op} PROPERTIES LABELS L0 TIMEOUT 30
+                       ENVIRONMENT "HP_TIMEOUT=2;WATCHDOG_HP_LINES_ONLY=1")
 endforeach()
+add_test(NAME comm_watchdog_mpiexec COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_watchdog.sh
+  "hp: watchdog: rank [0-9] waited 2\\.[0-9] s in barrier on group world \\(step 7\\); aborting the job"
+  1 ${HP_MPIEXEC} -np 4 $<TARGET_FILE:test_watchdog> barrier)
+set_tests_properties(comm_watchdog_mpiexec PROPERTIES LABELS L0 TIMEOUT 30 ENVIRONMENT HP_TIMEOUT=2)
 # A bad HP_TIMEOUT is refused by hp_comm_init: exit 2 and one line naming the rule.
 add_test(NAME comm_watchdog_bad_env COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_watchdog.sh
   "hp: HP_TIMEOUT=abc: the watchdog timeout must be a finite number of seconds > 0"
-  2 ${HP_MPIEXEC} -np 2 $<TARGET_FILE:test_watchdog> barrier)
-set_tests_properties(comm_watchdog_bad_env PROPERTIES LABELS L0 TIMEOUT 30 ENVIRONMENT HP_TIMEOUT=abc)
+  2 $<TARGET_FILE:test_watchdog> --launch 2 barrier)
+set_tests_properties(comm_watchdog_bad_env PROPERTIES LABELS L0 TIMEOUT 30
+                     ENVIRONMENT "HP_TIMEOUT=abc;WATCHDOG_HP_LINES_ONLY=1")
 
 # A rank killed with SIGKILL in the middle of `hp run` (4 ranks) must end the whole job,
 # non-zero, in under 10 s; the script prints the measured time. A rank frozen with SIGSTOP

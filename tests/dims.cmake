@@ -114,11 +114,26 @@ hp_cli_test(cli_no_cmd 2 "^usage: hp" --)
 set_tests_properties(cli_no_cmd PROPERTIES ENVIRONMENT "HP_EXPECT_ONE_LINE=0")
 
 # the launcher: `hp run --nproc N` outside mpirun re-executes itself under mpirun
-add_executable(test_launch ${CMAKE_CURRENT_LIST_DIR}/test_launch.c ${CMAKE_CURRENT_LIST_DIR}/../tools/hp/launch.c
-               ${CMAKE_CURRENT_LIST_DIR}/../tools/hp/launch_banner.c)
+add_executable(test_launch ${CMAKE_CURRENT_LIST_DIR}/test_launch.c ${HP_LAUNCH_SOURCES})
 target_include_directories(test_launch PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../tools/hp ${CMAKE_CURRENT_LIST_DIR}/../src)
 target_link_libraries(test_launch PRIVATE hyperpar)
 foreach(mode ok exit7)
   add_test(NAME launch_self_${mode} COMMAND test_launch ${mode})
   set_tests_properties(launch_self_${mode} PROPERTIES LABELS L0 TIMEOUT 60)
+endforeach()
+# the binding rule: ranks x BLAS threads <= cores -> bound, else oversubscribed (launch_cores.c)
+add_test(NAME launch_binding_rule COMMAND test_launch bind)
+set_tests_properties(launch_binding_rule PROPERTIES LABELS L0 TIMEOUT 30)
+# the launcher's stderr filter on recorded Open MPI and MPICH output (tests/launch_filter/*.err):
+# after hp's line the MPI_ABORT banner, ORTE_ERROR_LOG / show_help.c / "Data unpack" noise and
+# MPICH's MPI_Abort echo are gone, a killed rank is its one signal line without "PID 0" (a real
+# PID kept), the exit-code banners are dropped, and before the job ends error logs, an
+# unannounced MPI_ABORT and a failed copy with errno 1 pass unchanged (news_ompi)
+file(GLOB HP_LAUNCH_FILTER_SAMPLES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/launch_filter/*.err)
+foreach(sample ${HP_LAUNCH_FILTER_SAMPLES})
+  get_filename_component(name ${sample} NAME_WE)
+  string(REGEX REPLACE "[.]err$" ".want" want ${sample})
+  add_test(NAME launch_filter_${name} COMMAND sh -c "\"$0\" filter <\"$1\" | diff -u \"$2\" - && echo PASS"
+           $<TARGET_FILE:test_launch> ${sample} ${want})
+  set_tests_properties(launch_filter_${name} PROPERTIES LABELS L0 TIMEOUT 30)
 endforeach()

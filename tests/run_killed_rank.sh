@@ -10,6 +10,9 @@
 # KILL: the launcher sees the rank die. STOP: the rank lives but never answers, which
 # only the watchdog can notice: run with HP_TIMEOUT=2, and its line (naming the rank, op,
 # group and step) must be in stderr.
+# Either way the job ends with hp's lines and the launcher's signal line only: no Open MPI
+# teardown noise (ORTE_ERROR_LOG, show_help.c, "Data unpack would read past end of buffer",
+# PMIx errors), no MPI_ABORT banner after hp's line, no "PID 0" (tools/hp/launch_banner.c).
 hp=$1
 sig=${2:-KILL}
 [ -x "$hp" ] && { [ "$sig" = KILL ] || [ "$sig" = STOP ]; } ||
@@ -83,6 +86,17 @@ fi
 if [ "$sig" = STOP ]; then
   grep -Eq 'hp: watchdog: rank [0-9]+ waited [0-9.]+ s in [a-z-]+ on group [a-z_]+ \(step [0-9]+\); aborting the job' "$tmp_err" ||
     { echo "FAIL: no watchdog line in stderr"; ok=0; }
+fi
+noise='ORTE_ERROR_LOG|PMIX[_ ]ERROR|show_help\.c|Data unpack|MPI_ABORT|PID 0 '
+if grep -Eq "$noise" "$tmp_err"; then
+  echo "FAIL: Open MPI's noise after the job's end:"; grep -E "$noise" "$tmp_err"; ok=0
+fi
+# every line: hp's own, or the launcher's one line on the killed rank (Open MPI's "noticed that
+# process rank N ... signal", MPICH's "EXIT STRING: Killed (signal 9)" and the two lines of
+# advice Hydra prints under it, not seen here: this machine's MPI is Open MPI)
+other=$(grep -Ev '^hp: |noticed that process rank [0-9]+ .*signal|signal [0-9]+|^ *$|typically refers to a problem with your application|FAQ page' "$tmp_err")
+if [ -n "$other" ]; then
+  echo "FAIL: stderr has lines that are neither hp's nor the launcher's signal line:"; echo "$other"; ok=0
 fi
 rm -f "$tmp_err"
 [ $ok -eq 1 ] && echo PASS

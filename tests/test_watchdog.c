@@ -8,6 +8,9 @@
 //       the job must abort with
 //       "hp: watchdog: rank R waited 2.0 s in OP on group G (step 7); aborting the job".
 //   HP_TIMEOUT=abc mpirun -np 2 test_watchdog barrier -> exit 2, one line naming HP_TIMEOUT
+//   test_watchdog --launch N OP   the same job, started on N ranks by hp's own launcher
+//       (tools/hp/launch.c, as `hp run` starts its ranks): its stderr passes hp's filter, so
+//       the job must end with hp's lines only (tests/run_watchdog.sh, WATCHDOG_HP_LINES_ONLY)
 // The mesh is dp_shard 2 x tp 2 (world 4): all-gather and send-recv on tp, the all-reduce
 // on dp_shard, reduce-scatter on fsdp, all-to-all on ep, broadcast and barrier on world.
 #include <math.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include "hyperpar/comm.h"
+#include "cli.h"   // tool_launch_self, tool_launch_under_mpi (tools/hp/launch.c)
 
 static int api_checks(void) {
     int fail = 0;
@@ -72,12 +76,15 @@ static void run_op(hp_comm *comm, const char *op, int wrank) {
 
 int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "--api")) return api_checks();
-    if (argc != 2) { fprintf(stderr, "usage: test_watchdog --api | OP\n"); return 2; }
+    const int launch = argc == 4 && !strcmp(argv[1], "--launch");
+    if (argc != 2 && !launch) { fprintf(stderr, "usage: test_watchdog --api | OP | --launch N OP\n"); return 2; }
+    if (launch && !tool_launch_under_mpi()) return tool_launch_self(atoi(argv[2]), argc, argv);
+    const char *op = argv[argc - 1];
     MPI_Init(&argc, &argv);
     int wrank = 0, world = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    if (world != 4 && strcmp(argv[1], "barrier") != 0) {
+    if (world != 4 && strcmp(op, "barrier") != 0) {
         if (wrank == 0) fprintf(stderr, "test_watchdog: needs 4 ranks, got %d\n", world);
         MPI_Finalize();
         return 2;
@@ -99,7 +106,7 @@ int main(int argc, char **argv) {
     hp_allreduce_sum(comm, HP_G_WORLD, x, 8);
     if (x[0] != (float)world) { fprintf(stderr, "test_watchdog: all-reduce gave %g\n", x[0]); return 1; }
     hp_comm_set_step(comm, 7);
-    run_op(comm, argv[1], wrank);
+    run_op(comm, op, wrank);
     // Members of groups the skipping rank is not in get here: they stay alive (Open MPI
     // 4.1's mpirun can hang when some ranks finalize while another aborts) until the
     // job is killed. Reaching the end means nobody noticed: the exit-code check fails on 0.

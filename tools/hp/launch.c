@@ -4,10 +4,16 @@
 // `hp run --nproc 4 ...` outside any launcher forks and execs the launcher of the MPI that hp
 // was built with (CMake's MPIEXEC_EXECUTABLE, compiled in as HP_MPIEXEC_BUILT; HP_MPIRUN
 // names another), with that MPI's flags:
-//   Open MPI: orterun [--allow-run-as-root] --oversubscribe --bind-to none -np 4
+//   Open MPI: orterun [--allow-run-as-root] BINDING -np 4
 //             -x OPENBLAS_NUM_THREADS=1 -x HP_LAUNCHED=1 [-x OPENBLAS_CORETYPE=SkylakeX
 //             -x HP_BLAS_CORE_CHOSEN=...] /proc/self/exe run --nproc 4 ...
-//   MPICH:    mpiexec.hydra -n 4 -bind-to none -genv OPENBLAS_NUM_THREADS 1 -genv ... ...
+//   MPICH:    mpiexec.hydra -n 4 BINDING -genv OPENBLAS_NUM_THREADS 1 -genv ... ...
+// BINDING: ranks that fit on the cores this process may use (ranks x BLAS threads <= cores,
+// launch_cores.c) are bound, each to cores of its own, so no two ranks share a core and none
+// wanders: Open MPI `--bind-to core` (`--map-by slot:PE=T` for T threads a rank), Hydra
+// `-bind-to core[:T]`. More than fit: Open MPI `--oversubscribe --bind-to none`, Hydra
+// `-bind-to none`, and one line says so ("hp: 4 ranks on 2 cores: oversubscribed, ranks not
+// bound"): the step times of such a run measure the sharing, not the layout.
 // waits, and returns its exit status. Its stderr passes through tool_launcher_stderr_filter:
 // a rank's ordinary non-zero exit ends with hp's own line, not the launcher's banner. Not the `mpiexec` first on PATH: with Open MPI and
 // MPICH both installed that is whichever Debian's alternatives point to, and one MPI's
@@ -68,6 +74,15 @@ static int launcher_is_open_mpi(const char *path) {
     return -1;
 }
 
+// One line, once, from the process that launches: the ranks will share cores.
+static void say_oversubscribed(int nproc, const tool_binding *b) {
+    if (b->threads > 1)
+        fprintf(stderr, "hp: %d ranks x %d BLAS threads on %d cores: oversubscribed, ranks not bound\n",
+                nproc, b->threads, b->cores);
+    else
+        fprintf(stderr, "hp: %d ranks on %d cores: oversubscribed, ranks not bound\n", nproc, b->cores);
+}
+
 int tool_launch_self(int nproc, int argc, char **argv) {
     static char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -107,6 +122,12 @@ int tool_launch_self(int nproc, int argc, char **argv) {
     if (chosen) snprintf(chosen_kv, sizeof chosen_kv, "HP_BLAS_CORE_CHOSEN=%s", chosen);
     if (gemm) snprintf(gemm_kv, sizeof gemm_kv, "HP_GEMM=%s", gemm);
 
+    const tool_binding bind = tool_launch_binding(nproc, atoi(blas), tool_cores_available());
+    if (!bind.bind) say_oversubscribed(nproc, &bind);
+    static char map_pe[48], hydra_bind[48];
+    snprintf(map_pe, sizeof map_pe, "slot:PE=%d", bind.threads);
+    snprintf(hydra_bind, sizeof hydra_bind, bind.threads > 1 ? "core:%d" : "core", bind.threads);
+
     // launcher flags + exe + argv[1..argc) + NULL
     int cap = argc + 28, k = 0;
     char **args = calloc((size_t)cap, sizeof *args);
@@ -114,8 +135,13 @@ int tool_launch_self(int nproc, int argc, char **argv) {
     args[k++] = (char *)launcher;
     if (ompi) {
         if (geteuid() == 0) args[k++] = "--allow-run-as-root";
-        args[k++] = "--oversubscribe";
-        args[k++] = "--bind-to"; args[k++] = "none";
+        if (!bind.bind) {
+            args[k++] = "--oversubscribe";
+            args[k++] = "--bind-to"; args[k++] = "none";
+        } else {
+            if (bind.threads > 1) { args[k++] = "--map-by"; args[k++] = map_pe; }
+            args[k++] = "--bind-to"; args[k++] = "core";
+        }
         args[k++] = "-np"; args[k++] = np;
         args[k++] = "-x"; args[k++] = blas_kv;
         args[k++] = "-x"; args[k++] = "HP_LAUNCHED=1";
@@ -125,7 +151,7 @@ int tool_launch_self(int nproc, int argc, char **argv) {
         if (gemm) { args[k++] = "-x"; args[k++] = gemm_kv; }
     } else {
         args[k++] = "-n"; args[k++] = np;
-        args[k++] = "-bind-to"; args[k++] = "none";
+        args[k++] = "-bind-to"; args[k++] = bind.bind ? hydra_bind : "none";
         args[k++] = "-genv"; args[k++] = "OPENBLAS_NUM_THREADS"; args[k++] = (char *)blas;
         args[k++] = "-genv"; args[k++] = "HP_LAUNCHED"; args[k++] = "1";
         args[k++] = "-genv"; args[k++] = "OMP_WAIT_POLICY"; args[k++] = omp ? (char *)omp : "PASSIVE";

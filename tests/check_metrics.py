@@ -10,6 +10,10 @@ and its validation rounds (training-job.md §5-6, docs/metrics.md).
            bit; validation.steps -1 reads every full batch once; --quiet prints no line
   layouts  the validation losses of 1 process, dp_shard 2, tp 2 and pp 2 within the verifier's
            loss tolerance (1e-5 relative)
+  peak     the peak mfu divides by does not move from run to run (metrics_peak.c): measured once
+           into HP_CACHE_DIR/fma_peak, the same figure kept by the next run (1 and 2 ranks), a
+           line of the file used as written, --metrics.peak_tflops given, a folder that cannot
+           hold the file measured and not kept (exit 0); mfu = 100 F tps / that peak each time
 Exits 1 on any failure, naming it.
 """
 import json
@@ -198,14 +202,73 @@ def mode_layouts(hp, work):
         check(worst <= 1e-5, f"{name}: validation losses {v} vs 1 process {ref}: relative {worst:.2e} <= 1e-5")
 
 
+def peak_run(hp, work, name, cache, extra=()):
+    """One logged run under HP_CACHE_DIR=cache: its job record and its train records."""
+    env = dict(os.environ, HP_CACHE_DIR=cache)
+    folder = os.path.join(work, name)
+    args = [hp, "run", "--model", "tiny", "--steps", "2", "--job.dump_folder", folder] + list(extra)
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=240)
+    check(p.returncode == 0, f"{name}: {' '.join(args[1:])} exits 0 (got {p.returncode})")
+    if p.returncode != 0:
+        sys.stdout.write(p.stdout + p.stderr)
+        raise SystemExit(1)
+    recs = records(folder)
+    job, train = recs[0], [r for r in recs if r["type"] == "train"]
+    ok = all(rel(r["mfu_pct"], 100 * job["F"] * r["tps"] / job["peak"]) < 1e-12 for r in train)
+    check(ok and train, f"{name}: mfu = 100 F tps / peak on every line (peak {job['peak']:.6g} FLOP/s, "
+                        f"{job['peak_source']})")
+    return job
+
+
+def kept_lines(cache):
+    with open(os.path.join(cache, "fma_peak")) as f:
+        return [line.split() for line in f if line.strip()]
+
+
+def mode_peak(hp, work):
+    cache = os.path.join(work, "cache")
+    first = peak_run(hp, work, "first", cache)
+    check(first["peak_source"] == "measured" and first["peak"] > 0,
+          f"an empty cache: the peak is measured ({first['peak_source']}, {first['isa']})")
+    lines = kept_lines(cache)
+    check(len(lines) == 1 and lines[0][1] == first["isa"] and float(lines[0][0]) * 1e9 == first["peak"],
+          f"and kept: {lines}")
+    again = peak_run(hp, work, "again", cache)
+    check(again["peak_source"] == "kept" and again["peak"] == first["peak"],
+          f"the next run divides by the same peak: {again['peak']:.6g} ({again['peak_source']})")
+    two = peak_run(hp, work, "two_ranks", cache, ["--dp-shard", "2"])
+    check(two["peak_source"] in ("measured", "kept") and two["peak"] > 0,
+          f"2 ranks: rank 0's peak for 1 thread a rank ({two['peak_source']})")
+    two_again = peak_run(hp, work, "two_ranks_again", cache, ["--dp-shard", "2"])
+    check(two_again["peak_source"] == "kept" and two_again["peak"] == two["peak"],
+          f"2 ranks again: the same kept peak ({two_again['peak']:.6g})")
+    # the file is the rule: a line written by hand (here 123.5 GFLOP/s) is used as written
+    lines = kept_lines(cache)
+    with open(os.path.join(cache, "fma_peak"), "w") as f:
+        for l in lines:
+            f.write(" ".join(["123.5"] + l[1:] if l[1] == first["isa"] and l[2] == lines[0][2] else l) + "\n")
+    hand = peak_run(hp, work, "by_hand", cache)
+    check(hand["peak"] == 123.5e9 and hand["peak_source"] == "kept",
+          f"a line of the file is used as written: {hand['peak']:.6g} FLOP/s")
+    given = peak_run(hp, work, "given", cache, ["--metrics.peak_tflops", "0.5"])
+    check(given["peak"] == 0.5e12 and given["peak_source"] == "given" and given["isa"] == "given",
+          f"--metrics.peak_tflops 0.5: {given['peak']:.6g} FLOP/s ({given['peak_source']})")
+    blocked = os.path.join(work, "not_a_folder")
+    with open(blocked, "w") as f:
+        f.write("a file where the cache folder would be\n")
+    unkept = peak_run(hp, work, "not_kept", os.path.join(blocked, "sub"))
+    check(unkept["peak_source"] == "measured, not kept" and unkept["peak"] > 0,
+          f"a cache folder that cannot be made: measured for this run only ({unkept['peak_source']})")
+
+
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("files", "layouts"):
+    if len(sys.argv) != 4 or sys.argv[1] not in ("files", "layouts", "peak"):
         print(__doc__, file=sys.stderr)
         return 2
     mode, hp, work = sys.argv[1:]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    (mode_files if mode == "files" else mode_layouts)(hp, work)
+    {"files": mode_files, "layouts": mode_layouts, "peak": mode_peak}[mode](hp, work)
     print(f"metrics {mode}: {'FAIL' if failures else 'PASS'} ({len(failures)} failed)")
     return 1 if failures else 0
 

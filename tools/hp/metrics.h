@@ -1,7 +1,7 @@
 // metrics.h - what `hp run` prints and writes for its logged steps and its validation rounds
 // (training-job.md §5-6, docs/metrics.md): TorchTitan's step line on rank 0,
 // {job.dump_folder}/metrics.jsonl and {job.dump_folder}/loss.svg; the validation set.
-// defines: tool_flops, tool_metrics_flops, tool_metrics_peak (metrics_flops.c);
+// defines: tool_flops, tool_metrics_flops (metrics_flops.c); tool_metrics_peak (metrics_peak.c);
 //          tool_metrics (opaque), tool_metrics_open/logs/step/val/close (metrics_log.c);
 //          tool_metrics_jsonl_* (metrics_jsonl.c); tool_metrics_svg (metrics_svg.c);
 //          tool_val, tool_val_open/close/due/round (metrics_val.c); tool_fmt_thousands
@@ -29,10 +29,17 @@ typedef struct tool_flops {
     double  active;              // N - N_emb with the routed experts at K/E
 } tool_flops;
 void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_param_table *t, int seq_len);
-// One rank's peak in FLOP/s: peak_tflops * 1e12 when given, else the fp32 FMA-throughput peak
-// of `threads` threads with the vectors the GEMM's kernels use (fma_peak.c, ~0.03 s); the ISA
-// (or "given") in isa.
-double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_len);
+// ---- metrics_peak.c ----------------------------------------------------------------------
+// One rank's peak in FLOP/s, one that does not move with the machine's load: peak_tflops * 1e12
+// when given (source "given"), else this machine's fp32 FMA-throughput peak of `threads` threads
+// with the vectors the GEMM's kernels use, measured once (fma_peak.c, ~0.3 s) and kept in the
+// peak file (source "measured" the first time, "kept" after; "measured, not kept" when the file
+// cannot be written). The loop's ISA (or "given") in isa. Called by world rank 0 alone.
+double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_len, char *source,
+                         size_t source_len);
+// The peak file: $HP_CACHE_DIR/fma_peak, else $XDG_CACHE_HOME/hyperpar/fma_peak, else
+// $HOME/.cache/hyperpar/fma_peak. 0, or -1 when none can be named.
+int tool_peak_cache_path(char *buf, size_t n);
 // n rounded to an integer with thousands separators ("12,345"), as Python's f"{round(n):,}".
 char *tool_fmt_thousands(char *buf, size_t cap, double n);
 
@@ -57,8 +64,8 @@ double tool_val_round(const tool_val *v, hp_trainer *tr, int64_t *tokens, double
 
 // ---- metrics_log.c: the logger -------------------------------------------------------------
 typedef struct tool_metrics tool_metrics;
-// Collective over world. Measures the peak (unless --metrics.peak_tflops, or nothing is printed
-// nor written), opens {dump_folder}/metrics.jsonl on rank 0 and writes the job record. NULL
+// Collective over world. Takes the peak (world rank 0's: given, kept or measured once; nothing
+// when nothing is printed nor written), opens {dump_folder}/metrics.jsonl on rank 0 and writes the job record. NULL
 // only when out of memory.
 tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_val *val, int first_step,
                                 int blas_threads, MPI_Comm world);
@@ -81,6 +88,7 @@ typedef struct tool_metrics_job {
     tool_flops flops;
     double peak;                 // FLOP/s of one rank
     const char *isa;             // the peak's loop, or "given"
+    const char *peak_source;     // "given", "kept", "measured" or "measured, not kept"
     double mem_total_gib;
     const tool_val *val;
 } tool_metrics_job;

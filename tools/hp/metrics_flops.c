@@ -1,6 +1,6 @@
-// metrics_flops.c - the FLOPs of a trained token and the peak they are measured against, for the
-// step line's tflops and mfu (training-job.md §6, docs/metrics.md).
-// defines: tool_metrics_flops, tool_metrics_peak, tool_fmt_thousands
+// metrics_flops.c - the FLOPs of a trained token, for the step line's tflops and mfu
+// (training-job.md §6, docs/metrics.md; the peak mfu divides by: metrics_peak.c).
+// defines: tool_metrics_flops, tool_fmt_thousands
 //
 // F follows TorchTitan (torchtitan/models/utils.py get_dense_model_nparams_and_flops, llama3's
 // head_dims = 2 hd): 6 per parameter a token multiplies, forward and backward (2 + 4), without
@@ -10,10 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "fma_peak.h"
 #include "metrics.h"
-#include "hyperpar/blas.h"
-#include "kernels/gemm.h"
 
 void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_param_table *t, int seq_len) {
     memset(out, 0, sizeof *out);
@@ -29,19 +26,6 @@ void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_para
     }
     const double L = m->n_layers, H = m->n_heads, hd = hp_model_head_dim(m);
     out->F = 6.0 * out->active + 12.0 * L * H * hd * (double)seq_len;
-}
-
-double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_len) {
-    if (peak_tflops > 0.0f) {
-        snprintf(isa, isa_len, "given");
-        return (double)peak_tflops * 1e12;
-    }
-    // the vectors the products run on, as hp bench measures a step against: the BLAS core's
-    // (a preset Haswell core runs AVX2 on an AVX-512 CPU), or the CPU's widest under oneDNN
-    hp_blas_info blas;
-    hp_blas_info_get(&blas);
-    const char *want = hp_gemm_get_backend() == HP_GEMM_ONEDNN ? NULL : hp_blas_core_isa(blas.core);
-    return tool_fma_peak_quick(threads, want, isa, isa_len) * 1e9;
 }
 
 char *tool_fmt_thousands(char *buf, size_t cap, double n) {

@@ -31,6 +31,7 @@ int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j) {
     cJSON_AddNumberToObject(o, "F", j->flops.F);
     cJSON_AddNumberToObject(o, "peak", j->peak);
     cJSON_AddStringToObject(o, "isa", j->isa);
+    cJSON_AddStringToObject(o, "peak_source", j->peak_source ? j->peak_source : "");
     cJSON_AddNumberToObject(o, "blas_threads", j->blas_threads);
     cJSON_AddNumberToObject(o, "mem_total_gib", j->mem_total_gib);
     // the shapes F is made of, so that a reader can recount it

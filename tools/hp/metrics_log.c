@@ -26,6 +26,7 @@ struct tool_metrics {
     tool_flops flops;
     double peak;                // FLOP/s of one rank
     char isa[16];
+    char peak_source[32];       // given, kept, measured (metrics_peak.c)
     double mem_total;           // bytes of MemTotal (0: unknown)
     double t_start;
     int64_t tokens;             // since the last log
@@ -112,16 +113,22 @@ tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_
     mt->active = !cli->quiet || cli->dump_folder;
     tool_metrics_flops(&mt->flops, &cli->model, hp_trainer_params(tr), cli->run.seq_len);
     snprintf(mt->isa, sizeof mt->isa, "none");
-    // every rank measures at once, as they will compute: on a shared or oversubscribed machine
-    // that is the share of it a rank gets; rank 0's figure is the one used
-    if (mt->active) mt->peak = tool_metrics_peak(cli->peak_tflops, blas_threads, mt->isa, sizeof mt->isa);
+    snprintf(mt->peak_source, sizeof mt->peak_source, "none");
+    // one figure for the machine, not the share of it this start got: rank 0's, given, kept or
+    // measured once while the other ranks sleep in the broadcast (metrics_peak.c)
+    if (mt->active) {
+        if (mt->rank == 0)
+            mt->peak = tool_metrics_peak(cli->peak_tflops, blas_threads, mt->isa, sizeof mt->isa,
+                                         mt->peak_source, sizeof mt->peak_source);
+        hp_mpi_broadcast(world, &mt->peak, 1, MPI_DOUBLE, 0, "metrics-peak");
+    }
     mt->mem_total = mem_total_bytes();
     if (mt->rank == 0 && cli->dump_folder) {
         make_title(mt);
         snprintf(mt->jsonl_path, sizeof mt->jsonl_path, "%s/metrics.jsonl", cli->dump_folder);
         snprintf(mt->svg_path, sizeof mt->svg_path, "%s/loss.svg", cli->dump_folder);
         tool_metrics_job j = { cli, mt->nranks, first_step, blas_threads, mt->flops, mt->peak, mt->isa,
-                               mt->mem_total / GIB, val };
+                               mt->peak_source, mt->mem_total / GIB, val };
         if (!(mt->jsonl = fopen(mt->jsonl_path, "w")) || tool_metrics_jsonl_job(mt->jsonl, &j) != 0)
             fail_once(mt, mt->jsonl_path);
     }

@@ -3,7 +3,8 @@
 #   expect_exit.sh CODE ERR_REGEX [OUT_REGEX ...] -- cmd args...
 # Passes when cmd exits with CODE, its stderr matches ERR_REGEX ('' or - = anything) and its
 # stdout matches every OUT_REGEX (grep -E, each on some line; a pattern written F:text is a
-# fixed string, handy for messages full of * ( ) { }). With HP_EXPECT_ONE_LINE=1 the
+# fixed string, handy for messages full of * ( ) { }; one written !PATTERN must match no line
+# of stdout, PATTERN again a regex or F:text). With HP_EXPECT_ONE_LINE=1 the
 # stderr must also be exactly one line (the "one clear line" rule of bad-input errors).
 # Prints what the command printed, so a failing test shows why.
 if [ $# -lt 3 ]; then echo "usage: expect_exit.sh CODE ERR_REGEX [OUT_REGEX ...] -- cmd..." >&2; exit 2; fi
@@ -37,7 +38,10 @@ fi
 i=1
 while [ $i -le $n_out ]; do
   eval "re=\$out_re_$i"
-  match "$tmp/out" "$re" || { echo "FAIL: stdout does not match: $re"; ok=0; }
+  case "$re" in
+    !*) ! match "$tmp/out" "${re#!}" || { echo "FAIL: stdout has a line it must not: ${re#!}"; ok=0; } ;;
+    *)  match "$tmp/out" "$re" || { echo "FAIL: stdout does not match: $re"; ok=0; } ;;
+  esac
   i=$((i + 1))
 done
 [ $ok = 1 ] && echo "PASS" && exit 0

@@ -1,6 +1,9 @@
 #!/bin/sh
 # run_plan_search.sh - `hp plan --search` finds layouts that fit, and its first one is legal and
 # fits when planned on its own (hp plan with those degrees, exit 0, peak <= the memory given).
+# Without HW the ranking is the stated cost that counts the pipeline's bubble: the header says
+# so, every row's cost is its inter-node GB / (1 - its bubble), and the rows are in the order of
+# that cost; with MAX_FIRST_BUBBLE=P set, the first row's ideal bubble is below P %.
 # The search time is printed, not asserted.
 #   run_plan_search.sh HP_BINARY WORLD MODEL MEM SEQ_LEN BATCH [HW]
 hp=$1; world=$2; model=$3; mem=$4; seq=$5; batch=$6; hw=$7
@@ -22,6 +25,21 @@ fit=$(sed -n 's/.* legal, \([0-9]*\) fit;.*/\1/p' "$tmp/out")
 rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[a-z0-9-]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[a-z0-9:]+ ' "$tmp/out")
 want=$fit; [ "$want" -gt 10 ] && want=10
 [ "$rows" -eq "$want" ] || { echo "FAIL: $rows rows, want $want (top 10 of $fit)"; exit 1; }
+if [ -z "$hw" ]; then
+  grep -qF "ranked by cost = the wire bytes a rank sends between nodes of" "$tmp/out" ||
+    { echo "FAIL: the header does not say what the search ranks by"; exit 1; }
+  # columns from the end: ... inter-node GB, bubble %, cost GB
+  grep -E '^ +[0-9]+ +[0-9]+ +[a-z0-9-]+ ' "$tmp/out" | awk -v max="${MAX_FIRST_BUBBLE:-}" '
+    { inter = $(NF - 2); bub = $(NF - 1); sub(/%$/, "", bub); cost = $NF
+      want = inter / (1 - bub / 100)
+      if (cost - want > 0.002 + 0.002 * want || want - cost > 0.002 + 0.002 * want) {
+        printf "FAIL: row %s: cost %s, want inter-node %s / (1 - %s%%) = %.3f\n", $1, cost, inter, bub, want; bad = 1 }
+      if (NR > 1 && cost + 0 < last + 0) { printf "FAIL: row %s costs %s, less than the row above (%s)\n", $1, cost, last; bad = 1 }
+      if (NR == 1 && max != "" && bub + 0 >= max + 0) { printf "FAIL: the first layout idles %s%% of the step (bubble), limit %s%%\n", bub, max; bad = 1 }
+      last = cost }
+    END { exit bad }' || exit 1
+  echo "ranked by inter-node bytes / (1 - bubble): every row's cost checked, in order"
+fi
 # the first row, planned alone with its schedule, Ulysses degree and AC mode
 set -- $(grep -E '^ +1 ' "$tmp/out" | head -1)
 P=$2; SCHED=$3; R=$4; S=$5; U=$6; C=$7; T=$8; EP=$9; ET=${10}; MB=${11}; AC=${12}; peak=${13}

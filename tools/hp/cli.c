@@ -258,7 +258,7 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
     case F_NPROC:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->nproc);
     case F_RANK:         return parse_int_in(flag, v, 0, TOOL_CLI_MAX_SIZE - 1, &cli->rank);
     case F_VERIFY:       cli->verify = 1; return 0;
-    case F_VERIFY_STEPS: return parse_int_in(flag, v, 1, 1000, &cli->verify_steps);
+    case F_VERIFY_STEPS: cli->verify_steps_given = 1; return parse_int_in(flag, v, 1, 1000, &cli->verify_steps);
     case F_DUMP:         cli->dump_dir = v; return 0;
     case F_JSON:         cli->json_out = v; return 0;
     case F_QUIET:        cli->quiet = 1; return 0;

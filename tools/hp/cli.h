@@ -23,7 +23,9 @@ typedef struct tool_cli {
     int   nproc;                 // --nproc N (world for plan; 0 = product of degrees)
     int   rank;                  // --rank N (plan: whose local shapes to show; default 0)
     int   verify;                // --verify
-    int   verify_steps;          // --verify-steps N (loss trajectory length, default 5)
+    int   verify_steps;          // --verify-steps N (loss trajectory length; default: an explicit
+                                 // --steps, else 5: tool_cmd_run)
+    int   verify_steps_given;    // --verify-steps was on the command line
     const char *dump_dir;        // --dump DIR
     const char *load_file;       // --load FILE (checkpoint.initial_load_path, model only)
     const char *json_out;        // --json FILE (machine-readable result of run/verify)

@@ -23,7 +23,8 @@ static void print_model_names(FILE *out) {
 
 void tool_cli_print_common_help(FILE *out) {
     fputs(
-        "parallel degrees (world = dp_replicate*dp_shard*cp*tp*pp; ep and etp re-use those ranks):\n"
+        "parallel degrees (world = dp_replicate*dp_shard*ulysses*cp*tp*pp; ep and etp re-use those\n"
+        "ranks):\n"
         "  --dp-replicate N   HSDP replication / DDP degree (default 1)\n"
         "  --dp-shard N       FSDP shard degree; -1 = world / (dp_replicate*cp*tp*pp) (default -1)\n"
         "  --ulysses N        Ulysses sequence parallel degree: heads <-> tokens all-to-all\n"
@@ -92,7 +93,8 @@ void tool_cli_print_common_help(FILE *out) {
         "  --nproc N          ranks to launch (plan: the world; default: the product of degrees)\n"
         "  --rank N           plan: the rank whose local shapes are shown (default 0)\n"
         "  --verify           compare with the single-process reference\n"
-        "  --verify-steps N   length of the compared loss trajectory (default 5)\n"
+        "  --verify-steps N   length of the compared loss trajectory (default: --steps N when\n"
+        "                     given on the command line, else 5; the two differing: refused)\n"
         "  --dump DIR         write tensors to DIR\n"
         "  --load FILE        load parameters from a safetensors FILE (checkpoint.initial_load_path)\n"
         "  --json FILE        write the machine-readable result to FILE\n"

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli.h"
+#include "cli_table.h"
 #include "gemm_choice.h"
 #include "metrics.h"
 #include "run_checkpoint.h"
@@ -23,14 +24,19 @@
 static const char *const run_usage =
     "usage: hp run [flags]\n"
     "\n"
-    "Trains --steps steps of the model on world = dp_replicate*dp_shard*cp*tp ranks. Started\n"
-    "outside an MPI launcher it starts itself under mpirun with that many ranks (or --nproc N\n"
-    "with --dp-shard -1). Rank 0 logs TorchTitan's line at step 1, every --metrics.log_freq steps\n"
-    "and the last: step, loss, grad_norm, lr, memory, tps (per rank), tflops, mfu (docs/metrics.md);\n"
-    "--job.dump_folder D writes them to D/metrics.jsonl and D/loss.svg too; --validation.enable adds\n"
-    "validation rounds.\n"
+    "Trains --steps steps of the model on world = dp_replicate*dp_shard*ulysses*cp*tp*pp ranks\n"
+    "(ep and etp re-use them). Started outside an MPI launcher it starts itself under mpirun with\n"
+    "that many ranks (or --nproc N with --dp-shard -1), each bound to cores of its own when they\n"
+    "fit, else oversubscribed and said in one line. Rank 0 logs TorchTitan's line at step 1,\n"
+    "every --metrics.log_freq steps and the last: step, loss, grad_norm, lr, memory, tps (per\n"
+    "rank), tflops, mfu (docs/metrics.md); --job.dump_folder D writes them to D/metrics.jsonl and\n"
+    "D/loss.svg too; --validation.enable adds validation rounds.\n"
     "  --verify         compare loss, every gradient of step 1, every parameter after the step\n"
-    "                   and --verify-steps losses with the single-process reference; exit 1 on a miss\n"
+    "                   and a trajectory of losses with the single-process reference; exit 1 on a\n"
+    "                   miss. Its length: --verify-steps N, else --steps N of the command line, else\n"
+    "                   5 (a job file's training.steps is a training length: it does not set it);\n"
+    "                   --steps and --verify-steps that differ are refused. It prints the\n"
+    "                   verifier's table, not step lines\n"
     "  --dump DIR       write the initial model, batch and gradients of step 1 (safetensors)\n"
     "  --load FILE      start from a safetensors model\n"
     "  --json FILE      write the result (loss, verification table) as JSON\n"
@@ -304,6 +310,28 @@ static int check_metrics_inputs(const tool_cli *cli) {
     return e;
 }
 
+// --verify's trajectory: --verify-steps N, else --steps N given on the command line (`hp run
+// --steps 8 --verify` compares 8 losses, not the default 5), else 5. A job file's training.steps
+// is a training length (llama3_small.toml's 300) and leaves the default. Both flags with two
+// numbers: one line and HP_EXIT_CONFIG, since one of them would be ignored.
+static int resolve_verify_steps(tool_cli *cli) {
+    const int row = tool_flag_key_row(F_STEPS);
+    const int steps_given = row >= 0 && cli->key_cmdline[row];
+    if (!cli->verify || !steps_given) return 0;
+    if (cli->verify_steps_given && cli->verify_steps != cli->run.steps) {
+        fprintf(stderr, "hp: --verify compares --verify-steps %d losses, but --steps asks for %d: give one of "
+                "them, or the same number\n", cli->verify_steps, cli->run.steps);
+        return HP_EXIT_CONFIG;
+    }
+    if (cli->run.steps > 1000) {   // --verify-steps' own bound: the reference trains them all too
+        fprintf(stderr, "hp: --verify follows --steps %d, more than the 1000 losses it compares at most "
+                "(--verify-steps N sets fewer)\n", cli->run.steps);
+        return HP_EXIT_CONFIG;
+    }
+    cli->verify_steps = cli->run.steps;
+    return 0;
+}
+
 // Under a launcher that hp did not start (mpirun, srun), the checks of the self-launch run
 // here: on world rank 0, with its node's rank count, and every rank learns the verdict.
 static int check_under_launcher(const tool_cli *cli, int rank) {
@@ -329,6 +357,7 @@ int tool_cmd_run(int argc, char **argv) {
         return HP_EXIT_CONFIG;
     }
     if (cli.list_failpoints) { hp_failpoint_print_list(stdout); return HP_EXIT_OK; }
+    if ((e = resolve_verify_steps(&cli))) return e;
     if ((e = tool_run_ckpt_flags(&cli))) return e;
     const char *gemm;   // --gemm, HP_GEMM or the default: a bad HP_GEMM is refused before any rank
     if ((e = tool_gemm_name(&cli, &gemm))) return e;
@@ -444,7 +473,7 @@ int tool_cmd_run(int argc, char **argv) {
     int rc;
     if (cli.verify) {
         hp_verify_opts o = hp_verify_opts_default(&cli.run);
-        o.steps = cli.verify_steps > 0 ? cli.verify_steps : 1;
+        o.steps = cli.verify_steps > 0 ? cli.verify_steps : 1;   // resolve_verify_steps
         o.dump_dir = cli.dump_dir;
         o.load_full = init;
         hp_verify_result r;

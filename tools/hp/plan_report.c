@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include "hyperpar/float8.h"
 #include "hyperpar/mesh.h"
 #include "hyperpar/plan.h"
 #include "hyperpar/traffic.h"
@@ -93,6 +94,48 @@ static cJSON *memory_json(const hp_plan_memory *mem) {
     return j;
 }
 
+// The element sizes the memory prediction used, as plan_memory.c and plan_activations.c count
+// them: a label that says the dtype it predicted, not fp32 whatever the policy.
+static void print_memory_dtypes(const hp_dims *d, const hp_run_config *rc, int rank) {
+    if (rc->mp_param != HP_DTYPE_BFLOAT16) {
+        printf("\nmemory on rank %d (predicted; fp32, 4 bytes an element; docs/planner.md)\n", rank);
+        return;
+    }
+    const int f8ag = rc->float8_fsdp_all_gather && rc->float8 == HP_FLOAT8_TENSORWISE;
+    const int kept_2 = hp_run_units_kept_apart(rc->reshard_after_forward, d->pp) && !f8ag;
+    printf("\nmemory on rank %d (predicted; the bf16 policy; docs/planner.md, \"bf16 mixed precision\")\n", rank);
+    if (hp_run_bf16_stored(rc))
+        printf("  2 bytes an element: the activations the blocks keep (block inputs, the stored fields, the\n"
+               "    head's input, gf and logits, a MoE block's bf16 fields, Ulysses' q, k, v)%s;\n"
+               "  4 bytes (fp32): the master parameters, gradients, optimizer state, FSDP working buffers,\n"
+               "    communication and backward scratch, the shared set the blocks run in, the statistics\n",
+               kept_2 ? " and the units kept gathered apart" : "");
+    else if (kept_2 || d->pp > 1)   // float8 keeps fp32 activations: the kept units, the pp sends
+        printf("  2 bytes an element: %s%s%s;\n  4 bytes (fp32): everything else, the activations the blocks "
+               "keep included (float8 keeps them in fp32)\n", kept_2 ? "the units kept gathered apart" : "",
+               kept_2 && d->pp > 1 ? " and " : "", d->pp > 1 ? "the send copies of the pp stream" : "");
+    else
+        printf("  4 bytes (fp32) an element, the activations included: float8 keeps them in fp32, and\n"
+               "    the bf16 policy's 2-byte buffers (kept units, pp sends) do not occur in this layout\n");
+}
+
+// What the wire bytes are made of, for the time model's assumptions (docs/precision.md's table).
+static const char *wire_dtypes(const hp_run_config *rc) {
+    const int f8ag = rc->float8_fsdp_all_gather && rc->float8 == HP_FLOAT8_TENSORWISE;
+    if (rc->mp_param != HP_DTYPE_BFLOAT16)
+        return f8ag ? "fp32, 4 bytes an element, but the parameter all-gather in 1 (fp8)"
+                    : "fp32 everywhere, 4 bytes an element";
+    if (rc->mp_reduce == HP_DTYPE_BFLOAT16)
+        return f8ag ? "the bf16 policy: the parameter all-gather in 1 byte an element (fp8), other gathered "
+                      "values and the FSDP / dp reductions in 2, the TP, CP and MoE sums in 4"
+                    : "the bf16 policy: gathered values and the FSDP / dp reductions in 2 bytes an element, "
+                      "the TP, CP and MoE sums in 4";
+    return f8ag ? "the bf16 policy: the parameter all-gather in 1 byte an element (fp8), other gathered values "
+                  "(SP, CP K/V, MoE dispatch, Ulysses, pp sends) in 2, reductions in 4"
+                : "the bf16 policy: gathered values (FSDP and SP all-gathers, CP K/V, MoE dispatch, Ulysses, "
+                  "pp sends) in 2 bytes an element, reductions in 4";
+}
+
 int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
     const hp_model_config *m = &cli->model;
     const hp_run_config *rc = &cli->run;
@@ -105,7 +148,7 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
     char n[32];
     commas(n, sizeof n, (long long)mem.params_total);
     printf("\nparams_total %s (%lld)\n", n, (long long)mem.params_total);
-    printf("\nmemory on rank %d (predicted; fp32, 4 bytes an element; docs/planner.md)\n", rank);
+    print_memory_dtypes(d, rc, rank);
     row("parameters", mem.params, "this rank's padded FSDP shard");
     row("gradients", mem.grads, "the same shard");
     row("optimizer state", mem.optimizer, "AdamW m and v shards (allocated for sgd too)");
@@ -188,6 +231,8 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
     cJSON_AddNumberToObject(root, "params_total", (double)mem.params_total);
     cJSON_AddStringToObject(root, "ac", ac);
     cJSON_AddStringToObject(root, "reshard_after_forward", hp_run_reshard_name(rc->reshard_after_forward));
+    cJSON_AddStringToObject(root, "mixed_precision_param",   // the policy the bytes were predicted for
+                            rc->mp_param == HP_DTYPE_BFLOAT16 ? "bfloat16" : "float32");
     cJSON_AddItemToObject(root, "memory", memory_json(&mem));
     cJSON *jw = cJSON_AddObjectToObject(root, "worst_rank");
     cJSON_AddNumberToObject(jw, "rank", worst_rank);
@@ -205,7 +250,8 @@ int tool_plan_memory_cmd(const tool_cli *cli, const hp_dims *d) {
         printf("  assume: compute at %.2f of the %.4g FLOP/s peak, on every rank alike\n", hw.matmul_eff, hw.peak_flops);
         printf("  assume: nodes of %d consecutive ranks; a group inside one node moves %.4g B/s per rank, "
                "one across nodes %.4g B/s\n", hw.ranks_per_node, hw.intra_bw, hw.inter_bw);
-        printf("  assume: wire bytes by comm.h's rules (fp32 everywhere, as hyperpar moves them), no latency\n");
+        printf("  assume: wire bytes by comm.h's rules, as hyperpar moves them (%s), no latency\n",
+               wire_dtypes(rc));
         printf("  assume: MoE routing uniform; activation checkpointing %s\n", ac);
         if (d->pp > 1)
             printf("  assume: pp %d: compute idles for the schedule's ideal bubble, %.1f%% of the step "

@@ -2,9 +2,13 @@
 // every layout (pp with each schedule, dp_replicate, dp_shard, ulysses, cp, tp; ep, etp for
 // MoE) and activation-checkpointing mode (none, every:2, full; only --ac's when given) whose
 // degrees multiply to N and pass hp_dims_validate, with the fewest microbatches that make its
-// predicted peak fit, ranked by the step-time model with --hw, else by the wire bytes a rank
-// sends between nodes of 8 or --ranks-per-node N (the slowest link), then by all its wire time; ties keep the order
-// of enumeration. Prints the top 10 and how many were tried, legal and fit.
+// predicted peak fit, ranked by the step-time model with --hw, else by a cost that counts the
+// pipeline's bubble: the wire bytes a rank sends between nodes of 8 or --ranks-per-node N (the
+// slowest link), then all its wire time, each divided by 1 - the schedule's ideal bubble (the
+// share of the step a pp rank computes; 1 without pp). Bytes alone put pp 32 GPipe with 4
+// microbatches first for Llama 3 70B on 16384 ranks: the fewest bytes, and an ideal bubble of
+// 89%, a rank idle 9 tenths of the step. Ties keep the order of enumeration. Prints the top 10
+// and how many were tried, legal and fit, and the rule it ranked by.
 // AC changes only the activations (plan.h: hp_plan_activations), so each (layout, M) is
 // predicted once without AC and the other modes swap their activations in.
 // defines: tool_plan_search_cmd
@@ -22,6 +26,7 @@ typedef struct layout {
     hp_dims d;
     int microbatches, ac_every, order;   // order: its place in the enumeration (the tie-break)
     double peak, persistent, key, inter_bytes, step_s, mfu;
+    double bubble;                       // the schedule's ideal bubble (0 without pp)
 } layout;
 
 static int by_key(const void *a, const void *b) {
@@ -127,6 +132,16 @@ static double peak_with(search *s, const hp_dims *d0, const int *Ms, int k, int 
     return mem->peak;
 }
 
+// The ranking without --hw: inter-node bytes first, all wire time (at the topology's rates)
+// second, both per unit of useful work. The bubble stretches a pp rank's step by 1 / (1 - b)
+// for the same bytes, so the bytes a rank sends per second of compute grow by that factor: an
+// 89% bubble counts its bytes 9 times. (With --hw the step-time model counts the bubble in its
+// compute time instead.)
+static double bytes_cost(double inter_bytes, double comm_s, double bubble) {
+    const double busy = bubble > 0 && bubble < 1 ? 1 - bubble : 1;
+    return (inter_bytes * 1e6 + comm_s) / busy;
+}
+
 // The layout d0 under AC mode ac with the fewest microbatches (gradient accumulation) that
 // fits, among the divisors Ms[0..n) of the local batch. Fewer microbatches gather every FSDP
 // unit fewer times; more keep fewer activations. M = 1 is tried first (no accumulation
@@ -199,8 +214,8 @@ static int consider_ac(search *s, const hp_dims *d0, const int *Ms, int n, int a
     l->inter_bytes = t.inter_bytes;
     l->step_s = t.step_serial_s;
     l->mfu = t.mfu_serial;
-    // without --hw: inter-node bytes first, all wire time (at the topology's rates) second
-    l->key = s->hw ? t.step_serial_s : t.inter_bytes * 1e6 + t.comm_s;
+    l->bubble = t.pp_bubble;
+    l->key = s->hw ? t.step_serial_s : bytes_cost(t.inter_bytes, t.comm_s, t.pp_bubble);
     return 0;
 }
 
@@ -322,7 +337,8 @@ int tool_plan_search_cmd(const tool_cli *cli) {
                cli->run.reshard_after_forward == HP_RESHARD_ALWAYS ? ": pp layouts are not legal with it" : "");
     if (s.hw) printf("  ranked by the step-time model on --hw, nodes of %d ranks (a model: see hp plan --memory --hw "
                      "for its assumptions)\n", s.hw->ranks_per_node);
-    else printf("  ranked by wire bytes a rank sends between nodes of %d ranks, then all wire time\n",
+    else printf("  ranked by cost = the wire bytes a rank sends between nodes of %d ranks / (1 - the ideal pp "
+                "bubble), then all wire time / (1 - bubble) (no --hw: a byte count, not a time; docs/planner.md)\n",
                 s.topo.ranks_per_node);
     if (s.n_fit == 0) {
         const layout *c = &s.closest;
@@ -338,7 +354,9 @@ int tool_plan_search_cmd(const tool_cli *cli) {
     }
     printf("  %3s %4s %-16s %6s %6s %3s %5s %3s %3s %3s %4s %-8s   %9s %9s %14s", "#", "pp", "schedule", "dp_rep",
            "dp_shd", "uly", "cp", "tp", "ep", "etp", "mb", "ac", "peak GiB", "pers GiB", "inter-node GB");
+    printf(" %7s", "bubble");
     if (s.hw) printf(" %10s %6s", "step s", "MFU");
+    else printf(" %10s", "cost GB");
     printf("\n");
     for (int i = 0; i < s.n_fit && i < TOP; i++) {
         const layout *l = &s.fit[i];
@@ -348,7 +366,9 @@ int tool_plan_search_cmd(const tool_cli *cli) {
                l->d.pp > 1 ? hp_pp_schedule_name(l->d.pp_schedule) : "-", l->d.dp_replicate, l->d.dp_shard,
                l->d.ulysses, l->d.cp, l->d.tp, l->d.ep, l->d.etp, l->microbatches, ac, l->peak / GIB,
                l->persistent / GIB, l->inter_bytes / 1e9);
+        printf(" %6.1f%%", 100 * l->bubble);
         if (s.hw) printf(" %10.4g %5.1f%%", l->step_s, 100 * l->mfu);
+        else printf(" %10.3f", l->inter_bytes / 1e9 / (l->bubble > 0 && l->bubble < 1 ? 1 - l->bubble : 1));
         printf("\n");
     }
     free(s.fit);

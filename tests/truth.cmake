@@ -45,3 +45,12 @@ hp_cli_test(run_help_verify_steps 0 - "F:--verify-steps N, else --steps N of the
 hp_cli_test(help_world_formula 0 - "F:world = dp_replicate*dp_shard*ulysses*cp*tp*pp ranks"
   "F:parallel degrees (world = dp_replicate*dp_shard*ulysses*cp*tp*pp;"
   "!F:world = dp_replicate*dp_shard*cp*tp ranks" -- run --help)
+
+# examples/README.md's lists of what is implemented (each with the recipes that prove it) and
+# what is not are generated from the recipe table (hp matrix --features-markdown) and must not
+# drift; the documents' flags, "not implemented" claims and job-file descriptions are true
+add_test(NAME examples_features_table
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_readme_table.sh $<TARGET_FILE:hp>
+                 ${CMAKE_SOURCE_DIR}/examples/README.md features --features-markdown)
+add_test(NAME docs_true COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/check_docs_true.py $<TARGET_FILE:hp> ${CMAKE_SOURCE_DIR})
+set_tests_properties(examples_features_table docs_true PROPERTIES LABELS L0 TIMEOUT 60)

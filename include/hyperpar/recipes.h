@@ -120,6 +120,10 @@ int hp_negative_write_files(const char *dir, char *err, int errlen);
 void hp_recipes_list(FILE *out);
 void hp_recipes_markdown(FILE *out);
 void hp_examples_markdown(FILE *out);
+// examples/README.md's lists (between "<!-- features:begin -->" and "end"; recipes_features.c):
+// each implemented feature with its flag and the recipes that prove it (a feature no recipe
+// proves is left out), then what hp does not implement, with the line it refuses each with.
+void hp_features_markdown(FILE *out);
 void hp_recipes_ctest(FILE *out);
 
 #endif

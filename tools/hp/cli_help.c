@@ -43,6 +43,8 @@ void tool_cli_print_common_help(FILE *out) {
     print_model_names(out);
     fputs(
         "  --model-config F   the model of a Hugging Face config.json (instead of --model)\n"
+        "  --layers N         the model's blocks, deeper or shallower (model.n_layers; default: the\n"
+        "                     model's own)\n"
         "  --seq-len N        tokens per sequence (default 32)\n"
         "  --batch N          global batch, in sequences (default 8)\n"
         "  --seed N           seed of init and synthetic data (default 1234)\n"

@@ -483,7 +483,8 @@ int tool_cmd_matrix(int argc, char **argv) {
     if (e < 0) return HP_EXIT_OK;
     if (e) return e;
     if (o.list) {
-        if (o.list == 3) hp_examples_markdown(stdout);
+        if (o.list == 4) hp_features_markdown(stdout);
+        else if (o.list == 3) hp_examples_markdown(stdout);
         else if (o.list == 2) hp_recipes_markdown(stdout);
         else hp_recipes_list(stdout);
         return HP_EXIT_OK;

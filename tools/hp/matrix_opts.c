@@ -9,7 +9,8 @@
 static const char *const matrix_usage =
     "usage: hp matrix [--level all|L0|L1|L2[,..]] [--only ID[,ID..]] [--repeat N] [--report DIR]\n"
     "                 [--jobs N] [--timeout S] [--no-negative] [--faults | --faults-only | --no-faults]\n"
-    "                 [--list | --markdown | --examples-markdown | --ctest FILE] [--write-bad-files DIR]\n"
+    "                 [--list | --markdown | --examples-markdown | --features-markdown | --ctest FILE]\n"
+    "                 [--write-bad-files DIR]\n"
     "\n"
     "Runs every selected recipe of the completeness matrix (shared/spec/recipes.md) as\n"
     "`hp run <flags> --verify --json F --quiet`, N times (default 2: the runs must be\n"
@@ -28,7 +29,9 @@ static const char *const matrix_usage =
     "  --faults-only    run the failpoints only (no recipes, no negative cases)\n"
     "  --no-faults      do not run the failpoints\n"
     "  --list           print the recipe table and the negative cases, tab-separated, and exit\n"
-    "  --markdown       print README.md's recipe table; --examples-markdown examples/README.md's\n"
+    "  --markdown       print README.md's recipe table; --examples-markdown examples/README.md's;\n"
+    "                   --features-markdown its lists of what is implemented (with the recipes\n"
+    "                   that prove each) and what is not (refused by name)\n"
     "  --ctest FILE     write the CTest list of the recipes and negative cases into FILE and exit\n"
     "  --write-bad-files DIR   write the bad input files of the negative cases into DIR and exit\n";
 
@@ -118,6 +121,7 @@ int tool_matrix_parse_opts(int argc, char **argv, tool_matrix_opts *o) {
         if (!strcmp(a, "--list")) { o->list = 1; continue; }
         if (!strcmp(a, "--markdown")) { o->list = 2; continue; }
         if (!strcmp(a, "--examples-markdown")) { o->list = 3; continue; }
+        if (!strcmp(a, "--features-markdown")) { o->list = 4; continue; }
         if (!strcmp(a, "--no-negative")) { o->no_negative = 1; continue; }
         if (!strcmp(a, "--faults")) { o->faults = 1; continue; }
         if (!strcmp(a, "--no-faults")) { o->no_faults = 1; continue; }

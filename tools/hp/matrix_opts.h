@@ -17,7 +17,7 @@ typedef struct tool_matrix_opts {
     int  repeat;
     int  jobs;                   // --jobs: recipes, cases and faults run at once (default 1)
     double timeout_s;
-    int  no_negative, list;      // list: 1 --list, 2 --markdown, 3 --examples-markdown
+    int  no_negative, list;      // list: 1 --list, 2 --markdown, 3 --examples-markdown, 4 --features-markdown
     const char *ctest_file;      // --ctest FILE
     int  faults, faults_only;    // --faults / --faults-only
     int  no_faults;              // --no-faults: not even with the whole matrix

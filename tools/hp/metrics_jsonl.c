@@ -2,10 +2,25 @@
 // written whole and flushed, so that a reader (or a crash) sees only complete lines.
 // defines: tool_metrics_jsonl_job, tool_metrics_jsonl_train, tool_metrics_jsonl_val
 //
-// Numbers are cJSON's: the shortest of %.15g and %.17g that reads back to the same double
-// (round-trip precision); a non-finite one is written as null. The keys are docs/metrics.md's.
+// Numbers are written at round-trip precision: the shortest of %.15g, %.16g and %.17g that
+// strtod reads back to the same double, bit for bit; a non-finite one is written as null. (Not
+// cJSON's own printing: it takes %.15g when the reading is within DBL_EPSILON, so a loss could
+// lose its last bit and differ from --json's.) The keys are docs/metrics.md's.
+#include <math.h>
+#include <stdlib.h>
 #include <cjson/cJSON.h>
 #include "metrics.h"
+
+// o[key] = v, exactly (above).
+static void add_number(cJSON *o, const char *key, double v) {
+    if (!isfinite(v)) { cJSON_AddNullToObject(o, key); return; }
+    char text[32];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, v);
+        if (strtod(text, NULL) == v) break;
+    }
+    cJSON_AddRawToObject(o, key, text);
+}
 
 // Prints o unformatted as one line and frees it. 0, or -1 when it could not be written.
 static int put_line(FILE *f, cJSON *o) {
@@ -24,45 +39,45 @@ int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "job");
     cJSON_AddStringToObject(o, "model", m->name);
-    cJSON_AddNumberToObject(o, "world", j->world);
-    cJSON_AddNumberToObject(o, "params", (double)j->flops.params);
-    cJSON_AddNumberToObject(o, "embedding_params", (double)j->flops.embedding);
-    cJSON_AddNumberToObject(o, "routed_expert_params", (double)j->flops.routed);
-    cJSON_AddNumberToObject(o, "F", j->flops.F);
-    cJSON_AddNumberToObject(o, "peak", j->peak);
+    add_number(o, "world", j->world);
+    add_number(o, "params", (double)j->flops.params);
+    add_number(o, "embedding_params", (double)j->flops.embedding);
+    add_number(o, "routed_expert_params", (double)j->flops.routed);
+    add_number(o, "F", j->flops.F);
+    add_number(o, "peak", j->peak);
     cJSON_AddStringToObject(o, "isa", j->isa);
     cJSON_AddStringToObject(o, "peak_source", j->peak_source ? j->peak_source : "");
-    cJSON_AddNumberToObject(o, "blas_threads", j->blas_threads);
-    cJSON_AddNumberToObject(o, "mem_total_gib", j->mem_total_gib);
+    add_number(o, "blas_threads", j->blas_threads);
+    add_number(o, "mem_total_gib", j->mem_total_gib);
     // the shapes F is made of, so that a reader can recount it
-    cJSON_AddNumberToObject(o, "vocab_size", m->vocab_size);
-    cJSON_AddNumberToObject(o, "dim", m->dim);
-    cJSON_AddNumberToObject(o, "n_layers", m->n_layers);
-    cJSON_AddNumberToObject(o, "n_heads", m->n_heads);
-    cJSON_AddNumberToObject(o, "head_dim", hp_model_head_dim(m));
-    cJSON_AddNumberToObject(o, "num_experts", m->num_experts);
-    cJSON_AddNumberToObject(o, "top_k", m->top_k);
-    cJSON_AddNumberToObject(o, "moe_hidden", m->moe_hidden);
-    cJSON_AddNumberToObject(o, "n_dense_layers", m->n_dense_layers);
-    cJSON_AddNumberToObject(o, "seq_len", cli->run.seq_len);
-    cJSON_AddNumberToObject(o, "global_batch_size", cli->run.batch);
-    cJSON_AddNumberToObject(o, "steps", cli->run.steps);
-    cJSON_AddNumberToObject(o, "first_step", j->first_step);
-    cJSON_AddNumberToObject(o, "log_freq", cli->log_freq);
+    add_number(o, "vocab_size", m->vocab_size);
+    add_number(o, "dim", m->dim);
+    add_number(o, "n_layers", m->n_layers);
+    add_number(o, "n_heads", m->n_heads);
+    add_number(o, "head_dim", hp_model_head_dim(m));
+    add_number(o, "num_experts", m->num_experts);
+    add_number(o, "top_k", m->top_k);
+    add_number(o, "moe_hidden", m->moe_hidden);
+    add_number(o, "n_dense_layers", m->n_dense_layers);
+    add_number(o, "seq_len", cli->run.seq_len);
+    add_number(o, "global_batch_size", cli->run.batch);
+    add_number(o, "steps", cli->run.steps);
+    add_number(o, "first_step", j->first_step);
+    add_number(o, "log_freq", cli->log_freq);
     cJSON *par = cJSON_AddObjectToObject(o, "parallelism");
-    cJSON_AddNumberToObject(par, "dp_replicate", d->dp_replicate);
-    cJSON_AddNumberToObject(par, "dp_shard", d->dp_shard);
-    cJSON_AddNumberToObject(par, "cp", d->cp);
-    cJSON_AddNumberToObject(par, "tp", d->tp);
-    cJSON_AddNumberToObject(par, "pp", d->pp);
-    cJSON_AddNumberToObject(par, "ep", d->ep);
-    cJSON_AddNumberToObject(par, "etp", d->etp);
-    cJSON_AddNumberToObject(par, "ulysses", d->ulysses);
+    add_number(par, "dp_replicate", d->dp_replicate);
+    add_number(par, "dp_shard", d->dp_shard);
+    add_number(par, "cp", d->cp);
+    add_number(par, "tp", d->tp);
+    add_number(par, "pp", d->pp);
+    add_number(par, "ep", d->ep);
+    add_number(par, "etp", d->etp);
+    add_number(par, "ulysses", d->ulysses);
     cJSON_AddStringToObject(o, "dataset", cli->run.data_path ? cli->run.data_path : "");
     if (j->val && j->val->data) {
         cJSON_AddStringToObject(o, "val_dataset", j->val->path ? j->val->path : "");
-        cJSON_AddNumberToObject(o, "val_batches", (double)j->val->batches);
-        cJSON_AddNumberToObject(o, "val_freq", j->val->freq);
+        add_number(o, "val_batches", (double)j->val->batches);
+        add_number(o, "val_freq", j->val->freq);
     }
     return put_line(f, o);
 }
@@ -70,29 +85,29 @@ int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j) {
 int tool_metrics_jsonl_train(FILE *f, const tool_metrics_train *t) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "train");
-    cJSON_AddNumberToObject(o, "step", t->step);
-    cJSON_AddNumberToObject(o, "loss", t->loss);
-    cJSON_AddNumberToObject(o, "grad_norm", t->grad_norm);
-    cJSON_AddNumberToObject(o, "lr", t->lr);
-    cJSON_AddNumberToObject(o, "tokens_seen", (double)t->tokens_seen);
-    cJSON_AddNumberToObject(o, "elapsed_s", t->elapsed_s);
-    cJSON_AddNumberToObject(o, "memory_gib", t->memory_gib);
-    cJSON_AddNumberToObject(o, "memory_gib_max", t->memory_gib_max);
-    cJSON_AddNumberToObject(o, "memory_pct", t->memory_pct);
-    cJSON_AddNumberToObject(o, "tps", t->tps);
-    cJSON_AddNumberToObject(o, "tflops", t->tflops);
-    cJSON_AddNumberToObject(o, "mfu_pct", t->mfu_pct);
+    add_number(o, "step", t->step);
+    add_number(o, "loss", t->loss);
+    add_number(o, "grad_norm", t->grad_norm);
+    add_number(o, "lr", t->lr);
+    add_number(o, "tokens_seen", (double)t->tokens_seen);
+    add_number(o, "elapsed_s", t->elapsed_s);
+    add_number(o, "memory_gib", t->memory_gib);
+    add_number(o, "memory_gib_max", t->memory_gib_max);
+    add_number(o, "memory_pct", t->memory_pct);
+    add_number(o, "tps", t->tps);
+    add_number(o, "tflops", t->tflops);
+    add_number(o, "mfu_pct", t->mfu_pct);
     return put_line(f, o);
 }
 
 int tool_metrics_jsonl_val(FILE *f, const tool_metrics_valrec *v) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "val");
-    cJSON_AddNumberToObject(o, "step", v->step);
-    cJSON_AddNumberToObject(o, "loss", v->loss);
-    cJSON_AddNumberToObject(o, "tokens", (double)v->tokens);
-    cJSON_AddNumberToObject(o, "batches", (double)v->batches);
-    cJSON_AddNumberToObject(o, "tps", v->tps);
-    cJSON_AddNumberToObject(o, "elapsed_s", v->elapsed_s);
+    add_number(o, "step", v->step);
+    add_number(o, "loss", v->loss);
+    add_number(o, "tokens", (double)v->tokens);
+    add_number(o, "batches", (double)v->batches);
+    add_number(o, "tps", v->tps);
+    add_number(o, "elapsed_s", v->elapsed_s);
     return put_line(f, o);
 }

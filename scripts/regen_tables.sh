@@ -1,6 +1,7 @@
 #!/bin/sh
 # regen_tables.sh [HP] - rewrites the generated tables of README.md ("recipes": hp matrix
-# --markdown) and examples/README.md ("examples": hp matrix --examples-markdown) from the
+# --markdown) and examples/README.md ("examples": hp matrix --examples-markdown; "features": hp
+# matrix --features-markdown, the implemented and the refused features) from the
 # library, between their "<!-- NAME:begin -->" and "<!-- NAME:end -->" lines. The CTests
 # readme_recipes_table and examples_recipes_table check that they were.
 set -eu
@@ -16,3 +17,4 @@ regen() {   # FILE NAME FLAG
 }
 regen README.md recipes --markdown
 regen examples/README.md examples --examples-markdown
+regen examples/README.md features --features-markdown

@@ -1,6 +1,6 @@
 // fma_peak.c - the fp32 FMA-throughput microbenchmark behind `hp bench`'s peak figure, and its
 // bf16 twin (AVX512_BF16's VDPBF16PS: per lane two bf16 products added to an fp32 accumulator).
-// defines: tool_fma_peak, tool_fma_peak_quick, tool_fma_isa, tool_bf16_peak
+// defines: tool_fma_peak, tool_fma_isa, tool_bf16_peak
 //
 // Why 16 accumulators: an FMA has a latency of about 4 cycles and a core issues up to 2 per
 // cycle, so at least 8 independent chains keep both ports busy; 16 leave room for cores with
@@ -208,13 +208,6 @@ double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len) {
     loop_fn fn = pick_loop(want, &name);
     if (isa && isa_len) snprintf(isa, isa_len, "%s", name);
     return peak_of(fn, threads, 10, 0.03);
-}
-
-double tool_fma_peak_quick(int threads, const char *want, char *isa, size_t isa_len) {
-    const char *name;
-    loop_fn fn = pick_loop(want, &name);
-    if (isa && isa_len) snprintf(isa, isa_len, "%s", name);
-    return peak_of(fn, threads, 5, 0.006);
 }
 
 double tool_bf16_peak(int threads, char *isa, size_t isa_len) {

@@ -1,7 +1,7 @@
 // fma_peak.h - this machine's fp32 peak: how many FLOP/s its FMA units retire when nothing
 // else limits them (no memory traffic, no dependency stalls). The physical limit that
 // `hp bench` puts beside sgemm and the training step.
-// defines: tool_fma_peak, tool_fma_peak_quick, tool_fma_isa, tool_bf16_peak
+// defines: tool_fma_peak, tool_fma_isa, tool_bf16_peak
 //
 //   char isa[16];
 //   double widest = tool_fma_peak(2, NULL, isa, sizeof isa);     // e.g. 344.1, "avx512"
@@ -21,10 +21,6 @@
 // NULL = the widest this CPU has) at once (best of 10 timings, ~0.3 s in all); writes the
 // instruction set used ("avx512", "avx2", "avx", "sse", "scalar") into isa.
 double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len);
-// The same in ~0.03 s (best of 5 timings of ~6 ms): the peak hp run's mfu is measured against at
-// start (metrics_flops.c), which must not slow a short run; a little below tool_fma_peak's on a
-// busy machine.
-double tool_fma_peak_quick(int threads, const char *want, char *isa, size_t isa_len);
 // The instruction set tool_fma_peak(.., want, ..) would use (no timing).
 const char *tool_fma_isa(const char *want);
 // The bf16 twin: GFLOP/s of `threads` threads running VDPBF16PS (AVX512_BF16: two bf16 products

@@ -14,6 +14,6 @@ echo "make test: $n test(s) skipped"
 if [ "$n" -gt 0 ]; then
   grep ' (Skipped)$' "$log" | sed 's/^[[:space:]]*[0-9]* - /  /'
   # the reasons, as the tests printed them (CTest keeps every test's output in LastTest.log)
-  grep -h 'skipped: ' "$dir"/Testing/Temporary/LastTest*.log 2>/dev/null | sort -u | sed 's/^/  why: /'
+  grep -hE '^([A-Za-z0-9_.-]+( [a-z0-9-]+)?: )?skipped: ' "$dir"/Testing/Temporary/LastTest*.log 2>/dev/null | sort -u | sed 's/^/  why: /'
 fi
 exit "$rc"

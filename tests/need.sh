@@ -13,7 +13,7 @@ case $what in
     case $line in
       *": yes") ;;
       *) isa=$("$hp" --version | sed -n 's/^gemm: onednn [0-9.]*, isa \([a-z0-9_]*\),.*/\1/p')
-         echo "skipped: oneDNN has no bf16 matmul here (isa $isa; it needs avx512_core)"; exit 77 ;;
+         echo "need.sh onednn-bf16: skipped: oneDNN has no bf16 matmul here (isa $isa; it needs avx512_core)"; exit 77 ;;
     esac ;;
   *) echo "need.sh: unknown requirement '$what'"; exit 1 ;;
 esac

@@ -144,6 +144,54 @@ static double rope_obj(void *c) {
     ref_rope(r->y, r->x, r->pos, r->theta, r->B, r->S, r->nh, r->hd);
     return tk_dotd(r->y, r->R, (size_t)r->B * r->S * r->nh * r->hd);
 }
+// Llama 3.1's frequencies as HF's _compute_llama3_parameters writes them, vectorised: the
+// scaled and the blended values, then the band of each wavelength picks one
+static double ref_llama3_freq(int j, int hd, double theta, double factor, double low, double high, double L) {
+    const double inv = 1.0 / pow(theta, 2.0 * j / hd);
+    const double wavelen = 2.0 * 3.14159265358979323846 / inv;
+    const double scaled = wavelen > L / low ? inv / factor : inv;
+    const double smooth = (L / wavelen - low) / (high - low);
+    const double blended = (1.0 - smooth) * scaled / factor + smooth * scaled;
+    const int medium = !(wavelen < L / high) && !(wavelen > L / low);
+    return medium ? blended : scaled;
+}
+
+// Llama 3.1's RoPE rescale: factor 0 is hp_rope_table's bits; with Llama 3.1's numbers the high
+// frequencies keep theirs, the low ones are divided by the factor, and every angle is the
+// reference's; a bad rescale is refused
+static void test_rope_llama3(void) {
+    enum { S = 5, HD = 128 };
+    const int pos[S] = { 0, 1, 7, 1000, 100000 };
+    float plain[2 * S * HD / 2], none[2 * S * HD / 2], scaled[2 * S * HD / 2];
+    hp_rope_table(plain, pos, 500000.0f, S, HD);
+    tk_check(hp_rope_table_llama3(none, pos, 500000.0f, 0.0f, 0.0f, 0.0f, 0, S, HD) == 0 &&
+             !memcmp(plain, none, sizeof plain), "rope llama3 with factor 0: plain RoPE's bits", 0, 0);
+    tk_check(hp_rope_table_llama3(scaled, pos, 500000.0f, 8.0f, 1.0f, 4.0f, 8192, S, HD) == 0,
+             "rope llama3 table (factor 8, low 1, high 4, 8192)", 0, 0);
+    double worst = 0.0;
+    int kept = 0, divided = 0, blended = 0;
+    for (int j = 0; j < HD / 2; j++) {
+        const double f0 = 1.0 / pow(500000.0, 2.0 * j / HD), f = ref_llama3_freq(j, HD, 500000.0, 8, 1, 4, 8192);
+        kept += f == f0;
+        divided += fabs(f - f0 / 8) <= 1e-15 * f0;
+        blended += f != f0 && fabs(f - f0 / 8) > 1e-15 * f0;
+        for (int t = 0; t < S; t++) {
+            const double a = pos[t] * f;
+            const double dc = fabs(scaled[t * (HD / 2) + j] - cos(a)), ds = fabs(scaled[(S + t) * (HD / 2) + j] - sin(a));
+            if (dc > worst) worst = dc;
+            if (ds > worst) worst = ds;
+        }
+    }
+    tk_check(kept > 0 && divided > 0 && blended > 0 && kept + divided + blended == HD / 2,
+             "rope llama3: pairs kept, divided by the factor and blended", 0, 0);
+    tk_check(worst <= 1e-6, "rope llama3: every cos and sin within 1e-6 of the reference's", worst > 1e-6, 0);
+    printf("rope llama3: %d pairs kept, %d divided, %d blended; worst |cos/sin - ref| %.2e\n", kept, divided,
+           blended, worst);
+    tk_check(hp_rope_table_llama3(scaled, pos, 500000.0f, 0.5f, 1.0f, 4.0f, 8192, S, HD) == -1 &&
+             hp_rope_table_llama3(scaled, pos, 500000.0f, 8.0f, 4.0f, 1.0f, 8192, S, HD) == -1,
+             "rope llama3: factor < 1 and low >= high are refused", 0, 0);
+}
+
 static void test_rope(void) {
     // hand case: hd 4, pos 1 -> f = (1, 1e-2); x = (1,0,0,1) -> (cos 1, sin 1, -sin .01, cos .01)
     float x1[4] = {1, 0, 0, 1}, cs1[4];
@@ -431,6 +479,7 @@ int main(void) {
     test_embedding();
     test_rmsnorm();
     test_rope();
+    test_rope_llama3();
     test_swiglu();
     test_router_scores(0);
     test_router_scores(1);

@@ -127,6 +127,18 @@ static void test_hf_reader(void) {
           m.moe_hidden == 1408 && m.n_shared_experts == 2 && m.n_dense_layers == 1 &&
           m.ffn_hidden == 10944 && m.n_kv_heads == 16 && m.route_norm == 0 && m.norm_eps == 1e-6f &&
           m.rope_theta == 10000.0f, "deepseek-moe fields and HF defaults (%s)", err);
+    // Llama 3.1's rope_scaling is read (and a null one, or rope_type default, is plain RoPE)
+    const char *llama31 =
+        "{\"model_type\":\"llama\",\"hidden_size\":4096,\"intermediate_size\":14336,\"num_hidden_layers\":32,"
+        "\"num_attention_heads\":32,\"num_key_value_heads\":8,\"vocab_size\":128256,\"rope_theta\":500000.0,"
+        "\"rope_scaling\":{\"factor\":8.0,\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
+        "\"original_max_position_embeddings\":8192,\"rope_type\":\"llama3\"}}";
+    CHECK(reads(llama31, &m, err, sizeof err) == 0 && m.rope_factor == 8.0f && m.rope_low_freq_factor == 1.0f &&
+          m.rope_high_freq_factor == 4.0f && m.rope_original_max_positions == 8192 && m.rope_theta == 5e5f,
+          "Llama 3.1's rope_scaling is read (%s)", err);
+    const char *plain = "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,"
+                        "\"intermediate_size\":128,\"vocab_size\":256,\"rope_scaling\":null}";
+    CHECK(reads(plain, &m, err, sizeof err) == 0 && m.rope_factor == 0.0f, "rope_scaling null: plain RoPE (%s)", err);
     // refusals name the field
     static const struct { const char *json, *names; } bad[] = {
         { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
@@ -146,6 +158,18 @@ static void test_hf_reader(void) {
         { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
           "\"vocab_size\":256,\"num_local_experts\":4,\"num_experts_per_tok\":5}", "'num_experts_per_tok' must be in [1, 4]" },
         { "[1, 2]", "not a JSON object" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4}}",
+          "rope_scaling rope_type 'yarn' is not one hyperpar implements (llama3 is)" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8,\"low_freq_factor\":4,"
+          "\"high_freq_factor\":1,\"original_max_position_embeddings\":8192}}",
+          "rope_scaling llama3 needs factor >= 1 and 0 < low_freq_factor < high_freq_factor, got 8, 4, 1" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8,\"low_freq_factor\":1,"
+          "\"high_freq_factor\":4}}", "rope_scaling: required field 'original_max_position_embeddings' is missing" },
+        { "{\"hidden_size\":64,\"num_hidden_layers\":1,\"num_attention_heads\":8,\"intermediate_size\":128,"
+          "\"vocab_size\":256,\"rope_scaling\":3}", "field 'rope_scaling' must be an object or null" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';

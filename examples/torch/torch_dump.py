@@ -119,6 +119,11 @@ def main():
         sys.exit("torch_dump: --ddp with a bfloat16 dump: gloo would reduce bf16 gradients in bf16; "
                  "hp reduces them in fp32 (run it without --ddp)")
 
+    if result["model"].get("rope_scaling"):   # the PyTorch model here has plain RoPE only
+        print("torch_dump: the dump's model rescales RoPE (rope_scaling %s); this PyTorch model has plain "
+              "RoPE only" % result["model"]["rope_scaling"].get("rope_type"), file=sys.stderr)
+        sys.exit(2)
+
     # before any op: an unknown HP_CPU_ISA is refused, and a narrow cap switches mkldnn off (a
     # capped oneDNN has no bf16 matmul); only a bf16 dump depends on the sum it reports
     gemm = bf16_gemm_path("torch_dump")

@@ -1,4 +1,4 @@
-// config.h - the model's shape and a run's settings (spec: shared/spec/model.md).
+// config.h - the model's shape and a run's settings (spec: docs/model.md).
 // defines: hp_model_config, hp_model_config_by_name, hp_model_config_from_hf_json/_file,
 //          hp_run_config, hp_run_config_default
 //
@@ -32,6 +32,10 @@ typedef struct hp_model_config {
     hp_score_func score_func;
     int   route_norm;      // renormalise the K top scores to sum 1
     float route_scale;
+    // Llama 3.1's rescale of the RoPE frequencies (HF rope_scaling, rope_type "llama3");
+    // rope_factor 0 = none, plain RoPE at rope_theta (hp_rope_table_llama3 has the rule)
+    float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int   rope_original_max_positions;
 } hp_model_config;
 
 // Fills *out with a named config: one of hp_model_config_names (the test models "tiny",

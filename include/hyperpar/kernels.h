@@ -98,6 +98,14 @@ void hp_rmsnorm_backward(float *dx, float *dw,        // (N, D) +=, (D) +=
 // The table of S global positions pos, once per run (TorchTitan's precompute_freqs_cis):
 // cs (2, S, hd/2) = cos, then sin of pos[t] * theta^(-2j/hd). 0, or -1 for an odd head_dim.
 int hp_rope_table(float *cs, const int *pos, float theta, int S, int hd);
+// The same with Llama 3.1's rescale of the frequencies f_j = theta^(-2j/hd) (HF rope_scaling,
+// rope_type "llama3"; TorchTitan's apply_scaling): with wavelength w = 2 pi / f_j and
+// L = original_max, a pair of w < L / high keeps f_j, one of w > L / low takes f_j / factor,
+// and one between blends them, (1 - s) f_j / factor + s f_j with s = (L / w - low) / (high - low).
+// factor 0 is plain RoPE, hp_rope_table's bits. 0, or -1 (one line) for an odd head_dim or a
+// rescale that is not factor >= 1, 0 < low < high, original_max >= 1.
+int hp_rope_table_llama3(float *cs, const int *pos, float theta, float factor, float low, float high,
+                         int original_max, int S, int hd);
 void hp_rope_forward(float *x, const float *cs, int B, int S, int nh, int hd);
 // In place: dx <- R(pos)^T dx (the gradient of the rotation).
 void hp_rope_backward(float *dx, const float *cs, int B, int S, int nh, int hd);

@@ -17,6 +17,9 @@ cJSON *hp_ck_model_json(const hp_model_config *m) {
     I(vocab_size); I(dim); I(n_layers); I(n_heads); I(n_kv_heads); I(ffn_hidden);
     I(norm_eps); I(rope_theta); I(num_experts); I(top_k); I(moe_hidden); I(n_shared_experts);
     I(n_dense_layers); I(score_func); I(route_norm); I(route_scale);
+    if (m->rope_factor != 0.0f) {   // (written only when set: older checkpoints have none)
+        I(rope_factor); I(rope_low_freq_factor); I(rope_high_freq_factor); I(rope_original_max_positions);
+    }
 #undef I
     return j;
 }
@@ -27,6 +30,7 @@ int hp_ck_model_compare(const hp_model_config *a, const hp_model_config *b, char
     CI(vocab_size); CI(dim); CI(n_layers); CI(n_heads); CI(n_kv_heads); CI(ffn_hidden);
     CF(norm_eps); CF(rope_theta); CI(num_experts); CI(top_k); CI(moe_hidden);
     CI(n_shared_experts); CI(n_dense_layers); CI(score_func); CI(route_norm); CF(route_scale);
+    CF(rope_factor); CF(rope_low_freq_factor); CF(rope_high_freq_factor); CI(rope_original_max_positions);
 #undef CI
 #undef CF
     return 0;
@@ -87,6 +91,9 @@ static int parse_model(parse_ctx *c, const cJSON *j, hp_model_config *m) {
     F(norm_eps); F(rope_theta); I(num_experts); I(top_k); I(moe_hidden); I(n_shared_experts);
     I(n_dense_layers); m->score_func = (hp_score_func)i64(c, j, "score_func", "model");
     I(route_norm); F(route_scale);
+    if (cJSON_GetObjectItemCaseSensitive(j, "rope_factor")) {   // Llama 3.1's RoPE rescale, when set
+        F(rope_factor); F(rope_low_freq_factor); F(rope_high_freq_factor); I(rope_original_max_positions);
+    }
 #undef I
 #undef F
     return c->failed;

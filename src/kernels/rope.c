@@ -3,9 +3,10 @@
 // ranks pass the positions of their own tokens). The cos/sin table of a rank's positions is
 // computed once (hp_rope_table, TorchTitan's precompute_freqs_cis): angles in double, cos and
 // sin rounded to float, reused by every layer, batch row and head, forward and backward.
+// Llama 3.1 rescales the frequencies (hp_rope_table_llama3, from HF's rope_scaling).
 // Positions are independent: ranges of them run in parallel (kernels/parallel.h), each
 // element computed as in the serial loop.
-// defines: hp_rope_table, hp_rope_forward, hp_rope_backward
+// defines: hp_rope_table, hp_rope_table_llama3, hp_rope_forward, hp_rope_backward
 #include <math.h>
 #include <stdio.h>
 #include "hyperpar/kernels.h"
@@ -19,13 +20,34 @@ static int head_dim_ok(int hd, const char *who) {
     return 0;
 }
 
+// Llama 3.1's frequency of pair j (hp_rope_table_llama3's rule), in double
+static double llama3_freq(double f, double factor, double low, double high, double original_max) {
+    const double wavelen = 2.0 * 3.14159265358979323846 / f;   // (2 pi in double, as HF and TorchTitan)
+    if (wavelen < original_max / high) return f;             // high frequencies: kept
+    if (wavelen > original_max / low) return f / factor;     // low frequencies: scaled
+    const double s = (original_max / wavelen - low) / (high - low);
+    return (1.0 - s) * f / factor + s * f;                   // between: blended
+}
+
 int hp_rope_table(float *cs,        // (2, S, hd/2): cos, then sin
                   const int *pos,   // (S)
                   float theta, int S, int hd) {
+    return hp_rope_table_llama3(cs, pos, theta, 0.0f, 0.0f, 0.0f, 0, S, hd);
+}
+
+int hp_rope_table_llama3(float *cs, const int *pos, float theta, float factor, float low, float high,
+                         int original_max, int S, int hd) {
     if (!head_dim_ok(hd, "hp_rope_table")) return -1;
+    if (factor != 0.0f && !(factor >= 1.0f && low > 0.0f && high > low && original_max >= 1 && isfinite(factor) &&
+                            isfinite(high))) {
+        fprintf(stderr, "hp_rope_table_llama3: the rescale needs factor >= 1, 0 < low < high, original_max >= 1; "
+                "got %g, %g, %g, %d\n", (double)factor, (double)low, (double)high, original_max);
+        return -1;
+    }
     const int npair = hd / 2;
     for (int j = 0; j < npair; j++) {
-        const double f = pow((double)theta, -2.0 * j / hd);
+        double f = pow((double)theta, -2.0 * j / hd);
+        if (factor != 0.0f) f = llama3_freq(f, factor, low, high, original_max);
         for (int t = 0; t < S; t++) {
             const double a = (double)pos[t] * f;
             cs[(size_t)t * npair + j] = (float)cos(a);

@@ -10,8 +10,10 @@
 //   than silu, group-limited routing (n_group / topk_group > 1), moe_layer_freq != 1, and
 //   model_type other than llama, mistral, mixtral, deepseek (qwen2 has q/k/v biases without a
 //   field saying so, gemma ties and scales, ...).
-// rope_scaling (Llama 3.1's long-context rescale of the RoPE frequencies) is read as absent:
-// it changes no shape, count, memory or traffic, and a run trains with plain RoPE at rope_theta.
+// rope_scaling: Llama 3.1's rescale of the RoPE frequencies (rope_type "llama3": factor,
+// low_freq_factor, high_freq_factor, original_max_position_embeddings) is read into the config
+// and applied (hp_rope_table_llama3); any other rope_type (linear, dynamic, yarn, longrope) is
+// refused by name. It changes no shape, count, memory or traffic.
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -152,6 +154,36 @@ static int read_moe(const cJSON *root, hp_model_config *m, int model_is_mixtral,
     return get_float(root, "routed_scaling_factor", 1e6, &m->route_scale, err, n);
 }
 
+// rope_scaling: absent or null = plain RoPE; rope_type (or the older "type") "llama3" with its
+// four numbers; anything else is refused by name.
+static int read_rope_scaling(const cJSON *root, hp_model_config *m, char *err, size_t n) {
+    const cJSON *rs = field(root, "rope_scaling");
+    if (!rs) return 0;
+    if (!cJSON_IsObject(rs)) return fail(err, n, "config.json: field 'rope_scaling' must be an object or null");
+    const cJSON *type = field(rs, "rope_type");
+    if (!type) type = field(rs, "type");
+    const char *name = cJSON_IsString(type) ? type->valuestring : NULL;
+    if (!name) return fail(err, n, "config.json: rope_scaling has no rope_type");
+    if (!strcmp(name, "default")) return 0;
+    if (strcmp(name, "llama3"))
+        return fail(err, n, "config.json: rope_scaling rope_type '%.32s' is not one hyperpar implements (llama3 is)", name);
+    int rc = get_float(rs, "factor", 1e6, &m->rope_factor, err, n);
+    if (!rc) rc = get_float(rs, "low_freq_factor", 1e6, &m->rope_low_freq_factor, err, n);
+    if (!rc) rc = get_float(rs, "high_freq_factor", 1e6, &m->rope_high_freq_factor, err, n);
+    if (!rc) rc = get_int(rs, "original_max_position_embeddings", 1, 1, MAX_DIM, &m->rope_original_max_positions, err, n);
+    if (rc) {   // "config.json: rope_scaling: field 'factor' ..."
+        char inner[256];
+        snprintf(inner, sizeof inner, "%s", strncmp(err, "config.json: ", 13) ? err : err + 13);
+        return fail(err, n, "config.json: rope_scaling: %s", inner);
+    }
+    if (!(m->rope_factor >= 1.0f) || !(m->rope_low_freq_factor > 0.0f) ||
+        !(m->rope_high_freq_factor > m->rope_low_freq_factor))
+        return fail(err, n, "config.json: rope_scaling llama3 needs factor >= 1 and 0 < low_freq_factor < "
+                    "high_freq_factor, got %g, %g, %g", (double)m->rope_factor, (double)m->rope_low_freq_factor,
+                    (double)m->rope_high_freq_factor);
+    return 0;
+}
+
 int hp_model_config_from_hf_json(const char *text, size_t len, const char *name, hp_model_config *out,
                                  char *err, size_t errlen) {
     cJSON *root = cJSON_ParseWithLength(text, len);
@@ -180,6 +212,7 @@ int hp_model_config_from_hf_json(const char *text, size_t len, const char *name,
     if (!rc) rc = get_float(root, "rope_theta", 1e30, &m.rope_theta, err, errlen);
     if (!rc) rc = get_float(root, "rms_norm_eps", 1.0, &m.norm_eps, err, errlen);
     if (!rc) rc = read_moe(root, &m, mixtral, err, errlen);
+    if (!rc) rc = read_rope_scaling(root, &m, err, errlen);
     int hd = 0;
     if (!rc && m.dim % m.n_heads != 0)
         rc = fail(err, errlen, "config.json: num_attention_heads (%d) must divide hidden_size (%d)", m.n_heads, m.dim);

@@ -36,7 +36,9 @@ static int alloc_step_data(hp_trainer *tr) {
     hp_cp_positions(tr->pos_cp, tr->rc.seq_len, tr->d.cp, tr->co.c, tr->rc.cp_load_balance);
     hp_seq_positions(tr->pos, tr->rc.seq_len, tr->d.cp, tr->co.c, tr->d.ulysses, tr->co.u,
                      tr->rc.cp_load_balance);
-    return hp_rope_table(tr->rope, tr->pos, tr->m.rope_theta, sh->Sc, sh->hd);
+    const hp_model_config *m = &tr->m;
+    return hp_rope_table_llama3(tr->rope, tr->pos, m->rope_theta, m->rope_factor, m->rope_low_freq_factor,
+                                m->rope_high_freq_factor, m->rope_original_max_positions, sh->Sc, sh->hd);
 }
 
 // The styles' states, then the model over the hooks they fill.

@@ -62,6 +62,14 @@ static cJSON *config_json(const hp_trainer *tr, double loss) {
     cJSON_AddStringToObject(mj, "score_func", m->score_func == HP_SCORE_SIGMOID ? "sigmoid" : "softmax");
     cJSON_AddBoolToObject(mj, "route_norm", m->route_norm);
     cJSON_AddNumberToObject(mj, "route_scale", m->route_scale);
+    if (m->rope_factor != 0.0f) {   // Llama 3.1's RoPE rescale (absent: plain RoPE)
+        cJSON *rj = cJSON_AddObjectToObject(mj, "rope_scaling");
+        cJSON_AddStringToObject(rj, "rope_type", "llama3");
+        cJSON_AddNumberToObject(rj, "factor", m->rope_factor);
+        cJSON_AddNumberToObject(rj, "low_freq_factor", m->rope_low_freq_factor);
+        cJSON_AddNumberToObject(rj, "high_freq_factor", m->rope_high_freq_factor);
+        cJSON_AddNumberToObject(rj, "original_max_position_embeddings", m->rope_original_max_positions);
+    }
     cJSON *dj = cJSON_AddObjectToObject(j, "parallel");
     cJSON_AddNumberToObject(dj, "dp_replicate", tr->d.dp_replicate);
     cJSON_AddNumberToObject(dj, "dp_shard", tr->d.dp_shard);

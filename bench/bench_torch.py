@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_torch.py - the model and training step of shared/spec/model.md in PyTorch eager, on
+"""bench_torch.py - the model and training step of docs/model.md in PyTorch eager, on
 the CPU: the other side of `hp bench`'s comparison (run by bench/run.sh, never by the tests).
 
 Same shapes, RMSNorm, interleaved-pair RoPE, GQA causal attention, SwiGLU FFN, mean CE over

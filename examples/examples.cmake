@@ -1,5 +1,5 @@
 # examples.cmake - builds every example program (example_<folder>) on the public API and runs
-# each folder's run.sh as a CTest, labelled with the level of the recipes it covers (seed §8):
+# each folder's run.sh as a CTest, labelled with the level of the recipes it covers (docs/recipes.md):
 # 01 L0, 02 L1, 03 L1, 04 L1, 05 L2, 06 L2, 07 L1, 08 L1, negative_tests L0. run.sh finds the binaries
 # through BUILD_DIR, which the test passes in.
 # Each program is one main.c on the public headers alone, linked like a user's program.

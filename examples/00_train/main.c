@@ -17,7 +17,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
 
-    // The model (shared/spec/model.md's `tiny`: V 256, D 64, 2 layers) and the run's settings.
+    // The model (docs/model.md's `tiny`: V 256, D 64, 2 layers) and the run's settings.
     hp_model_config model;
     hp_model_config_by_name("tiny", &model);
     hp_run_config run;

@@ -1,5 +1,5 @@
 // cp.h - context parallel: the sequence split over the cp group, and ring attention.
-// spec: shared/spec/torchtitan-semantics.md §6.
+// spec: docs/torchtitan.md §6.
 // defines: hp_cp_positions, hp_cp_attention_forward, hp_cp_attention_backward
 //
 // Load-balanced layout (default): the sequence of S tokens is cut into 2C chunks of

@@ -1,5 +1,5 @@
 // dims.h - parallel degrees and their validation (TorchTitan ParallelDims, ETP era).
-// spec: shared/spec/torchtitan-semantics.md §1, §3; shared/spec/recipes.md (negative cases).
+// spec: docs/torchtitan.md §1, §3; docs/recipes.md (negative cases).
 // defines: hp_dims, hp_dims_default, hp_dims_validate, derived sizes
 //
 //   hp_dims d = hp_dims_default();     // every degree 1, dp_shard -1 (infer)

@@ -1,5 +1,5 @@
 // mesh.h - the device mesh: a pure function from (dims, rank) to coordinates and groups.
-// spec: shared/spec/torchtitan-semantics.md §2. No MPI here: tests run it for every config.
+// spec: docs/torchtitan.md §2. No MPI here: tests run it for every config.
 //
 // Dense layout: [pp, dp_replicate, dp_shard, ulysses, cp, tp], row-major, tp innermost:
 //   t = rank % T, c = (rank / T) % C, u = (rank / (T*C)) % U, s = ..., r = ..., p = ...

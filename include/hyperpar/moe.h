@@ -1,5 +1,5 @@
 // moe.h - the MoE block (router, routed experts, shared experts) with expert parallel
-// dispatch. spec: shared/spec/model.md (MoE), torchtitan-semantics.md §4.2-4.3, §8.
+// dispatch. spec: docs/model.md (MoE), docs/torchtitan.md §4.2-4.3, §8.
 // defines: hp_moe_dims, hp_moe_weights, hp_moe_grads, hp_moe_state (opaque),
 //          hp_moe_dispatch_ops (how rows reach their experts), the block's forward/backward
 //

@@ -1,5 +1,5 @@
 // optim.h - the learning rate of each step: TorchTitan's LR schedule, exactly
-// (torchtitan/components/lr_scheduler.py; ../shared/spec/training-job.md §3).
+// (torchtitan/components/lr_scheduler.py; docs/job_file.md, lr_scheduler.*).
 // defines: hp_lr_schedule, hp_lr_schedule_resolve, hp_lr_factor, hp_lr_at
 //
 //   hp_run_config rc;

@@ -1,5 +1,5 @@
 // pipeline.h - pipeline parallel: which stage holds which layers, where each stage runs, and
-// the order of actions each pp rank takes (spec: shared/spec/pipeline.md). Pure functions of
+// the order of actions each pp rank takes (spec: docs/pipeline.md). Pure functions of
 // the degrees, like the mesh: `hp plan` prints them and the trainer runs them.
 // defines: hp_pp_schedule, hp_pp_action, hp_pp_layout, hp_pp_layout_init, hp_pp_schedule_build
 //

@@ -1,4 +1,4 @@
-// recipes.h - the completeness matrix of shared/spec/recipes.md as DATA, defined once: every
+// recipes.h - the completeness matrix of docs/recipes.md as DATA, defined once: every
 // recipe variant (degrees, model, CP rotate method, expert dispatcher, CI level, the example
 // that shows it), every negative case (the flags, the exit code and a regex the one stderr
 // line must match) and the recipes `hp bench --recipes` measures. Everything else is generated

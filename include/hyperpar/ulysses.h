@@ -1,5 +1,5 @@
 // ulysses.h - Ulysses sequence parallel around the attention core, alone or with ring CP
-// (the 2-D Ulysses x ring of USP). spec: shared/spec/ulysses.md.
+// (the 2-D Ulysses x ring of USP). spec: docs/ulysses.md.
 // defines: hp_ulysses_attn (opaque), hp_ulysses_attn_init/free, forward, backward
 //
 // A rank holds Su = S/(C*U) tokens of a sequence (its part of the cp-local tokens) with all

@@ -1,7 +1,7 @@
 // comm.c - builds one MPI sub-communicator per mesh group; accessors, counters, errors.
 // The collectives themselves live in comm_reduce.c (sums, max) and comm_move.c (gather,
 // all-to-all, broadcast, send/recv), comm_fixed_order.c (the deterministic exchanges) and
-// comm_wait.c (the watchdog). spec: shared/spec/torchtitan-semantics.md §2.
+// comm_wait.c (the watchdog). spec: docs/torchtitan.md §2.
 // defines: hp_comm_init/free, accessors, hp_comm_bytes/wire_bytes/calls/reset_stats,
 //          hp_op_name, hp_comm_set_step, hp_comm_fail, hp_mpi_check, hp_comm_scratch,
 //          hp_comm_fixed_scratch_bytes, hp_comm_count, hp_comm_count_wire

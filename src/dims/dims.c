@@ -1,5 +1,5 @@
 // dims.c - parallel degrees: defaults, inference of dp_shard, and every validation rule.
-// spec: shared/spec/torchtitan-semantics.md §1, §3, §9; shared/spec/recipes.md (negative cases).
+// spec: docs/torchtitan.md §1, §3; docs/recipes.md (negative cases).
 // defines: hp_dims_default, hp_dims_validate
 //
 // The rules run in a fixed order so that one configuration always fails the same way:

@@ -1,5 +1,5 @@
 // mesh.c - the device mesh as a pure function: rank -> coordinates, rank -> its groups.
-// spec: shared/spec/torchtitan-semantics.md §2 (row-major views of one 1-D world).
+// spec: docs/torchtitan.md §2 (row-major views of one 1-D world).
 // defines: hp_group_name, hp_mesh_coords, hp_mesh_group, hp_mesh_group_size
 //
 // Both views are row-major reshapes of the same world [0..W):

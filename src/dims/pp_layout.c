@@ -1,5 +1,5 @@
 // pp_layout.c - pipeline stages: their layers, their pp ranks, and each rank's schedule.
-// spec: shared/spec/pipeline.md. Pure functions (no MPI): hp plan and the tests call them for
+// spec: docs/pipeline.md. Pure functions (no MPI): hp plan and the tests call them for
 // any degrees, the trainer runs the actions they list.
 // defines: hp_pp_schedule_name/parse, hp_pp_virtual, hp_pp_layout_init, hp_pp_layer_stage,
 //          hp_pp_unit_stage, hp_pp_schedule_build, hp_pp_ideal_bubble

@@ -1,4 +1,4 @@
-// config.c - the named model shapes and a run's default settings (spec: shared/spec/model.md).
+// config.c - the named model shapes and a run's default settings (spec: docs/model.md).
 // defines: hp_model_config_names, hp_model_config_by_name, hp_run_config_default,
 //          hp_run_config_parse_ac, hp_data_format_parse, hp_data_format_name
 //

@@ -1,6 +1,6 @@
 // moe.c - the MoE block: router (gate linear, score function, top-k), routed experts run
 // over expert-parallel dispatch, shared experts, forward and backward.
-// spec: shared/spec/model.md (MoE), torchtitan-semantics.md §4.2-4.3; docs/moe.md.
+// spec: docs/model.md (MoE), docs/torchtitan.md §4.2-4.3; docs/moe.md.
 // defines: hp_moe_state_init, hp_moe_state_free, hp_moe_forward, hp_moe_backward,
 //          hp_moe_set_dispatch, hp_moe_block_forward, hp_moe_block_backward, hp_moe_routing
 //

@@ -1,5 +1,5 @@
 // ep_dispatch.h - expert-parallel token dispatch and combine over the HP_G_EP group (private).
-// spec: shared/spec/torchtitan-semantics.md §4.2-4.3; docs/moe.md, docs/traffic_moe.md.
+// spec: docs/torchtitan.md §4.2-4.3; docs/moe.md, docs/traffic_moe.md.
 // defines: hp_ep_dispatch, hp_ep_init/free, hp_ep_route, hp_ep_dispatch_rows,
 //          hp_ep_combine_rows, hp_ep_dispatch_grad, hp_ep_combine_grad
 //

@@ -1,7 +1,7 @@
 // ulysses.c - Ulysses sequence parallel: the head <-> token all-to-alls around the attention
 // core, kv-head repetition when there are fewer kv heads than ulysses ranks, and the core
 // itself through cp.h (plain causal attention, or ring attention over the cp group).
-// spec: shared/spec/ulysses.md. defines: the functions of ulysses.h
+// spec: docs/ulysses.md. defines: the functions of ulysses.h
 //
 // Layouts (row-major): "local" (B, Su, heads, hd) = this rank's tokens, all heads;
 // "gathered" (B, Sc, heads/U, hd) = every ulysses rank's tokens (rank w's at [w*Su, (w+1)*Su)),

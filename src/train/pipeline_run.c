@@ -1,7 +1,7 @@
 // pipeline_run.c - one training step under pipeline parallel: this pp rank runs its actions
 // of the schedule (pipeline.h) in order, exchanging the residual stream forward and its
 // gradient back with the neighbouring stages' ranks (same inner coordinates, group HP_G_PP).
-// spec: shared/spec/pipeline.md.
+// spec: docs/pipeline.md.
 // defines: hp_pp_init, hp_pp_free, hp_pp_run_step, hp_pp_run_forward, hp_pp_boundary_bytes
 //
 // Each microbatch takes an activation slot on this rank at its first forward and gives it

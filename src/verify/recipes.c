@@ -1,4 +1,4 @@
-// recipes.c - the completeness matrix of shared/spec/recipes.md as a table, variant by variant,
+// recipes.c - the completeness matrix of docs/recipes.md as a table, variant by variant,
 // its negative cases and the recipes hp bench measures (recipes.h).
 // defines: hp_recipes, hp_negatives, hp_bench_recipes, hp_recipe_flags,
 //          hp_negative_args, lookups

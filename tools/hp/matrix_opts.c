@@ -12,7 +12,7 @@ static const char *const matrix_usage =
     "                 [--list | --markdown | --examples-markdown | --features-markdown | --ctest FILE]\n"
     "                 [--write-bad-files DIR]\n"
     "\n"
-    "Runs every selected recipe of the completeness matrix (shared/spec/recipes.md) as\n"
+    "Runs every selected recipe of the completeness matrix (docs/recipes.md) as\n"
     "`hp run <flags> --verify --json F --quiet`, N times (default 2: the runs must be\n"
     "bit-identical), then the negative cases (each must exit 2 with one line naming the rule).\n"
     "Prints a table; with --report writes DIR/report.md, DIR/report.json, DIR/report.svg and\n"

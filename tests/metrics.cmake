@@ -28,3 +28,9 @@ add_test(NAME metrics_val_layouts
          COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/check_metrics.py layouts $<TARGET_FILE:hp>
                  ${CMAKE_CURRENT_BINARY_DIR}/metrics_layouts)
 set_tests_properties(metrics_val_layouts PROPERTIES LABELS L1 TIMEOUT 300 PROCESSORS 2)
+# a resumed run keeps its history: the earlier records before the checkpoint's step kept bit for
+# bit in metrics.jsonl, the rest appended after a second job record, loss.svg from step 1
+add_test(NAME metrics_resume_keeps_history
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_metrics_resume.sh $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/metrics_resume)
+set_tests_properties(metrics_resume_keeps_history PROPERTIES LABELS L0 TIMEOUT 120)

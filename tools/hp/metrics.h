@@ -108,6 +108,14 @@ typedef struct tool_metrics_valrec {
 int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j);
 int tool_metrics_jsonl_train(FILE *f, const tool_metrics_train *t);
 int tool_metrics_jsonl_val(FILE *f, const tool_metrics_valrec *v);
+// A resumed run keeps its history: of an earlier metrics.jsonl's text, the lines of its job
+// records and of its records before first_step (the steps the checkpoint holds) are written
+// to f as they were, bit for bit, and each kept train and val record is handed to `point`
+// (kind 't' with its loss and lr, 'v' with its loss and lr 0) for the curve. A line that is not
+// a record (a torn last line) is dropped. Returns the records kept, or -1 when f failed.
+typedef void (*tool_metrics_point_fn)(void *ctx, char kind, int step, double loss, double lr);
+int tool_metrics_jsonl_carry(FILE *f, const char *text, size_t len, int first_step, tool_metrics_point_fn point,
+                             void *ctx);
 
 // ---- metrics_svg.c: loss.svg -----------------------------------------------------------------
 typedef struct tool_svg_point { int step; double y; } tool_svg_point;

@@ -1,6 +1,7 @@
 // metrics_jsonl.c - the records of {job.dump_folder}/metrics.jsonl: one JSON object a line,
 // written whole and flushed, so that a reader (or a crash) sees only complete lines.
-// defines: tool_metrics_jsonl_job, tool_metrics_jsonl_train, tool_metrics_jsonl_val
+// defines: tool_metrics_jsonl_job, tool_metrics_jsonl_train, tool_metrics_jsonl_val,
+//          tool_metrics_jsonl_carry
 //
 // Numbers are written at round-trip precision: the shortest of %.15g, %.16g and %.17g that
 // strtod reads back to the same double, bit for bit; a non-finite one is written as null. (Not
@@ -8,6 +9,7 @@
 // lose its last bit and differ from --json's.) The keys are docs/metrics.md's.
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cjson/cJSON.h>
 #include "metrics.h"
 
@@ -110,4 +112,36 @@ int tool_metrics_jsonl_val(FILE *f, const tool_metrics_valrec *v) {
     add_number(o, "tps", v->tps);
     add_number(o, "elapsed_s", v->elapsed_s);
     return put_line(f, o);
+}
+
+static double number_of(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+int tool_metrics_jsonl_carry(FILE *f, const char *text, size_t len, int first_step, tool_metrics_point_fn point,
+                             void *ctx) {
+    int kept = 0;
+    for (size_t at = 0; at < len;) {
+        const char *line = text + at;
+        const char *nl = memchr(line, '\n', len - at);
+        const size_t n = nl ? (size_t)(nl - line) : len - at;
+        at += n + 1;
+        cJSON *o = cJSON_ParseWithLength(line, n);
+        const cJSON *type = o ? cJSON_GetObjectItemCaseSensitive(o, "type") : NULL;
+        const char *kind = cJSON_IsString(type) ? type->valuestring : "";
+        const double step = number_of(o, "step");
+        const int job = !strcmp(kind, "job");
+        const int record = (!strcmp(kind, "train") || !strcmp(kind, "val")) && step >= 1 && step < first_step;
+        if (job || record) {
+            if (fwrite(line, 1, n, f) != n || fputc('\n', f) == EOF) { cJSON_Delete(o); return -1; }
+            if (record) {
+                point(ctx, kind[0] == 't' ? 't' : 'v', (int)step, number_of(o, "loss"),
+                      kind[0] == 't' ? number_of(o, "lr") : 0.0);
+                kept++;
+            }
+        }
+        cJSON_Delete(o);
+    }
+    return fflush(f) == 0 ? kept : -1;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include "metrics.h"
+#include "util/file_io.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/optim.h"
 
@@ -22,6 +23,7 @@ struct tool_metrics {
     int rank, nranks;
     int active;                 // a line is printed or a file written (no --quiet, or a dump folder)
     int first_step;             // the run's first step (after --resume: the checkpoint's + 1)
+    int curve_first;            // the curve's first step (after --resume: the earlier records')
     int64_t tokens_per_step;    // B x S, global
     tool_flops flops;
     double peak;                // FLOP/s of one rank
@@ -92,10 +94,23 @@ static int push(tool_svg_point **p, int *n, int *cap, tool_svg_point x) {
     return 0;
 }
 
+// An earlier run's record, kept by a resume: a point of the curve, which then starts at its step
+static void carry_point(void *ctx, char kind, int step, double loss, double lr) {
+    tool_metrics *mt = ctx;
+    int bad = 0;
+    if (kind == 't')
+        bad = push(&mt->loss, &mt->n_train, &mt->cap_train, (tool_svg_point){ step, loss }) != 0 ||
+              push(&mt->lr, &mt->n_lr, &mt->cap_lr, (tool_svg_point){ step, lr }) != 0;
+    else
+        bad = push(&mt->val, &mt->n_val, &mt->cap_val, (tool_svg_point){ step, loss }) != 0;
+    if (bad) fail_once(mt, mt->svg_path);
+    if (step < mt->curve_first) mt->curve_first = step;
+}
+
 static void write_svg(tool_metrics *mt) {
     if (!mt->jsonl || mt->rank != 0) return;
     const int n = mt->n_train < mt->n_lr ? mt->n_train : mt->n_lr;
-    if (tool_metrics_svg(mt->svg_path, mt->title, mt->first_step, mt->cli->run.steps, mt->loss, mt->lr, n,
+    if (tool_metrics_svg(mt->svg_path, mt->title, mt->curve_first, mt->cli->run.steps, mt->loss, mt->lr, n,
                          mt->val, mt->n_val) != 0)
         fail_once(mt, mt->svg_path);
 }
@@ -129,8 +144,18 @@ tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_
         snprintf(mt->svg_path, sizeof mt->svg_path, "%s/loss.svg", cli->dump_folder);
         tool_metrics_job j = { cli, mt->nranks, first_step, blas_threads, mt->flops, mt->peak, mt->isa,
                                mt->peak_source, mt->mem_total / GIB, val };
-        if (!(mt->jsonl = fopen(mt->jsonl_path, "w")) || tool_metrics_jsonl_job(mt->jsonl, &j) != 0)
+        // a resumed run continues the earlier records (those before its first step) and curve
+        unsigned char *earlier = NULL;
+        size_t earlier_len = 0;
+        const char *why = NULL;
+        if (first_step > 1 && hp_file_read(mt->jsonl_path, &earlier, &earlier_len, &why) != 0) earlier = NULL;
+        mt->curve_first = first_step;
+        if (!(mt->jsonl = fopen(mt->jsonl_path, "w")) ||
+            (earlier && tool_metrics_jsonl_carry(mt->jsonl, (const char *)earlier, earlier_len, first_step,
+                                                 carry_point, mt) < 0) ||
+            tool_metrics_jsonl_job(mt->jsonl, &j) != 0)
             fail_once(mt, mt->jsonl_path);
+        free(earlier);
     }
     hp_mem_reset_interval_peak();   // the first line's high-water counts from here
     mt->t_start = now_s();

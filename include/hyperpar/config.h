@@ -178,7 +178,7 @@ const char *hp_mp_dtype_name(hp_mp_dtype dtype);   // "float32", "bfloat16"
 int hp_data_format_parse(const char *flag, const char *s, hp_data_format *format, char *err, size_t errlen);
 const char *hp_data_format_name(hp_data_format format);
 
-// How long FSDP keeps a unit gathered after its forward (torchtitan-semantics.md §4.4-5, the
+// How long FSDP keeps a unit gathered after its forward (docs/torchtitan.md §4.4-5, the
 // policy TorchTitan's apply_fsdp applies):
 //   HP_KEEP_NONE      freed after its forward, all-gathered again for its backward
 //   HP_KEEP_BACKWARD  kept until its backward of the same microbatch ends, then freed

@@ -26,7 +26,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 LINE = re.compile(r"^step: +(\d+)  loss: +([0-9.]+)  grad_norm: +([0-9.]+)  lr: ([0-9.]+e[-+]\d+)  "
-                  r"memory: +([0-9.]+)GiB\(([0-9.]+)%\)  tps: ([0-9,]+)  tflops: ([0-9.]+)  mfu: ([0-9.]+)%$")
+                  r"memory: +([0-9.]+)GiB\(([0-9.]+)%\)  tps: ([0-9,]+)  tflops: ([0-9.]+)  mfu: ([0-9.]+)%"
+                  r"  eta: (?:\d+h\d\dm|\d+m\d\ds|\d+s) \(([0-9.]+)%\)$")
 VAL_LINE = re.compile(r"^validate step: +(\d+)  loss: +([0-9.]+)  tps: ([0-9,]+)$")
 TRAIN_KEYS = ("step", "loss", "grad_norm", "lr", "tokens_seen", "elapsed_s", "memory_gib", "memory_gib_max",
               "memory_pct", "tps", "tflops", "mfu_pct")
@@ -121,6 +122,10 @@ def mode_files(hp, work):
                   rel(r["mfu_pct"], 100 * job["F"] * r["tps"] / job["peak"]) < 1e-12 and r["tps"] > 0,
                   f"step {r['step']}: tflops = F tps / 1e12, mfu = 100 F tps / peak ({r['mfu_pct']:.2f} %)")
             check(r["tokens_seen"] == r["step"] * B * S, f"step {r['step']}: tokens_seen {r['tokens_seen']}")
+            check(m.group(10) == "%.1f" % (100.0 * r["step"] / job["steps"]),
+                  f"step {r['step']}: the line's progress {m.group(10)}% is step / steps ({job['steps']})")
+            if r["step"] == job["steps"]:
+                check(" eta: 0s " in line, f"the last step's line says eta 0s: {line!r}")
             check(0 < r["memory_gib"] <= r["memory_gib_max"] and r["memory_pct"] > 0,
                   f"step {r['step']}: memory {r['memory_gib']:.5f} GiB (max over ranks {r['memory_gib_max']:.5f}, "
                   f"{r['memory_pct']:.4f} %)")

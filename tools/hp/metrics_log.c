@@ -162,6 +162,19 @@ tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_
     return mt;
 }
 
+// "eta: 5m12s (10.0%)": the steps left at the mean step time of this run so far (as nanochat's
+// line has it), and the share of the job's steps done
+static const char *progress(const tool_metrics *mt, int step, char *buf, size_t n) {
+    const int done = step - mt->first_step + 1, total = mt->cli->run.steps;
+    const double left = done > 0 ? mt->seconds / done * (total - step) : 0.0;
+    const long s = (long)(left + 0.5);
+    const double pct = total > 0 ? 100.0 * step / total : 100.0;
+    if (s >= 3600) snprintf(buf, n, "eta: %ldh%02ldm (%.1f%%)", s / 3600, s / 60 % 60, pct);
+    else if (s >= 60) snprintf(buf, n, "eta: %ldm%02lds (%.1f%%)", s / 60, s % 60, pct);
+    else snprintf(buf, n, "eta: %lds (%.1f%%)", s, pct);
+    return buf;
+}
+
 int tool_metrics_logs(const tool_metrics *mt, int step) {
     return step == mt->first_step || step % mt->cli->log_freq == 0 || step == mt->cli->run.steps;
 }
@@ -191,10 +204,10 @@ void tool_metrics_step(tool_metrics *mt, const hp_step_stats *st, double seconds
         t.tflops = mt->flops.F * t.tps / 1e12;
         t.mfu_pct = mt->peak > 0 ? 100.0 * mt->flops.F * t.tps / mt->peak : 0.0;
         if (!mt->cli->quiet) {
-            char tps[32];
+            char tps[32], eta[48];
             printf("step: %3d  loss: %8.5f  grad_norm: %7.4f  lr: %.4e  memory: %5.2fGiB(%.2f%%)  tps: %s  "
-                   "tflops: %.2f  mfu: %.2f%%\n", t.step, t.loss, t.grad_norm, t.lr, t.memory_gib, t.memory_pct,
-                   tool_fmt_thousands(tps, sizeof tps, t.tps), t.tflops, t.mfu_pct);
+                   "tflops: %.2f  mfu: %.2f%%  %s\n", t.step, t.loss, t.grad_norm, t.lr, t.memory_gib, t.memory_pct,
+                   tool_fmt_thousands(tps, sizeof tps, t.tps), t.tflops, t.mfu_pct, progress(mt, t.step, eta, sizeof eta));
             fflush(stdout);
         }
         if (mt->jsonl) {

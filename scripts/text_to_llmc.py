@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""text_to_llmc.py - a text file -> llm.c shards (training-job.md §4, docs/data.md), python3
+"""text_to_llmc.py - a text file -> llm.c shards (docs/data.md), python3
 stdlib only. The tokenizer is the byte tokenizer: each byte of the file is one token id in
 0..255, so `hp run --data OUT_train.bin` trains on the same ids as `hp run --data TEXT` (bytes).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""write_token_files.py - the same token ids in every format hp reads (training-job.md §4,
+"""write_token_files.py - the same token ids in every format hp reads (docs/data.md,
 docs/data.md), and the bad files of tests/bad_inputs/cases.txt; python3 stdlib only.
 
   scripts/write_token_files.py formats TEXT DIR   # DIR/same.{llmc1.bin, llmc7.bin, u16, u32},

@@ -77,7 +77,7 @@ typedef enum { HP_DTYPE_FLOAT32 = 0, HP_DTYPE_BFLOAT16 = 1 } hp_mp_dtype;
 // --lr_scheduler.decay_type: TorchTitan's decay after warmup and the stable phase (optim.h)
 typedef enum { HP_DECAY_LINEAR = 0, HP_DECAY_SQRT = 1, HP_DECAY_COSINE = 2 } hp_decay_type;
 
-// training.dataset_format (training-job.md §4; docs/data.md): how hp_data_open (data.h) reads a
+// training.dataset_format (docs/data.md): how hp_data_open (data.h) reads a
 // dataset. AUTO detects the header (llm.c shard, Megatron .idx) and refuses a headerless file;
 // AUTO_BYTES, what the old `--data FILE` means, detects the same but reads a headerless file as
 // bytes. LLMC .. BYTES force one format.

@@ -1,4 +1,4 @@
-// data.h - the token data of a run (training-job.md §4, docs/data.md): synthetic ids from a
+// data.h - the token data of a run (docs/data.md): synthetic ids from a
 // counter hash, or a pre-tokenized dataset (llm.c shards, Megatron .bin/.idx, raw uint16 /
 // uint32 as nanoGPT writes them, or a file's bytes) cut into windows of S+1 tokens in order.
 // defines: hp_data (opaque), hp_data_open/close, hp_data_windows, hp_data_check_batch,
@@ -45,7 +45,7 @@ void     hp_data_sequence(const hp_data *data, int *ids, uint64_t seed, int step
 // or Nw == 0: zeros).
 void     hp_data_window(const hp_data *data, int *ids, int64_t w, int S);
 
-// What the dataset is (a checkpoint's `data` description, training-job.md §3): the format
+// What the dataset is (a checkpoint's `data` description, docs/checkpoints.md): the format
 // found (never AUTO for a dataset; AUTO for synthetic data), the bytes of one token, and each
 // file: its name (Megatron: the .bin), its size in bytes and its token count.
 hp_data_format hp_data_found_format(const hp_data *data);

@@ -58,7 +58,7 @@ static inline int hp_step_finite(double loss, double grad_norm) {
 // The global loss of the current parameters on the batch of `step`, forward only; changes
 // no state (finite-difference checks, evaluation).
 double hp_trainer_eval_loss(hp_trainer *tr, int step);
-// Validation (training-job.md §5, docs/metrics.md; trainer_eval.c): the global token-mean loss
+// Validation (docs/metrics.md; trainer_eval.c): the global token-mean loss
 // of batch `batch` (0-based) of data: global sequence g < B from window batch*B + g, as training
 // step batch+1 would read it, forward only under the run's layout (pp: a forward-only schedule),
 // no gradient, the optimiser and the step count untouched. data must hold (batch+1)*B windows

@@ -79,7 +79,7 @@ typedef struct hp_ck_file {
     uint32_t crc;
 } hp_ck_file;
 
-typedef struct hp_ck_data_file {   // one file of the dataset (training-job.md §3)
+typedef struct hp_ck_data_file {   // one file of the dataset (docs/checkpoints.md)
     char     name[256];    // its base name (the folder may move between save and resume)
     int64_t  bytes, tokens;
 } hp_ck_data_file;

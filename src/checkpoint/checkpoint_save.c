@@ -278,7 +278,7 @@ static cJSON *index_json(const hp_trainer *tr, cJSON *files) {
         cJSON_AddStringToObject(da, "path", tr->rc.data_path);
         cJSON_AddNumberToObject(da, "windows", (double)windows);
         cJSON_AddNumberToObject(da, "next_window", (double)hp_ck_next_window(tr->step, tr->rc.batch, windows));
-        // what the dataset is (training-job.md §3): a resume on another one is refused
+        // what the dataset is (docs/checkpoints.md): a resume on another one is refused
         cJSON_AddStringToObject(da, "format", hp_data_format_name(hp_data_found_format(tr->data)));
         cJSON *df = cJSON_AddArrayToObject(da, "files");
         for (int i = 0; i < hp_data_n_files(tr->data); i++) {

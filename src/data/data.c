@@ -1,4 +1,4 @@
-// data.c - the token data of a run (training-job.md §4): synthetic ids from the counter hash of
+// data.c - the token data of a run (docs/data.md): synthetic ids from the counter hash of
 // rng.h, or a dataset of shards (files) memory-mapped and checked once at open, read as windows
 // of S+1 tokens in order. Every rank calls hp_data_sequence for the global sequences it owns; the
 // result depends only on (seed, step, g), never on which rank asks or in what order.

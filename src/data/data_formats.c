@@ -1,4 +1,4 @@
-// data_formats.c - the on-disk token formats of training-job.md §4, checked from their bytes:
+// data_formats.c - the on-disk token formats of docs/data.md, checked from their bytes:
 // llm.c shards (LLMC dev/data/data_common.py: a 1024-byte header of 256 LE int32), Megatron's
 // .idx + .bin (MEG megatron/core/datasets/indexed_dataset.py) and headerless LE tokens
 // (nanoGPT's uint16 train.bin, uint32 alike, or bytes). Every read is bounds-checked against the

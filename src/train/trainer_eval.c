@@ -1,5 +1,5 @@
 // trainer_eval.c - validation: the loss of a held-out set's batches under the run's layout,
-// forward only (training-job.md §5, docs/metrics.md).
+// forward only (docs/metrics.md).
 // defines: hp_trainer_eval_batch, hp_trainer_validate
 //
 // The batch is read as a training step reads its own (each dp rank its sequences, cut to its

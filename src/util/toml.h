@@ -1,4 +1,4 @@
-// toml.h - the subset of TOML that a job file needs (training-job.md §1), read into a flat list.
+// toml.h - the subset of TOML that a job file needs (docs/job_file.md), read into a flat list.
 // defines: hp_toml, hp_toml_entry, hp_toml_value, hp_toml_parse, hp_toml_load, hp_toml_write,
 //          hp_toml_equal, hp_toml_free
 //

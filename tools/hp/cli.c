@@ -774,7 +774,7 @@ static void set_defaults(tool_cli *cli) {
     cli->init_model_only = 1;
     cli->ac_mode = "none";
     cli->ac_option = "2";
-    cli->log_freq = 1;        // metrics + validation: training-job.md §2's defaults
+    cli->log_freq = 1;        // metrics + validation: TorchTitan's defaults (docs/job_file.md)
     cli->val_freq = 10;
     cli->val_steps = -1;
     cli->val_format = TOOL_VAL_FORMAT_UNSET;

@@ -53,7 +53,7 @@ typedef struct tool_cli {
     int   ac_given;              // --ac was given (run.ac_every holds it; --search tries only it)
     const char *gemm;            // --gemm openblas|onednn|auto (run, bench; NULL: HP_GEMM, else
                                  // openblas; gemm_choice.c)
-    // metrics + validation (metrics branch): training-job.md §5-6, docs/metrics.md
+    // metrics + validation (metrics branch): docs/metrics.md
     int   log_freq;              // --metrics.log_freq N: the step line every N steps (default 1)
     float peak_tflops;           // --metrics.peak_tflops X: one rank's peak for mfu (0 = measured once, kept)
     int   val_enable;            // --validation.enable
@@ -62,7 +62,7 @@ typedef struct tool_cli {
                                  // training data's format, auto reading a headerless file as bytes)
     int   val_freq;              // --validation.freq N: a round after every N-th step (default 10)
     int   val_steps;             // --validation.steps N batches (-1 = every full batch once; default)
-    // the job file (training-job.md §1-2, docs/job_file.md): --config FILE applies its keys first
+    // the job file (docs/job_file.md): --config FILE applies its keys first
     const char *config_file;     // --config FILE / --job.config_file FILE
     const char *dump_folder;     // job.dump_folder (NULL = none): config.toml, metrics, checkpoints
     const char *description;     // job.description

@@ -1,4 +1,4 @@
-// cli_job.c - the job file (training-job.md §1-2, docs/job_file.md): a TOML file's keys applied
+// cli_job.c - the job file (docs/job_file.md): a TOML file's keys applied
 // through the flag table's own path (cli.c), the effective config written back as a job file,
 // the schema printed, and the notes of a parse.
 // defines: tool_cli_apply_file, tool_cli_write_config, tool_cli_save_config, tool_cli_print_schema,
@@ -336,7 +336,7 @@ int tool_cli_save_config(const tool_cli *cli, int argc, char **argv) {
 // the schema and the notes
 
 void tool_cli_print_schema(FILE *out) {
-    fputs("hp's job file: TorchTitan's TOML job schema (training-job.md §2; docs/job_file.md). Every key\n"
+    fputs("hp's job file: TorchTitan's TOML job schema (docs/job_file.md). Every key\n"
           "is also a flag --section.key VALUE (booleans: --s.key, --s.no_key, --s.key=false). Precedence:\n"
           "command line > --config FILE > defaults. TT = TorchTitan's default (-1 = unset; \"\" for a list: []).\n\n"
           "| key | type | hp default | TT default | flags |\n|---|---|---|---|---|\n", out);

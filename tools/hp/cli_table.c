@@ -13,7 +13,7 @@
 #define TT_ONLY(name, type, tt) { "--" name, F_TT_ONLY, (type) != V_BOOL, FOR_ALL, type, NULL, tt, NULL }
 #define IGNORED(name, type, tt) { "--" name, F_IGNORED, (type) != V_BOOL, FOR_ALL, type, NULL, tt, NULL }
 const tool_flag_def tool_flags[] = {
-    // job keys (training-job.md §2)
+    // job keys (docs/job_file.md)
     KEY("job.config_file", F_CONFIG, V_PATH, "", ""),
     KEY("job.dump_folder", F_DUMP_FOLDER, V_PATH, "", "./outputs"),
     KEY("job.description", F_DESCRIPTION, V_STRING, "", "default job"),
@@ -167,9 +167,9 @@ const tool_flag_def tool_flags[] = {
     IGNORED("comm.*", V_ANY, NULL),
     // ---- rows of other features (keys: a dotted name, and a type; a row without one reads any
     // ---- scalar as text); keep above this line's end marker
-    // data formats: training-job.md §4, docs/data.md
+    // data formats: docs/data.md
     KEY("training.dataset_format", F_DATA_FORMAT, V_STRING, "auto", NULL),
-    // metrics + validation: training-job.md §5-6, docs/metrics.md
+    // metrics + validation: docs/metrics.md
     KEY("metrics.log_freq", F_LOG_FREQ, V_INT, "1", "10"),
     KEY("metrics.peak_tflops", F_PEAK_TFLOPS, V_FLOAT, "0", NULL),
     KEY("validation.enable", F_VAL_ENABLE, V_BOOL, "false", "false"),

@@ -23,7 +23,7 @@ typedef enum {
     F_AC, F_AC_OPTION, F_RESHARD,
     F_BETA1, F_BETA2, F_EPS, F_WEIGHT_DECAY, F_WARMUP, F_DECAY_RATIO, F_DECAY_TYPE, F_MIN_LR, F_TOTAL_STEPS,
     F_MP_PARAM, F_MP_REDUCE, F_GEMM,
-    // the job file (training-job.md §1-2)
+    // the job file (docs/job_file.md)
     F_CONFIG, F_DUMP_FOLDER, F_DESCRIPTION, F_PRINT_CONFIG, F_MODEL_NAME, F_LOCAL_BATCH, F_PP_MB_SIZE,
     F_DETERMINISTIC,
     F_TT_ONLY,     // a TorchTitan key hp does not implement: noted at TT's default, else refused

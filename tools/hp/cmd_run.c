@@ -387,7 +387,7 @@ int tool_cmd_run(int argc, char **argv) {
             const int64_t nw = hp_data_windows(data, cli.run.seq_len);
             hp_data_close(data);
             if (short_data) { fprintf(stderr, "hp: training.dataset_path (--data): %s\n", err); return HP_EXIT_CONFIG; }   // Nw < B
-            if ((int64_t)cli.run.steps * cli.run.batch > nw)   // past Nw: a new epoch (training-job.md §4)
+            if ((int64_t)cli.run.steps * cli.run.batch > nw)   // past Nw: a new epoch (docs/data.md)
                 fprintf(stderr, "hp: note: %lld windows of seq_len+1 = %d tokens hold %lld full steps of %d sequences; "
                         "in step %lld the windows wrap to 0 (a new epoch)\n", (long long)nw, cli.run.seq_len + 1,
                         (long long)(nw / cli.run.batch), cli.run.batch, (long long)(nw / cli.run.batch + 1));

@@ -1,5 +1,5 @@
 // metrics.h - what `hp run` prints and writes for its logged steps and its validation rounds
-// (training-job.md §5-6, docs/metrics.md): TorchTitan's step line on rank 0,
+// (docs/metrics.md): TorchTitan's step line on rank 0,
 // {job.dump_folder}/metrics.jsonl and {job.dump_folder}/loss.svg; the validation set.
 // defines: tool_flops, tool_metrics_flops (metrics_flops.c); tool_metrics_peak (metrics_peak.c);
 //          tool_metrics (opaque), tool_metrics_open/logs/step/val/close (metrics_log.c);

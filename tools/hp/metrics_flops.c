@@ -1,5 +1,5 @@
 // metrics_flops.c - the FLOPs of a trained token, for the step line's tflops and mfu
-// (training-job.md §6, docs/metrics.md; the peak mfu divides by: metrics_peak.c).
+// (docs/metrics.md; the peak mfu divides by: metrics_peak.c).
 // defines: tool_metrics_flops, tool_fmt_thousands
 //
 // F follows TorchTitan (torchtitan/models/utils.py get_dense_model_nparams_and_flops, llama3's

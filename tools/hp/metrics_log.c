@@ -1,4 +1,4 @@
-// metrics_log.c - hp run's logger (training-job.md §6, docs/metrics.md): on the logged steps,
+// metrics_log.c - hp run's logger (docs/metrics.md): on the logged steps,
 // TorchTitan's line on rank 0 (torchtitan/components/metrics.py) and a "train" record of
 // metrics.jsonl; after each validation round its line and "val" record; loss.svg rewritten
 // each time.

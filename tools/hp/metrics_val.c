@@ -1,5 +1,5 @@
 // metrics_val.c - the validation set of `hp run --validation.enable` and its rounds
-// (training-job.md §5, docs/metrics.md).
+// (docs/metrics.md).
 // defines: tool_val_open, tool_val_close, tool_val_due, tool_val_round
 //
 // A round reads the same batches every time: batch b of the set is windows b*B .. b*B+B-1, from

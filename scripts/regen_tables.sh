@@ -1,5 +1,5 @@
 #!/bin/sh
-# regen_tables.sh [HP] - rewrites the generated tables of README.md ("recipes": hp matrix
+# regen_tables.sh [HP] - rewrites the generated tables of docs/recipes.md ("recipes": hp matrix
 # --markdown) and examples/README.md ("examples": hp matrix --examples-markdown; "features": hp
 # matrix --features-markdown, the implemented and the refused features) from the
 # library, between their "<!-- NAME:begin -->" and "<!-- NAME:end -->" lines. The CTests
@@ -15,6 +15,6 @@ regen() {   # FILE NAME FLAG
     !skip' "$1" >"$tmp"
   mv "$tmp" "$1"; rm -f "$tmp.table"
 }
-regen README.md recipes --markdown
+regen docs/recipes.md recipes --markdown
 regen examples/README.md examples --examples-markdown
 regen examples/README.md features --features-markdown

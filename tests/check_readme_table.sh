@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_readme_table.sh HP FILE [NAME FLAG] - the generated table of FILE (between its
 # "<!-- NAME:begin -->" and "<!-- NAME:end -->" lines) is `hp matrix FLAG`
-# (default: README.md's "recipes" block, `hp matrix --markdown`).
+# (default: docs/recipes.md's "recipes" block, `hp matrix --markdown`).
 hp=$1 readme=$2 name=${3:-recipes} flag=${4:---markdown}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT

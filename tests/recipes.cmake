@@ -77,10 +77,10 @@ foreach(case
   set_tests_properties(recipes_${name} PROPERTIES LABELS L0 TIMEOUT 30 ENVIRONMENT "HP_EXPECT_ONE_LINE=1")
 endforeach()
 
-# README.md's recipe table and examples/README.md's examples table are generated from the
+# docs/recipes.md's recipe table and examples/README.md's examples table are generated from the
 # library's table and must not drift
 add_test(NAME readme_recipes_table
-         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_readme_table.sh $<TARGET_FILE:hp> ${CMAKE_SOURCE_DIR}/README.md)
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_readme_table.sh $<TARGET_FILE:hp> ${CMAKE_SOURCE_DIR}/docs/recipes.md)
 set_tests_properties(readme_recipes_table PROPERTIES LABELS L0 TIMEOUT 30)
 add_test(NAME examples_recipes_table
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_readme_table.sh $<TARGET_FILE:hp>

@@ -106,7 +106,7 @@ int hp_negative_write_files(const char *dir, char *err, int errlen);
 //     recipe<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS
 //     resume<TAB>ID<TAB>LEVEL<TAB>WORLD<TAB>FLAGS<TAB>FLAGS_B
 //     negative<TAB>ID<TAB>CODE<TAB>REGEX<TAB>ARGS      (ARGS keep the {DIR} placeholder)
-//   hp_recipes_markdown: README.md's table (between "<!-- recipes:begin -->" and "end")
+//   hp_recipes_markdown: docs/recipes.md's table (between "<!-- recipes:begin -->" and "end")
 //   hp_examples_markdown: examples/README.md's table of which example covers which recipe, one
 //     row per folder the recipes name (between "<!-- examples:begin -->" and "end")
 //   hp_recipes_ctest: a CTest script (what CTestTestfile.cmake includes through the directory

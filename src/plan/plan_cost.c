@@ -124,7 +124,7 @@ int hp_plan_hw_by_name(const char *name, hp_plan_hw *out) {
           "AMD Instinct MI300X datasheet: 1307.4 TFLOP/s dense BF16, 192 GB HBM3, Infinity "
           "Fabric 896 GB/s aggregate (448 GB/s each way), one 400 Gb/s NIC per GPU" },
         { "cpu", 106.9e9, 0.8, 0, 10e9, 1.25e9, 2,
-          "this project's machine (README): 106.9 GFLOP/s fp32 sgemm per core, hyperpar at 0.8 "
+          "this project's machine (docs/performance.md): 106.9 GFLOP/s fp32 sgemm per core, hyperpar at 0.8 "
           "of it; 10 GB/s shared-memory MPI, 10 GbE between nodes, 2 ranks per node" },
     };
     for (size_t i = 0; name && i < sizeof table / sizeof table[0]; i++)

@@ -24,7 +24,7 @@ void hp_recipes_list(FILE *out) {
     }
 }
 
-// The README's recipe table (between its "recipes:begin" and "recipes:end" markers; the test
+// docs/recipes.md's recipe table (between its "recipes:begin" and "recipes:end" markers; the test
 // readme_recipes_table fails when the two differ).
 void hp_recipes_markdown(FILE *out) {
     fprintf(out, "| ID | model | precision | P | R | S | U | C | T | SP | EP | ET | world | level | what |\n");

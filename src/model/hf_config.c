@@ -165,8 +165,10 @@ static int read_rope_scaling(const cJSON *root, hp_model_config *m, char *err, s
     const char *name = cJSON_IsString(type) ? type->valuestring : NULL;
     if (!name) return fail(err, n, "config.json: rope_scaling has no rope_type");
     if (!strcmp(name, "default")) return 0;
+    char buf[48];   // (the name shown with control bytes as '?': the line stays one line)
     if (strcmp(name, "llama3"))
-        return fail(err, n, "config.json: rope_scaling rope_type '%.32s' is not one hyperpar implements (llama3 is)", name);
+        return fail(err, n, "config.json: rope_scaling rope_type '%s' is not one hyperpar implements (llama3 is)",
+                    shown(type, buf));
     int rc = get_float(rs, "factor", 1e6, &m->rope_factor, err, n);
     if (!rc) rc = get_float(rs, "low_freq_factor", 1e6, &m->rope_low_freq_factor, err, n);
     if (!rc) rc = get_float(rs, "high_freq_factor", 1e6, &m->rope_high_freq_factor, err, n);

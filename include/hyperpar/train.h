@@ -1,7 +1,8 @@
 // train.h - a training job on one rank of the mesh: parameters sharded as their placements
 // say, forward + backward with every parallel style, gradient reduction, clipping and the
 // optimiser on shards. The single-process reference is the same job with every degree 1.
-// defines: hp_trainer (opaque), hp_step_stats, init/free, step phases, gathering to full
+// defines: hp_trainer (opaque), hp_step_stats, hp_batch, init/free, step phases, feeding the
+//          program's own batch, gathering to full
 //
 //   hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &model, &dims, &run, err, sizeof err);
 //   for (int i = 0; i < run.steps; i++) {
@@ -9,11 +10,32 @@
 //       if (hp_trainer_step(tr, &st) != 0) break;   // non-finite loss or grad norm
 //   }
 //   hp_trainer_free(tr);
+//
+// The program's own batch each step instead of run.data_path's: the GLOBAL batch, run.batch
+// rows of run.seq_len + 1 ids, the same on every rank (each rank takes its shard itself: its
+// dp sequences, its cp positions, its microbatches, exactly as from a data source):
+//
+//   enum { B = 8, S = 32 };                       // = run.batch, run.seq_len
+//   int32_t ids[B][S + 1];                        // row g: inputs ids[g][0..S), labels ids[g][1..S]
+//   for (int step = 1; step <= run.steps; step++) {
+//       fill(ids, step);                          // the same ids on every rank
+//       hp_batch b = { .tokens = &ids[0][0], .n_seqs = B, .seq_len = S };
+//       hp_step_stats st;
+//       int rc = hp_trainer_step_batch(tr, &b, &st, err, sizeof err);
+//       if (rc == HP_EXIT_CONFIG) { fprintf(stderr, "%s\n", err); break; }   // bad batch: no step
+//       if (rc != 0) break;                                                   // non-finite
+//       printf("step %d loss %.4f grad norm %.4f lr %.3g\n", st.step, st.loss, st.grad_norm, st.lr);
+//   }
+//
+// Fed the ids a data source gives (hp_trainer_sequence), the steps are bit for bit the ones
+// hp_trainer_step takes from it (tests/test_feed.c). Labels apart from the inputs (masking):
+//   hp_batch b = { .tokens = in, .labels = tg, .n_seqs = B, .seq_len = S };  // B x S each, tg -100: ignored
 #ifndef HYPERPAR_TRAIN_H
 #define HYPERPAR_TRAIN_H
 #include <math.h>
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "comm.h"
 #include "config.h"
 #include "data.h"
@@ -29,7 +51,24 @@ typedef struct hp_step_stats {
     double grad_norm;     // global grad norm before clipping
     double ms;            // wall time of the step
     double tokens_per_s;  // global tokens / wall time
+    double lr;            // the learning rate the step's update used (hp_lr_at(run, step))
 } hp_step_stats;
+
+// A global batch given by the program (hp_trainer_feed, hp_trainer_step_batch): n_seqs
+// sequences, row-major, int32 token ids in [0, vocab_size). Two forms:
+//   labels == NULL: tokens holds n_seqs rows of seq_len + 1 ids; row g's inputs are its ids
+//                   [0, seq_len), its labels (next tokens) ids [1, seq_len] - a data source's
+//                   window (hp_data_sequence), the form llm.c and nanoGPT batches have;
+//   labels != NULL: tokens and labels each hold n_seqs rows of seq_len; a label is an id or
+//                   -100 (ignored: not in the loss, not counted in its mean).
+// n_seqs and seq_len must be the trainer's run.batch and run.seq_len (what the shapes were
+// built for); they are given so that a wrong size is refused, not read past.
+typedef struct hp_batch {
+    const int32_t *tokens;
+    const int32_t *labels;   // NULL: next-token labels from tokens' rows of seq_len + 1
+    int n_seqs;              // global sequences (= run.batch)
+    int seq_len;             // positions per sequence (= run.seq_len)
+} hp_batch;
 
 // Collective over world. dims must be validated for world's size. Returns NULL with one
 // line in err on failure (e.g. a data file that cannot be read).
@@ -47,6 +86,23 @@ void   hp_trainer_optimizer_step(hp_trainer *tr);
 // so every rank decides alike) is not finite: then the optimiser step is skipped, the
 // parameters stay as they were, and the caller stops (TorchTitan's rule).
 int    hp_trainer_step(hp_trainer *tr, hp_step_stats *st);
+// The program's own batch (hp_batch above): the next hp_trainer_forward_backward (and so the
+// next hp_trainer_step) reads it instead of the data source's batch of that step; the steps
+// after it read the data source again unless fed anew (a second feed before the step replaces
+// the first). Every rank passes the same global batch; each keeps a copy of its own shard, so
+// the arrays may be reused as soon as this returns. Collective over the job (one small
+// reduction: every rank decides alike). Returns 0, or HP_EXIT_CONFIG with one line in err -
+// the same line on every rank, the lowest failing rank's - when the batch is refused: tokens
+// NULL, n_seqs or seq_len not the trainer's, an id outside [0, vocab_size), a label neither an
+// id nor -100, or ranks that passed different batches. A refused batch changes nothing (no
+// step is taken; a batch fed before it stays pending). err may be NULL (errlen 0).
+// hp_trainer_eval_loss and validation read their data sources as before.
+int    hp_trainer_feed(hp_trainer *tr, const hp_batch *batch, char *err, size_t errlen);
+// hp_trainer_feed, then hp_trainer_step on that batch. Returns 0; HP_EXIT_CONFIG (with err)
+// for a refused batch, no step taken; or HP_EXIT_FAIL as hp_trainer_step (non-finite loss or
+// grad norm: the optimiser step skipped, st filled).
+int    hp_trainer_step_batch(hp_trainer *tr, const hp_batch *batch, hp_step_stats *st, char *err,
+                             size_t errlen);
 // Async TP (--async-tp, docs/async_tp.md): the fused ops (an all-gather with its GEMMs, a
 // GEMM with its reduce-scatter) this rank ran overlapped in the last forward_backward; 0
 // without --async-tp.

@@ -1,6 +1,9 @@
-// trainer.c - one rank's training job: set-up, data of each step, the step's phases,
-// global grad-norm clipping and the optimiser on shards.
+// trainer.c - one rank's training job: set-up, data of each step (a data source's, or the
+// program's own batch: hp_trainer_feed), the step's phases, global grad-norm clipping and the
+// optimiser on shards.
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,6 +13,7 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
+#include "hyperpar/optim.h"
 #include "optim/optimizer.h"
 #include "train/trainer_internal.h"
 
@@ -124,6 +128,7 @@ void hp_trainer_free(hp_trainer *tr) {
     hp_fsdp_free(&tr->fsdp);
     hp_mem_free(tr->pos); hp_mem_free(tr->rope); hp_mem_free(tr->pos_cp); hp_mem_free(tr->tokens); hp_mem_free(tr->labels);
     hp_mem_free(tr->routing_step);
+    free(tr->feed_in); free(tr->feed_tg);
     hp_params_free(&tr->pt);
     if (tr->comm) hp_comm_free(tr->comm);
     if (tr->data) hp_data_close(tr->data);
@@ -135,21 +140,27 @@ void hp_trainer_sequence(const hp_trainer *tr, int *ids, int step, int g) {
 }
 
 // The batch of step tr->step: this rank's Bl_step sequences (its batch-mesh shard, all
-// microbatches), cut to its cp positions; tp ranks read the same. N_global counts valid
-// labels of the whole step before the cp cut and the microbatch split, summed over the batch
-// mesh only (TorchTitan #2206).
-static void load_batch(hp_trainer *tr) {
+// microbatches: global sequence co.batch * Bl_step + b), cut to its cp positions; tp ranks
+// read the same. fed: the program's batch (hp_trainer_feed kept this rank's sequences),
+// else the data source's. N_global counts valid labels of the whole step before the cp cut
+// and the microbatch split, summed over the batch mesh only (TorchTitan #2206).
+static void load_batch(hp_trainer *tr, int fed) {
     const int S = tr->rc.seq_len;
     int *ids = malloc((size_t)(S + 1) * sizeof(int));
     int64_t n_valid = 0;
     for (int b = 0; b < tr->sh.Bl_step; b++) {
-        const int g = tr->co.batch * tr->sh.Bl_step + b;
-        hp_trainer_sequence(tr, ids, tr->step, g);
-        for (int j = 0; j < tr->sh.Sc; j++) {
-            tr->tokens[b * tr->sh.Sc + j] = ids[tr->pos[j]];
-            tr->labels[b * tr->sh.Sc + j] = ids[tr->pos[j] + 1];
+        const int *in = ids, *tg = ids + 1;   // the sequence's S inputs and their S labels
+        if (fed) {
+            in = tr->feed_in + (size_t)b * S;
+            tg = tr->feed_tg + (size_t)b * S;
+        } else {
+            hp_trainer_sequence(tr, ids, tr->step, tr->co.batch * tr->sh.Bl_step + b);
         }
-        for (int i = 1; i <= S; i++) n_valid += ids[i] != -100;
+        for (int j = 0; j < tr->sh.Sc; j++) {
+            tr->tokens[b * tr->sh.Sc + j] = in[tr->pos[j]];
+            tr->labels[b * tr->sh.Sc + j] = tg[tr->pos[j]];
+        }
+        for (int i = 0; i < S; i++) n_valid += tg[i] != -100;
     }
     free(ids);
     if (!hp_failpoint(HP_FP_N_GLOBAL_LOCAL))   // the bug: each rank divides by its own count
@@ -177,7 +188,8 @@ double hp_trainer_forward_backward(hp_trainer *tr) {
     hp_comm_set_step(tr->comm, tr->step);   // named by the watchdog if a wait times out
     memset(tr->step_bytes, 0, sizeof tr->step_bytes);   // the step's first phase
     hp_trainer_count_bytes(tr, -1);
-    load_batch(tr);
+    load_batch(tr, tr->feed_pending);
+    tr->feed_pending = 0;
     // microbatches in ascending order: the CE sums add up in that order and are divided once
     // by N_global (the loss of pipeline.md); grads accumulate inside the backward
     double ce_sum = 0.0;
@@ -203,7 +215,7 @@ long hp_trainer_async_tp_ops(const hp_trainer *tr) { return tr->async_tp_ops; }
 double hp_trainer_eval_loss(hp_trainer *tr, int step) {
     const int saved = tr->step;
     tr->step = step;
-    load_batch(tr);
+    load_batch(tr, 0);   // the data source's batch of `step` (a fed batch stays pending)
     tr->tf.routing = NULL;   // the last step's routing stays what the verifier gathers
     double ce_sum = 0.0;
     if (tr->pp) {
@@ -266,6 +278,7 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
     st->loss = hp_trainer_forward_backward(tr);
     st->grad_norm = hp_trainer_clip(tr);
     st->step = tr->step;
+    st->lr = (double)hp_lr_at(&tr->rc, tr->step);   // what hp_optimizer_update applies
     if (!hp_step_finite(st->loss, st->grad_norm)) {
         st->ms = now_ms() - t0;
         st->tokens_per_s = 0.0;
@@ -276,6 +289,108 @@ int hp_trainer_step(hp_trainer *tr, hp_step_stats *st) {
     st->ms = now_ms() - t0;
     st->tokens_per_s = (double)tr->rc.batch * tr->rc.seq_len / (st->ms * 1e-3);
     return 0;
+}
+
+// ---- the program's own batch (hp_trainer_feed) -------------------------------------------
+
+// FNV-1a over the batch's ids: the ranks compare it to find a program whose ranks built
+// different batches (each would train on its own shard of another batch).
+static uint64_t fnv1a(uint64_t h, const int32_t *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t v = (uint32_t)x[i];
+        for (int k = 0; k < 4; k++) h = (h ^ ((v >> (8 * k)) & 0xffu)) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+// The rules of an hp_batch (train.h), checked on this rank's copy of the whole global batch;
+// 0, or -1 with one line in msg. *hash: of the batch's form and ids.
+static int check_batch(const hp_trainer *tr, const hp_batch *bt, uint64_t *hash, char *msg, size_t len) {
+    const int B = tr->rc.batch, S = tr->rc.seq_len, V = tr->m.vocab_size;
+    *hash = 0;
+    if (!bt || !bt->tokens) {
+        snprintf(msg, len, "hp_trainer_feed: no batch (tokens NULL)");
+        return -1;
+    }
+    if (bt->n_seqs != B || bt->seq_len != S) {
+        snprintf(msg, len, "hp_trainer_feed: a batch of %d x %d, the trainer's is %d sequences (run.batch) x %d "
+                 "positions (run.seq_len): every rank passes the whole global batch", bt->n_seqs, bt->seq_len, B, S);
+        return -1;
+    }
+    const int w = bt->labels ? S : S + 1;   // ids per row of tokens
+    for (int g = 0; g < B; g++)
+        for (int i = 0; i < w; i++) {
+            const int32_t id = bt->tokens[(size_t)g * w + i];
+            if (id < 0 || id >= V) {
+                snprintf(msg, len, "hp_trainer_feed: token id %ld at sequence %d, position %d is outside the "
+                         "vocabulary [0, %d)", (long)id, g, i, V);
+                return -1;
+            }
+        }
+    for (int g = 0; bt->labels && g < B; g++)
+        for (int i = 0; i < S; i++) {
+            const int32_t id = bt->labels[(size_t)g * S + i];
+            if (id != -100 && (id < 0 || id >= V)) {
+                snprintf(msg, len, "hp_trainer_feed: label %ld at sequence %d, position %d is neither an id in "
+                         "[0, %d) nor -100 (ignored)", (long)id, g, i, V);
+                return -1;
+            }
+        }
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)(bt->labels != NULL);
+    h = fnv1a(h, bt->tokens, (size_t)B * w);
+    if (bt->labels) h = fnv1a(h, bt->labels, (size_t)B * S);
+    *hash = h;
+    return 0;
+}
+
+int hp_trainer_feed(hp_trainer *tr, const hp_batch *bt, char *err, size_t errlen) {
+    char msg[512] = "";
+    uint64_t h = 0;
+    int bad = check_batch(tr, bt, &h, msg, sizeof msg) != 0;
+    const int S = tr->rc.seq_len, n = tr->sh.Bl_step;
+    if (!bad && (!tr->feed_in || !tr->feed_tg)) {   // the first feed: this rank's shard's buffers
+        free(tr->feed_in); free(tr->feed_tg);
+        tr->feed_in = malloc(((size_t)n * S + 1) * sizeof(int));
+        tr->feed_tg = malloc(((size_t)n * S + 1) * sizeof(int));
+        if (!tr->feed_in || !tr->feed_tg) {
+            snprintf(msg, sizeof msg, "hp_trainer_feed: out of memory for the batch's shard");
+            bad = 1;
+        }
+    }
+    // every rank decides alike: any rank refused, or the ranks' batches differ (max != min)
+    unsigned long long v[3] = { (unsigned long long)bad, h, ~h };
+    hp_mpi_allreduce(tr->world, v, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, "feed-agree");
+    if (v[0]) {   // the lowest refusing rank's line, on every rank
+        int who = bad ? tr->rank : INT_MAX;
+        hp_mpi_allreduce(tr->world, &who, 1, MPI_INT, MPI_MIN, "feed-agree");
+        hp_mpi_broadcast(tr->world, msg, (int)sizeof msg, MPI_CHAR, who, "feed-agree");
+        msg[sizeof msg - 1] = '\0';
+    } else if (v[1] != h || v[2] != ~h) {
+        snprintf(msg, sizeof msg, "hp_trainer_feed: the ranks passed different batches (every rank passes the "
+                 "same global batch; each takes its own shard of it)");
+    } else {
+        // this rank's sequences (global g = co.batch * Bl_step + b), as load_batch takes them
+        // from a data source
+        const int w = bt->labels ? S : S + 1;
+        for (int b = 0; b < n; b++) {
+            const int g = tr->co.batch * n + b;
+            const int32_t *row = bt->tokens + (size_t)g * w;
+            const int32_t *lab = bt->labels ? bt->labels + (size_t)g * S : row + 1;
+            for (int i = 0; i < S; i++) {
+                tr->feed_in[(size_t)b * S + i] = row[i];
+                tr->feed_tg[(size_t)b * S + i] = lab[i];
+            }
+        }
+        tr->feed_pending = 1;
+        return 0;
+    }
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
+    return HP_EXIT_CONFIG;
+}
+
+int hp_trainer_step_batch(hp_trainer *tr, const hp_batch *batch, hp_step_stats *st, char *err, size_t errlen) {
+    const int rc = hp_trainer_feed(tr, batch, err, errlen);
+    return rc != 0 ? rc : hp_trainer_step(tr, st);
 }
 
 const hp_param_table *hp_trainer_params(const hp_trainer *tr) { return &tr->pt; }

@@ -61,6 +61,12 @@ struct hp_trainer {
     int *pos_cp;             // (Sc_cp) global positions of the cp-local tokens
     int *tokens, *labels;    // (Bl_step, Sc) cp-local, the whole step's
     int64_t n_valid_global;  // valid labels of the global batch
+    // a batch the program gave (hp_trainer_feed, trainer.c): this rank's Bl_step
+    // sequences of S inputs and S labels, before the cp cut; the next forward_backward reads
+    // them in place of the data source's (malloc'd at the first feed, untracked: none of the
+    // planner's buffers, and a run never fed has none)
+    int *feed_in, *feed_tg;  // (Bl_step, S)
+    int feed_pending;        // 1 from a feed to the forward_backward that reads it
     int *routing_step;       // (n_moe, Bl_step*Sc, K) every microbatch's routing, for the verifier
                              // (the model's forwards record it: tf.routing)
     uint64_t step_bytes[HP_G_COUNT][HP_OP_COUNT];   // the last step's traffic (comm.h)

@@ -2,6 +2,7 @@
 # src/parallel/ep_dispatch.c) against a single-process reference.
 add_executable(test_moe tests/test_moe.c)
 target_link_libraries(test_moe PRIVATE hyperpar)
+target_include_directories(test_moe PRIVATE ${CMAKE_SOURCE_DIR}/src)   # precision/precision.h: the bf16 policy
 
 # L0: one process (MPI_Init still runs; no launcher needed)
 add_test(NAME moe_single COMMAND test_moe single)

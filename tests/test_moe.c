@@ -22,6 +22,7 @@
 #include "hyperpar/bf16.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/moe.h"
+#include "precision/precision.h"
 
 static int n_pass = 0, n_fail = 0, g_rank = 0;
 
@@ -113,7 +114,7 @@ static void lmodel_free(lmodel *L) {
 }
 static hp_moe_weights lweights(const lmodel *L) {
     hp_moe_weights w = { L->gate, L->w1, L->w2, L->w3, L->Fsl ? L->sw1 : NULL, L->Fsl ? L->sw2 : NULL,
-                         L->Fsl ? L->sw3 : NULL, NULL, NULL, NULL };   // (no float8)
+                         L->Fsl ? L->sw3 : NULL };
     return w;
 }
 static hp_moe_grads lgrads(lmodel *L) {
@@ -558,10 +559,15 @@ static void test_bf16_store(hp_comm *self) {
     two_blocks t;
     rng_s = 13;
     two_blocks_init(&t, 91, 1);
-    t.md.bf16 = 1;
+    hp_precision_hooks bf16, bf16_kept;   // the bf16 policy without and with its 2-byte storage
+    if (hp_precision_init(&bf16, 1, 0) != 0 || hp_precision_init(&bf16_kept, 1, 1) != 0) {
+        check(0, "bf16 store: the bf16 precisions are made", 0.0, 0.0);
+        return;
+    }
+    t.md.prec = &bf16;
     const size_t plain = two_blocks_run(self, &t, 0, &t.md, NULL);
     hp_moe_dims kept_md = t.md;
-    kept_md.store_bf16 = 1;
+    kept_md.prec = &bf16_kept;
     const size_t kept = two_blocks_run(self, &t, 1, &kept_md, NULL);
     check(two_blocks_same(&t), "bf16 store: out, dx and every grad of two blocks = the fp32-kept run's, bit for bit",
           0.0, 0.0);
@@ -571,6 +577,8 @@ static void test_bf16_store(hp_comm *self) {
     const size_t want = plain - 2 * fields * 4 + 2 * fields * 2 + fields * 4;   // (= plain, for two)
     check(kept == want, "bf16 store: activation bytes of two blocks", (double)kept, (double)want);
     two_blocks_free(&t);
+    hp_precision_free(&bf16);
+    hp_precision_free(&bf16_kept);
 }
 
 // ============================================================================================

@@ -40,11 +40,14 @@ typedef struct hp_moe_dims {
     int route_norm;
     float route_scale;
     hp_dispatcher dispatcher;
-    int bf16;          // the bf16 op rule: complete outputs rounded once (partials are not:
-                       //    the caller rounds the block's output after its sum over tp)
-    int store_bf16;    // (with bf16) keep the bf16-valued activations in 2 bytes: the input,
-                       //    the dispatched rows, the experts' and shared experts' w1/w3 outputs
-                       //    and their SwiGLU; they run in fp32 copies in the (shared) scratch
+    // The precision (src/model/precision_hooks.h; NULL: fp32, activations kept in floats): it
+    // runs the experts' linears (a routed expert's w is its slice of w1/w2/w3, local expert l
+    // at l * Fel * D, which tells a float8 precision which expert it is), holds the complete
+    // outputs by its op rule (partials are not: the caller applies it to the block's output
+    // after its sum over tp), and, when it packs activations (stored_bytes > 0), keeps the
+    // input, the dispatched rows, the experts' and shared experts' w1/w3 outputs and their
+    // SwiGLU packed; they then run in fp32 copies in the (shared) scratch.
+    const struct hp_precision_hooks *prec;
 } hp_moe_dims;
 
 typedef struct hp_moe_weights {
@@ -55,15 +58,6 @@ typedef struct hp_moe_weights {
     const float *sw1;      // (Fsl, D)   shared experts (NULL when Fsl == 0)
     const float *sw2;      // (D, Fsl)
     const float *sw3;      // (Fsl, D)
-    // float8 linears (docs/float8.md): the experts' products are offered to these first (NULL:
-    // none); each returns 1 when it ran the product in float8 (a converted linear), else 0. A
-    // routed expert's w is its slice of w1/w2/w3 (local expert l at l * Fel * D), which tells
-    // the model which expert it is.
-    // The backward accumulates into dx and dw like hp_linear_backward.
-    int (*f8_fwd)(void *ctx, float *y, const float *x, const float *w, int N, int in, int out);
-    int (*f8_bwd)(void *ctx, float *dx, float *dw, const float *dy, const float *x, const float *w,
-                  int N, int in, int out);
-    void *f8_ctx;
 } hp_moe_weights;
 
 typedef struct hp_moe_grads {  // every one accumulated into (+=)

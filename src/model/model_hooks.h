@@ -7,6 +7,7 @@
 #define HP_MODEL_HOOKS_H
 #include "hyperpar/float8.h"
 #include "hyperpar/moe.h"
+#include "model/precision_hooks.h"
 
 // Parameter units (embeddings = 0, block l = 1 + l, head = L + 1): where a unit's unsharded
 // parameters and grads are, and their lifecycle (FSDP2 / HSDP / DDP). mb is the running
@@ -72,7 +73,7 @@ typedef struct hp_attention_hooks {
                      const float *v);
 } hp_attention_hooks;
 
-// Float8 linears (precision.md §5.4): amax_reduce turns the local amax values (n) of an
+// Float8 linears (docs/float8.md; the precision's float8 linears call these): amax_reduce turns the local amax values (n) of an
 // operand into the ones of the whole tensor over the ranks the amax's dim is split across (a
 // MAX all-reduce over tp); the model calls it only for an amax over a dim that is a tp shard
 // (local dims smaller than the model's), the same calls in the same order on every tp rank.
@@ -99,6 +100,7 @@ typedef struct hp_model_hooks {
     void *moe_ctx;
     hp_dispatcher moe_mode;
     hp_float8_hooks float8;
+    hp_precision_hooks prec;   // the precision the model runs in (precision_hooks.h)
 } hp_model_hooks;
 
 #endif

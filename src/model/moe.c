@@ -23,10 +23,9 @@
 #include <string.h>
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
-#include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/moe.h"
-#include "kernels/parallel.h"   // hp_par_bf16_pack_exact, hp_par_bf16_unpack
+#include "model/precision_hooks.h"
 
 // The scratch: what a block reads only inside its forward (the router's logits, the shared
 // experts' output) or only inside its backward (the experts' output and input grads, the
@@ -43,7 +42,7 @@ typedef struct hp_moe_scratch {
     float *dgates;         // (n, K)
     float *dscores, *dlogits; // (n, E)
     float *dsact, *dsh1, *dsh3; // (N, Fsl)
-    // under store_bf16: the fp32 copies the stored fields run in (a state's x .. act point here)
+    // under packed storage: the fp32 copies the stored fields run in (a state's x .. act point here)
     float *x, *sh1, *sh3, *sact;   // (N, D), (N, Fsl) x3
     float *xe, *h1, *h3, *act;     // (cap, D), (cap, Fel) x3
 } hp_moe_scratch;
@@ -70,17 +69,20 @@ struct hp_moe_state {
     // shared experts, all N rows
     float *sh1, *sh3, *sact; // (N, Fsl)
     hp_moe_scratch *scr;   // the scratch: its own, or shared with other states
-    // store_bf16: the bf16-valued fields in 2 bytes, packed after the forward and unpacked
-    // before the backward; x, sh1, sh3, sact, xe, h1, h3, act then point into the scratch
-    hp_bf16 *kept_rows;    // x (N, D), sh1, sh3, sact (N, Fsl)
-    hp_bf16 *kept_routed;  // xe (cap, D), h1, h3, act (cap, Fel): the first Mr rows of each
+    // packed storage: the stored fields as the precision keeps them, packed after the forward
+    // and restored before the backward; x, sh1, sh3, sact, xe, h1, h3, act then point into
+    // the scratch
+    void *kept_rows;       // x (N, D), sh1, sh3, sact (N, Fsl)
+    void *kept_routed;     // xe (cap, D), h1, h3, act (cap, Fel): the first Mr rows of each
 };
 
-static int stored(const hp_moe_state *st) { return st->md.bf16 && st->md.store_bf16; }
+static int stored(const hp_moe_state *st) { return st->md.prec && st->md.prec->stored_bytes > 0; }
 
 // every buffer of the block is an activation (docs/planner.md, "Measured memory")
 static float *fbuf(size_t n) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float)); }
-static hp_bf16 *bbuf(size_t n) { return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(hp_bf16)); }
+static void *pbuf(const hp_moe_state *st, size_t n) {
+    return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * st->md.prec->stored_bytes);
+}
 
 hp_moe_state *hp_moe_state_init(const hp_moe_dims *md) {
     const hp_moe_dims *m = md;
@@ -114,7 +116,7 @@ hp_moe_state *hp_moe_state_init(const hp_moe_dims *md) {
     st->n = m->N / m->token_split;
     st->r0 = m->token_rank * st->n;
     const size_t N = m->N, D = m->D, E = m->E, K = m->K, Fs = m->Fsl;
-    if (stored(st)) st->kept_rows = bbuf(N * D + 3 * N * Fs);   // (x .. sact: the scratch's)
+    if (stored(st)) st->kept_rows = pbuf(st, N * D + 3 * N * Fs);   // (x .. sact: the scratch's)
     else { st->x = fbuf(N * D); st->sh1 = fbuf(N * Fs); st->sh3 = fbuf(N * Fs); st->sact = fbuf(N * Fs); }
     st->scores = fbuf(N * E);
     st->idx = hp_mem_alloc(HP_MEM_ACTIVATIONS, N * K * sizeof(int));
@@ -236,7 +238,7 @@ static void ensure_routed(hp_moe_state *st) {
     const size_t cap = st->cap, D = m->D, F = m->Fel;
     st->ye = fbuf(cap * D);
     if (stored(st)) {
-        st->kept_routed = bbuf(cap * D + 3 * cap * F);   // (xe .. act: the scratch's)
+        st->kept_routed = pbuf(st, cap * D + 3 * cap * F);   // (xe .. act: the scratch's)
     } else {
         st->xe = fbuf(cap * D);
         st->h1 = fbuf(cap * F); st->h3 = fbuf(cap * F); st->act = fbuf(cap * F);
@@ -248,7 +250,7 @@ static void ensure_routed(hp_moe_state *st) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2-byte storage (store_bf16): the stored fields run in the scratch's fp32 copies
+// packed storage: the stored fields run in the scratch's fp32 copies
 
 static void bind_work(hp_moe_state *st) {
     if (!stored(st)) return;
@@ -267,24 +269,26 @@ static void stored_fields(const hp_moe_state *st, float *f[8], size_t n[8], size
     for (int i = 0; i < 8; i++) { f[i] = fields[i]; n[i] = valid[i]; room[i] = sizes[i]; }
 }
 
-// Packs (save) the stored fields into the state's 2-byte copies, or unpacks them. Each is an
-// op output rounded once (or the block's bf16 input and its dispatched rows), so the round
-// trip is exact; a value that is not bf16 stops the job with one line.
+// Keeps (save) the stored fields packed, or restores them. Each is an op output under the op
+// rule (or the block's input and its dispatched rows), so the round trip is exact; a value the
+// precision cannot keep exactly stops the job with one line.
 static void stored_move(hp_moe_state *st, int save) {
     float *f[8];
     size_t n[8], room[8], at = 0;
     stored_fields(st, f, n, room);
     for (int i = 0; i < 8; i++) {
-        hp_bf16 *kept = (i < 4 ? st->kept_rows : st->kept_routed) + at;
+        const hp_precision_hooks *p = st->md.prec;
+        void *kept = (char *)(i < 4 ? st->kept_rows : st->kept_routed) + at * p->stored_bytes;
         at = i == 3 ? 0 : at + room[i];
         if (!save) {
             // (bf16_moe_routed_stale: the bug leaves the routed rows as the scratch holds them,
             //  the last forward's: another block's or microbatch's)
             if (i >= 4 && hp_failpoint(HP_FP_BF16_MOE_ROUTED_STALE)) continue;
-            hp_par_bf16_unpack(f[i], kept, n[i]);
-        } else if (!hp_par_bf16_pack_exact(kept, f[i], n[i])) {
-            hp_fail_line_and_abort(1, "hp_moe: bf16 activation storage: field %d of a MoE block holds a "
-                                   "value that is not bf16; every kept activation must be rounded once", i);
+            p->restore(p->ctx, f[i], kept, n[i]);
+        } else {
+            char what[48];
+            snprintf(what, sizeof what, "field %d of a MoE block", i);
+            p->keep(p->ctx, kept, f[i], n[i], what, -1);
         }
     }
 }
@@ -292,29 +296,30 @@ static void stored_move(hp_moe_state *st, int save) {
 // ---------------------------------------------------------------------------------------------
 // forward
 
-// The bf16 op rule (precision.md §2.2) on the block's complete outputs: the experts' and the
-// shared expert's w1/w3 products and gates, and their input-side grads. The router stays fp32
+// The precision's op rule on the block's complete outputs: the experts' and the shared
+// expert's w1/w3 products and gates, and their input-side grads. The router stays fp32
 // (TorchTitan runs it under fp32 autocast); the w2 products, the combine and the input grads
-// are partial over tp (etp, the shared expert's hidden split) and are rounded by the model
+// are partial over tp (etp, the shared expert's hidden split) and get the rule from the model
 // after their sum.
 static void op_out(const hp_moe_state *st, float *x, size_t n) {
-    if (st->md.bf16) hp_bf16_round(x, n);
+    if (st->md.prec) st->md.prec->op_output(st->md.prec->ctx, x, n);
 }
 
-// The experts' linears (not the router's: fp32), with bf16 operands under the bf16 policy, or
-// in float8 where the model converts them (the shared experts, and each routed expert: one
-// call per local expert over its rows, w its slice of the (El, ...) weight, even with 0 rows,
-// so that every rank of an etp group makes the same calls).
+// The experts' linears (not the router's: fp32), in the precision's operands (the shared
+// experts, and each routed expert: one call per local expert over its rows, w its slice of the
+// (El, ...) weight, even with 0 rows, so that every rank of an etp group makes the same calls).
 static void expert_fwd(const hp_moe_state *st, const hp_moe_weights *W, float *y, const float *x, const float *w,
                        int N, int in, int out) {
-    if (W->f8_fwd && W->f8_fwd(W->f8_ctx, y, x, w, N, in, out)) return;
-    if (st->md.bf16) hp_linear_forward_bf16(y, x, w, N, in, out);
+    (void)W;
+    const hp_precision_hooks *p = st->md.prec;
+    if (p) p->linear_forward(p->ctx, y, x, w, N, in, out);
     else hp_linear_forward(y, x, w, N, in, out);
 }
 static void expert_bwd(const hp_moe_state *st, const hp_moe_weights *W, float *dx, float *dw, const float *dy,
                        const float *x, const float *w, int N, int in, int out) {
-    if (W->f8_bwd && W->f8_bwd(W->f8_ctx, dx, dw, dy, x, w, N, in, out)) return;
-    if (st->md.bf16) hp_linear_backward_bf16(dx, dw, dy, x, w, N, in, out);
+    (void)W;
+    const hp_precision_hooks *p = st->md.prec;
+    if (p) p->linear_backward(p->ctx, dx, dw, dy, x, w, N, in, out);
     else hp_linear_backward(dx, dw, dy, x, w, N, in, out);
 }
 

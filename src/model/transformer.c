@@ -5,19 +5,20 @@
 // sp) and calls the hooks (model_hooks.h) at fixed points - unit gather/reduce around each
 // unit, region enter/exit around attention, FFN/MoE, embeddings and the loss, the attention
 // core, the MoE dispatch. It does not know which style fills them: with every degree 1 each
-// is a copy or the plain computation, and this is the single-process reference.
+// is a copy or the plain computation, and this is the single-process reference. In the same
+// way it runs its linears, rounds its op outputs and keeps its activations through the
+// precision hooks (precision_hooks.h), without knowing which precision fills them.
 #include <math.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/kernels.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/structure.h"
-#include "kernels/parallel.h"   // hp_par_zero, hp_par_bf16_*
+#include "kernels/parallel.h"   // hp_par_zero
 #include "model/transformer.h"
 
 // The table names of a block's parameter roles (layers.{l}.<suffix>), in hp_block_param order.
@@ -63,87 +64,38 @@ static void region_exit(hp_transformer *tf, float *out, float *in, int D) {
     tf->hk.region.exit(tf->hk.region.ctx, out, in, D);
 }
 // The regions whose collective feeds or drains GEMMs, handed the GEMMs by row block (async
-// TP overlaps them; the plain path runs the same blocks). A float8 linear casts with the amax
-// of its whole tensor: under tensorwise it is taken before the blocks (hp_float8_prepare_x /
-// _dy) or comes with the float8 SP all-gather of a region whose consumers (weights w, n_w of
-// them) all convert (hp_float8_sp_gather_consume), so the blocks (and async TP) stay; a
-// region mixing converted and plain consumers, and every rowwise one (its per-row and
-// per-column amax want the whole tensor too; --async-tp is refused with it), runs its GEMMs
-// once over all rows around the plain collective.
-static int n_converted(const hp_transformer *tf, const float *const *w, int n_w) {
-    int n = 0;
-    for (int i = 0; i < n_w; i++) n += hp_float8_linear_converted(tf, w[i]);
-    return n;
-}
+// TP overlaps them; the plain path runs the same blocks), through the precision, which may
+// need the whole tensor first (w: the GEMMs' weights; see precision_hooks.h).
+#define PREC(fn, ...) tf->hk.prec.fn(tf->hk.prec.ctx, __VA_ARGS__)
 static void region_enter_consume(hp_transformer *tf, float *out, const float *in, int D,
                                  hp_region_rows_fn *rows, void *rows_ctx, const float *const *w, int n_w) {
-    const int conv = tf->f8 ? n_converted(tf, w, n_w) : 0;
-    if (!tf->f8 || (hp_float8_tensorwise(tf) && conv == 0)) {
-        tf->hk.region.enter_consume(tf->hk.region.ctx, out, in, D, rows, rows_ctx);
-        return;
-    }
-    if (hp_float8_tensorwise(tf) && conv == n_w &&
-        hp_float8_sp_gather_consume(tf, out, in, D, w, n_w, 0, rows, rows_ctx))
-        return;
-    region_enter(tf, out, in, D);
-    rows(rows_ctx, 0, tf->sh.Nreg);
+    PREC(enter_consume, &tf->hk.region, out, in, D, tf->sh.Nreg, rows, rows_ctx, w, n_w);
 }
-// (x (reg, in): the producer's input, whose amax its blocks cast with)
+// (x (reg, in): the producer's input)
 static void region_exit_produce(hp_transformer *tf, float *out, float *partial, int D,
                                 hp_region_rows_fn *rows, void *rows_ctx, const float *w, const float *x, int in) {
-    if (tf->f8 && !hp_float8_tensorwise(tf)) {
-        rows(rows_ctx, 0, tf->sh.Nreg);
-        region_exit(tf, out, partial, D);
-        return;
-    }
-    if (tf->f8) hp_float8_prepare_x(tf, w, x, tf->sh.Nreg, in);
-    tf->hk.region.exit_produce(tf->hk.region.ctx, out, partial, D, rows, rows_ctx);
+    PREC(exit_produce, &tf->hk.region, out, partial, D, tf->sh.Nreg, rows, rows_ctx, w, x, in);
 }
-static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D);
 static void region_exit_backward_consume(hp_transformer *tf, float *din, const float *dout, int D,
                                          hp_region_rows_fn *rows, void *rows_ctx, const float *const *w,
                                          int n_w) {
-    const int conv = tf->f8 ? n_converted(tf, w, n_w) : 0;
-    if (!tf->f8 || (hp_float8_tensorwise(tf) && conv == 0)) {
-        tf->hk.region.exit_backward_consume(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
-        return;
-    }
-    if (hp_float8_tensorwise(tf) && conv == n_w &&
-        hp_float8_sp_gather_consume(tf, din, dout, D, w, n_w, 1, rows, rows_ctx))
-        return;
-    region_exit_backward(tf, din, dout, D);
-    rows(rows_ctx, 0, tf->sh.Nreg);
+    PREC(exit_backward_consume, &tf->hk.region, din, dout, D, tf->sh.Nreg, rows, rows_ctx, w, n_w);
 }
-// (dy[i] (reg, out[i]): the producers' grad_outputs, whose amax their blocks cast with)
+// (dy[i] (reg, out[i]): the producers' grad_outputs)
 static void region_enter_backward_produce(hp_transformer *tf, float *din, float *dout, int D,
                                           hp_region_rows_fn *rows, void *rows_ctx, const float *const *dy,
                                           const float *const *w, const int *out, int n) {
-    if (tf->f8 && !hp_float8_tensorwise(tf)) {
-        rows(rows_ctx, 0, tf->sh.Nreg);
-        region_enter_backward(tf, din, dout, D);
-        return;
-    }
-    for (int i = 0; tf->f8 && i < n; i++) hp_float8_prepare_dy(tf, w[i], dy[i], tf->sh.Nreg, out[i]);
-    tf->hk.region.enter_backward_produce(tf->hk.region.ctx, din, dout, D, rows, rows_ctx);
+    PREC(enter_backward_produce, &tf->hk.region, din, dout, D, tf->sh.Nreg, rows, rows_ctx, dy, w, out, n);
 }
 static void region_exit_backward(hp_transformer *tf, float *din, const float *dout, int D) {
     tf->hk.region.exit_backward(tf->hk.region.ctx, din, dout, D);
 }
 
-// The op rule of the bf16 policy (precision.md §2.2): an op computes in fp32 and its output
-// is rounded to bf16 once. Outputs that are partial sums over tp (row-parallel linears, the
-// vocab-split embedding, input grads of column-parallel linears) are rounded only after the
-// region hook has summed them in fp32, so the result does not move with the tp degree.
-static void op_out(const hp_transformer *tf, float *x, size_t n) {
-    if (!tf->bf16) return;
-    if (!hp_failpoint(HP_FP_BF16_TRUNCATE)) { hp_par_bf16_round(x, n); return; }
-    for (size_t i = 0; i < n; i++) {   // (the bug of bf16_truncate: the low half dropped)
-        uint32_t u;
-        memcpy(&u, &x[i], sizeof u);
-        u &= 0xFFFF0000u;
-        memcpy(&x[i], &u, sizeof u);
-    }
-}
+// The op rule: an op's output as the precision holds it (e.g. rounded once). Outputs that
+// are partial sums over tp (row-parallel linears, the vocab-split embedding, input grads of
+// column-parallel linears) get it only after the region hook has summed them in fp32, so the
+// result does not move with the tp degree.
+static void op_out(const hp_transformer *tf, float *x, size_t n) { PREC(op_output, x, n); }
 
 // The structure check of a row-parallel output about to be summed over tp (structure.h): it
 // must be the GEMM's fp32 result, not rounded first. An fp32 result whose 64 or more nonzero
@@ -158,24 +110,17 @@ static void check_partial(const hp_transformer *tf, const float *x, size_t n, co
         hp_structure_pass(HP_CHECK_PARTIAL);
 }
 
-// (the bug of bf16_tp_partial_rounded, TorchTitan #1750's shape: a row-parallel output rounded
-//  to bf16 on each rank before the sum over tp, so the sum is of rounded partials)
-static void partial_out(const hp_transformer *tf, float *x, size_t n) {
-    if (tf->bf16 && hp_failpoint(HP_FP_BF16_TP_PARTIAL_ROUNDED)) hp_bf16_round(x, n);
-}
+// A row-parallel partial about to be summed over tp.
+static void partial_out(const hp_transformer *tf, float *x, size_t n) { PREC(tp_partial, x, n); }
 
-// The linears of the model, with bf16 operands under the bf16 policy; converted ones in float8.
+// The linears of the model, in the precision's operands.
 static void linear_fwd(const hp_transformer *tf, float *y, const float *x, const float *w, int N,
                        int in, int out) {
-    if (tf->f8 && hp_float8_linear_fwd(tf, y, x, w, N, in, out)) return;
-    if (tf->bf16) hp_linear_forward_bf16(y, x, w, N, in, out);
-    else hp_linear_forward(y, x, w, N, in, out);
+    PREC(linear_forward, y, x, w, N, in, out);
 }
 static void linear_bwd_add(const hp_transformer *tf, float *dx, float *dw, const float *dy,
                            const float *x, const float *w, int N, int in, int out) {
-    if (tf->f8 && hp_float8_linear_bwd(tf, dx, dw, dy, x, w, N, in, out, 1.0f)) return;
-    if (tf->bf16) hp_linear_backward_bf16(dx, dw, dy, x, w, N, in, out);
-    else hp_linear_backward(dx, dw, dy, x, w, N, in, out);
+    PREC(linear_backward, dx, dw, dy, x, w, N, in, out);
 }
 
 // The activations of block l for the running microbatch's slot (pipeline stages keep several
@@ -218,10 +163,16 @@ static float *falloc(size_t n) {
     falloc_bytes += (n ? n : 1) * sizeof(float);
     return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(float));
 }
-// A bf16 store (category activations, counted with them).
-static hp_bf16 *balloc(size_t n) {
-    falloc_bytes += (n ? n : 1) * sizeof(hp_bf16);
-    return hp_mem_alloc(HP_MEM_ACTIVATIONS, (n ? n : 1) * sizeof(hp_bf16));
+// A packed store of n elements, the precision's stored_bytes each (category activations,
+// counted with them).
+static void *palloc(const hp_transformer *tf, size_t n) {
+    const size_t bytes = (n ? n : 1) * tf->hk.prec.stored_bytes;
+    falloc_bytes += bytes;
+    return hp_mem_alloc(HP_MEM_ACTIVATIONS, bytes);
+}
+// Element at of a packed store.
+static void *packed_at(const hp_transformer *tf, void *store, size_t at) {
+    return (char *)store + at * tf->hk.prec.stored_bytes;
 }
 // The per-rank backward scratch (one set, whatever the slots): category scratch.
 static float *salloc(size_t n) { return hp_mem_alloc(HP_MEM_SCRATCH, (n ? n : 1) * sizeof(float)); }
@@ -230,7 +181,6 @@ static hp_moe_weights moe_weights(hp_transformer *tf, int l) {
     hp_moe_weights w = {
         .gate = PARAM(l, BP_GATE),
         .w1 = PARAM(l, BP_EW1), .w2 = PARAM(l, BP_EW2), .w3 = PARAM(l, BP_EW3),
-        .f8_fwd = hp_float8_moe_fwd, .f8_bwd = hp_float8_moe_bwd, .f8_ctx = tf,
     };
     if (tf->m.n_shared_experts > 0) {
         w.sw1 = PARAM(l, BP_SW1);
@@ -313,8 +263,7 @@ static int alloc_moe(hp_transformer *tf, hp_block_acts *A) {
         .El = sh->El, .e0 = sh->e0, .Fel = sh->Fel, .Fsl = sh->Fsl,
         .token_split = sh->token_split, .token_rank = sh->token_rank,
         .score_func = m->score_func, .route_norm = m->route_norm,
-        .route_scale = m->route_scale, .dispatcher = tf->hk.moe_mode, .bf16 = tf->bf16,
-        .store_bf16 = tf->store_bf16,
+        .route_scale = m->route_scale, .dispatcher = tf->hk.moe_mode, .prec = &tf->hk.prec,
     };
     // token_split_offset (#3604): tp rank t takes the S_local rows at t*S_local, the
     // split of one sequence; right only for a local batch of 1
@@ -327,14 +276,15 @@ static int alloc_moe(hp_transformer *tf, hp_block_acts *A) {
 }
 
 // ---------------------------------------------------------------------------------------
-// bf16 storage: a block's bf16-valued activations in 2 bytes each (precision.md §2.2)
+// packed storage: a block's activations kept as the precision keeps them (hk.prec.keep, e.g.
+// bf16 values in 2 bytes each)
 //
-// A stored block runs its forward in the shared set (tf->recompute, lent as tf->work over the
-// block's own h_in, statistics and states), then packs the set's bf16 fields into its store;
-// its backward unpacks them into the set first. Every field is an op output rounded once, so
-// the round trip is exact (checked at each pack) and the step's bits are those of the floats.
-// The fp32 statistics (rstd1, rstd2, lse), the stream h_in, the attention core's and the MoE
-// state stay in their float buffers.
+// A packed block runs its forward in the shared set (tf->recompute, lent as tf->work over the
+// block's own h_in, statistics and states), then keeps the set's stored fields in its store;
+// its backward restores them into the set first. Every field is an op output under the op
+// rule, so the round trip is exact (the precision checks it at each keep) and the step's bits
+// are those of the floats. The fp32 statistics (rstd1, rstd2, lse), the stream h_in, the
+// attention core's and the MoE state stay in their float buffers.
 
 typedef enum { SZ_RES_D, SZ_REG_D, SZ_REG_QD, SZ_REG_KVD, SZ_REG_F } stored_size;
 typedef enum { G_ATTN = 1, G_FFN = 2, G_DY = 4 } stored_group;   // the attention half, a dense
@@ -384,24 +334,24 @@ static int alloc_stored(hp_transformer *tf, hp_block_acts *A, int l) {
     size_t n = 0;
     for (size_t i = 0; i < N_STORED_FIELDS; i++)
         if (stored_fields[i].group & groups) n += stored_elems(tf, stored_fields[i].size);
-    A->stored = balloc(n);
+    A->stored = palloc(tf, n);
     if (!A->rstd1 || !A->rstd2 || !A->lse || !A->stored || alloc_attention_state(tf, A) != 0) return -1;
     return hp_model_is_moe_layer(&tf->m, l) ? alloc_moe(tf, A) : 0;
 }
 
-// Packs n floats that must be bf16 values (an op's output, rounded once) into a 2-byte copy;
-// one that is not stops the job with one line naming `what`.
-static void keep_packed(const hp_transformer *tf, hp_bf16 *dst, const float *src, size_t n, const char *what) {
-    if (!hp_par_bf16_pack_exact(dst, src, n))
-        hp_fail_line_and_abort(1, "hp: bf16 activation storage: the %s (microbatch %d) holds a value "
-                               "that is not bf16; every kept activation must be an op output rounded "
-                               "once", what, tf->mb);
+// Keeps n floats (op outputs under the op rule) packed; one the precision cannot keep exactly
+// stops the job with one line naming `what`.
+static void keep_packed(const hp_transformer *tf, void *dst, const float *src, size_t n, const char *what) {
+    PREC(keep, dst, src, n, what, tf->mb);
+}
+static void restore_packed(const hp_transformer *tf, float *dst, const void *src, size_t n) {
+    PREC(restore, dst, src, n);
 }
 
 // Packs (save) the groups `which` of the set W into block l's store, or unpacks them into W.
 static void stored_move(hp_transformer *tf, int l, hp_block_acts *W, int which, int save) {
     const hp_block_acts *A = acts(tf, l);
-    // (bf16_store_slot: the bug unpacks the next slot's store, another microbatch's activations)
+    // (bf16_store_slot: the bug restores the next slot's store, another microbatch's activations)
     if (!save && hp_failpoint(HP_FP_BF16_STORE_SLOT))
         A = &tf->blocks[(size_t)((tf->slot + 1) % tf->n_slots) * tf->m.n_layers + l];
     const int groups = stored_groups(tf, l);
@@ -412,31 +362,31 @@ static void stored_move(hp_transformer *tf, int l, hp_block_acts *W, int which, 
         const size_t n = stored_elems(tf, f->size);
         float *buf = *stored_field_of(W, f);
         if (f->group & which) {
-            if (!save) hp_par_bf16_unpack(buf, A->stored + at, n);
+            if (!save) restore_packed(tf, buf, packed_at(tf, A->stored, at), n);
             else {
                 char what[48];
                 snprintf(what, sizeof what, "%s of block %d", f->name, l);
-                keep_packed(tf, A->stored + at, buf, n, what);
+                keep_packed(tf, packed_at(tf, A->stored, at), buf, n, what);
             }
         }
         at += n;
     }
 }
 
-// Under bf16 storage every block input a rank holds is kept in 2 bytes, one copy per slot, and
+// Under packed storage every block input a rank holds is kept packed, one copy per slot, and
 // read and written in floats in the shared stream buffer of the block's parity (tf->stream):
 //   - a block inside a stage, and block 0 (the embedding writes its input in the same action):
 //     the block before it writes the stream there and the block's forward packs it;
-//   - a stage's first block (l > 0): the 2-byte copy is what the pipeline receives, or what
+//   - a stage's first block (l > 0): the packed copy is what the pipeline receives, or what
 //     a stage of this rank packed when it ended (zbv's middle), any number of actions before;
 //     the stage's forward unpacks it first (input_arrives_packed);
 //   - the first block of a stage on another rank, fed by a stage of this one: the copy is
-//     what the stage packs when it ends and the pipeline sends, 2 bytes on the wire.
-// The head (l == L) keeps its input, the last block's output, in 2 bytes too: the two are
+//     what the stage packs when it ends and the pipeline sends as it is.
+// The head (l == L) keeps its input, the last block's output, packed too: the two are
 // always in one stage.
 static int input_stored(const hp_transformer *tf, int l) {
-    if (l == tf->m.n_layers) return tf->store_bf16 && tf->head_local;
-    return tf->store_bf16 && (tf->layer_local[l] || (l > 0 && tf->layer_local[l - 1]));
+    if (l == tf->m.n_layers) return tf->store_packed && tf->head_local;
+    return tf->store_packed && (tf->layer_local[l] || (l > 0 && tf->layer_local[l - 1]));
 }
 
 // Whether block l's stored input arrives packed from outside its stage (else its forward packs it).
@@ -464,7 +414,7 @@ static void check_store(const hp_transformer *tf, const float *x, size_t n, uint
                            "(CRC-32 %08x) is not the one its forward read (%08x)", who, tf->mb, got, want);
 }
 
-// Packs block l's input (in its stream buffer) into its 2-byte copy, after its forward.
+// Packs block l's input (in its stream buffer) into its packed copy, after its forward.
 static void keep_input(hp_transformer *tf, int l) {
     hp_block_acts *A = acts(tf, l);
     A->h_in_crc = stream_crc(A->h_in, (size_t)tf->sh.Nres * tf->sh.D);
@@ -475,19 +425,19 @@ static void keep_input(hp_transformer *tf, int l) {
     keep_packed(tf, A->h_in_stored, in, (size_t)tf->sh.Nres * tf->sh.D, what);
 }
 
-// The stream entering block l as its forward left it, in floats: a 2-byte copy is unpacked
+// The stream entering block l as its forward left it, in floats: a packed copy is restored
 // into its stream buffer first (l == L: the head's input).
 static float *kept_stream(hp_transformer *tf, int l) {
     const size_t n = (size_t)tf->sh.Nres * tf->sh.D;
     if (l < tf->m.n_layers && acts(tf, l)->h_in_stored) {
         const hp_block_acts *A = acts(tf, l);
-        hp_par_bf16_unpack(A->h_in, A->h_in_stored, n);
+        restore_packed(tf, A->h_in, A->h_in_stored, n);
         check_store(tf, A->h_in, n, A->h_in_crc, l);
     } else if (l == tf->m.n_layers && tf->heads[tf->slot].h_final_stored) {
         const hp_head_acts *H = &tf->heads[tf->slot];
         // (bf16_head_slot: the bug unpacks the next slot's kept input, another microbatch's)
         const hp_head_acts *from = hp_failpoint(HP_FP_BF16_HEAD_SLOT) ? &tf->heads[(tf->slot + 1) % tf->n_slots] : H;
-        hp_par_bf16_unpack(H->h_final, from->h_final_stored, n);
+        restore_packed(tf, H->h_final, from->h_final_stored, n);
         check_store(tf, H->h_final, n, H->h_final_crc, l);
     }
     return stream_in(tf, l);
@@ -495,20 +445,20 @@ static float *kept_stream(hp_transformer *tf, int l) {
 
 // Block l's buffers in one slot: nothing for a block of another pp rank, unless a stage of
 // this rank ends just before it (h_in is then where that stage's output goes); only h_in for
-// a checkpointed block; under bf16 storage its statistics, store and states; everything for
-// the others. A block whose input is stored has h_in 2 bytes an element (input_stored).
+// a checkpointed block; under packed storage its statistics, store and states; everything for
+// the others. A block whose input is stored has h_in packed (input_stored).
 static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
     const int local = tf->layer_local[l], feeds = l > 0 && tf->layer_local[l - 1];
     if (!local && !feeds) return 0;
     const size_t nres = (size_t)tf->sh.Nres * tf->sh.D;
     if (input_stored(tf, l)) {
         A->h_in = tf->stream[l & 1];
-        if (!(A->h_in_stored = balloc(nres))) return -1;
+        if (!(A->h_in_stored = palloc(tf, nres))) return -1;
     } else if (!(A->h_in = falloc(nres))) {
         return -1;
     }
     if (!local || ac_block(tf, l)) return 0;
-    if (tf->store_bf16) return alloc_stored(tf, A, l);
+    if (tf->store_packed) return alloc_stored(tf, A, l);
     if (alloc_attention(tf, A, 1) != 0) return -1;
     return hp_model_is_moe_layer(&tf->m, l) ? alloc_moe(tf, A) : alloc_dense_ffn(tf, A);
 }
@@ -520,7 +470,7 @@ static int alloc_block(hp_transformer *tf, hp_block_acts *A, int l) {
 static int alloc_recompute(hp_transformer *tf) {
     int used = 0, ac = 0, dense = 0, ac_moe = 0;
     for (int l = 0; l < tf->m.n_layers; l++) {
-        if (!tf->layer_local[l] || (!ac_block(tf, l) && !tf->store_bf16)) continue;
+        if (!tf->layer_local[l] || (!ac_block(tf, l) && !tf->store_packed)) continue;
         const int moe = hp_model_is_moe_layer(&tf->m, l);
         used = 1;
         ac |= ac_block(tf, l);
@@ -538,8 +488,7 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
                         const hp_param_table *pt, const hp_model_hooks *hk,
                         const hp_transformer_opts *opt) {
     memset(tf, 0, sizeof *tf);
-    tf->bf16 = opt->bf16;
-    tf->store_bf16 = opt->bf16 && opt->store_bf16;
+    tf->store_packed = hk->prec.stored_bytes > 0;
     tf->m = *m;
     tf->sh = *sh;
     tf->pt = pt;
@@ -547,7 +496,6 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     tf->n_slots = opt->n_slots < 1 ? 1 : opt->n_slots;
     tf->split_backward = opt->split_backward;
     tf->ac_every = opt->ac_every;
-    tf->f8_layer = -1;
     const int L = m->n_layers;
     const size_t D = (size_t)sh->D, res = (size_t)sh->Nres, reg = (size_t)sh->Nreg;
     const size_t qd = (size_t)sh->Hl * sh->hd, kvd = (size_t)sh->Hkvl * sh->hd;
@@ -581,7 +529,7 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
     for (int slot = 0; slot < tf->n_slots; slot++) {
         hp_head_acts *H = &tf->heads[slot];
         if (input_stored(tf, L)) {
-            H->h_final_stored = balloc(res * D);
+            H->h_final_stored = palloc(tf, res * D);
             H->h_final = tf->stream[L & 1];
         } else if (tf->head_local) {   // (a rank without the head never writes it)
             H->h_final = falloc(res * D);
@@ -593,18 +541,18 @@ int hp_transformer_init(hp_transformer *tf, const hp_model_config *m, const hp_l
         }
         if (!tf->head_local) continue;
         H->rstdf = falloc(res);
-        if (tf->store_bf16) H->gf_stored = balloc(reg * D);   // (H->gf: tf->reg_b, below)
+        if (tf->store_packed) H->gf_stored = palloc(tf, reg * D);   // (H->gf: tf->reg_b, below)
         else H->gf = falloc(reg * D);
-        if (tf->store_bf16) {   // (the loss's logits are bf16: one rounding of the output's)
-            H->logits_stored = balloc(reg * (size_t)sh->Vl);
+        if (tf->store_packed) {   // (the loss's logits are an op output: kept as the others)
+            H->logits_stored = palloc(tf, reg * (size_t)sh->Vl);
             H->logits = H->logits_stored ? tf->dlogits : NULL;
         } else {
             H->logits = falloc(reg * (size_t)sh->Vl);
         }
         H->ce_m = falloc(reg); H->ce_se = falloc(reg);
         if (!H->rstdf || !(H->gf || H->gf_stored) || !H->logits || !H->ce_m || !H->ce_se) return -1;
-        if (tf->split_backward && tf->store_bf16) {   // (zbv: the kept logits' gradient, rounded)
-            if (!(H->dy_out_stored = balloc(reg * (size_t)sh->Vl))) return -1;
+        if (tf->split_backward && tf->store_packed) {   // (zbv: the kept logits' gradient)
+            if (!(H->dy_out_stored = palloc(tf, reg * (size_t)sh->Vl))) return -1;
         } else if (tf->split_backward && !(H->dy_out = falloc(reg * (size_t)sh->Vl))) {
             return -1;
         }
@@ -673,7 +621,6 @@ void hp_transformer_free(hp_transformer *tf) {
         }
         hp_mem_free(tf->heads);
     }
-    hp_float8_linears_free(tf);
     hp_mem_free(tf->stream[0]); hp_mem_free(tf->stream[1]);
     hp_mem_free(tf->layer_local); hp_mem_free(tf->stage_entry);
     hp_mem_free(tf->dlogits);
@@ -800,8 +747,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     hp_block_acts *A = block_work(tf, l);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nres = (size_t)tf->sh.Nres * D;
-    hp_float8_layer_begin(tf, l);
-    tf->f8_recompute = recompute;
+    PREC(block_begin, l, recompute);
 
     // h_mid = h_in + Attention(RMSNorm(h_in))
     const size_t nq = (size_t)Nr * qd, nkv = (size_t)Nr * kvd, nf = (size_t)Nr * tf->sh.Fl;
@@ -850,8 +796,7 @@ static void block_forward(hp_transformer *tf, int l, float *h_out, int recompute
     op_out(tf, h_out, nres);
     if (acts(tf, l)->stored) stored_move(tf, l, A, G_ATTN | G_FFN, 1);
     if (!recompute && acts(tf, l)->h_in_stored && !input_arrives_packed(tf, l)) keep_input(tf, l);
-    tf->f8_layer = -1;
-    tf->f8_recompute = 0;
+    tf->hk.prec.block_end(tf->hk.prec.ctx);
 }
 
 // The head's output GEMM by row block of gf (region_enter_consume).
@@ -870,24 +815,24 @@ static void logits_rows(void *ctx, int r0, int n) {
 
 float *hp_transformer_stream(hp_transformer *tf, int l) { return stream_in(tf, l); }
 
-hp_bf16 *hp_transformer_stream_stored(hp_transformer *tf, int l) {
+void *hp_transformer_stream_stored(hp_transformer *tf, int l) {
     return l < tf->m.n_layers ? acts(tf, l)->h_in_stored : tf->heads[tf->slot].h_final_stored;
 }
 
-// A stage's input that arrived in 2 bytes (the pipeline's, or a stage of this rank's) is
-// unpacked into its stream buffer before the stage runs; its CRC is what the backward's
-// unpack is checked against.
+// A stage's input that arrived packed (the pipeline's, or a stage of this rank's) is
+// restored into its stream buffer before the stage runs; its CRC is what the backward's
+// restore is checked against.
 static void unpack_stage_input(hp_transformer *tf, int l0) {
     hp_block_acts *A = acts(tf, l0);
     const size_t n = (size_t)tf->sh.Nres * tf->sh.D;
     // (bf16_stage_input_stale: the bug runs the stage on what its stream buffer holds, another
     //  microbatch's stream or zeros, the input that arrived left packed)
-    if (!hp_failpoint(HP_FP_BF16_STAGE_INPUT_STALE)) hp_par_bf16_unpack(A->h_in, A->h_in_stored, n);
+    if (!hp_failpoint(HP_FP_BF16_STAGE_INPUT_STALE)) restore_packed(tf, A->h_in, A->h_in_stored, n);
     A->h_in_crc = stream_crc(A->h_in, n);
 }
 
-// A stage's output, for the next stage (the pipeline sends the 2-byte copy, or a stage of this
-// rank unpacks it later), packed into that stage's first block's copy of this slot.
+// A stage's output, for the next stage (the pipeline sends the packed copy, or a stage of this
+// rank restores it later), packed into that stage's first block's copy of this slot.
 static void pack_stage_output(hp_transformer *tf, int l1) {
     char what[48];
     snprintf(what, sizeof what, "input of block %d (a stage's output)", l1);
@@ -922,7 +867,7 @@ void hp_transformer_forward_layers(hp_transformer *tf, int l0, int l1, int first
     op_out(tf, nf, (size_t)tf->sh.Nres * D);
     head_job hj = { tf, H, TOP_PARAM(pid_out) };
     region_enter_consume(tf, H->gf, nf, D, logits_rows, &hj, NULL, 0);
-    op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads bf16 logits in fp32
+    op_out(tf, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl);   // the loss reads them in fp32
     const double ce_sum = tf->hk.region.cross_entropy(tf->hk.region.ctx, H->logits, mb_labels(tf), H->ce_m, H->ce_se);
     if (H->logits_stored) keep_packed(tf, H->logits_stored, H->logits, (size_t)tf->sh.Nreg * tf->sh.Vl, "logits");
     if (H->h_final_stored) {
@@ -949,24 +894,19 @@ static void zeros(float *x, size_t n) { hp_par_zero(x, n); }
 // TP): the input gradient dx by row block (dx_rows, called by region_*_backward_*: rows of dx
 // read rows of dy only; the first product into dx writes it, no zero-fill, later ones add), and
 // the weight gradient dw in one call over all rows (it sums over the rows: never split), or
-// under zbv's I later (W) from the kept copy of dy. A rowwise float8 linear makes both in the
-// one call of dx_rows over all rows (its casts and amax reductions once), so its dw is skipped
-// here; a tensorwise one makes its dw here with the backward's amax of dy (float8_linears.c).
+// under zbv's I later (W) from the kept copy of dy. A precision may make dw in the dx call
+// (linear_backward_dx), which then leaves linear_backward_dw nothing to do.
 static void linear_bwd_dw(hp_transformer *tf, float *dw, float *keep_dy, const float *dy,
                           const float *x, const float *w, int N, int in, int out) {
     if (tf->input_only && keep_dy) {
         memcpy(keep_dy, dy, (size_t)N * out * sizeof(float));
         return;
     }
-    if (tf->f8 && hp_float8_linear_converted(tf, w)) {
-        if (hp_float8_tensorwise(tf)) hp_float8_linear_bwd(tf, NULL, dw, dy, x, w, N, in, out, 0.0f);
-        return;
-    }
-    linear_bwd_add(tf, NULL, dw, dy, x, NULL, N, in, out);
+    PREC(linear_backward_dw, dw, dy, x, w, N, in, out);
 }
 
 // dx (N, in) rows [r0, r0+n) = sum over i of dy_i rows @ w_i (written by the first, in order);
-// under float8 (all rows in one call) a converted linear's dw_i from x too.
+// the precision may make dw_i from x in the same call (then over all rows in one call).
 typedef struct {
     const hp_transformer *tf;
     float *dx;
@@ -983,14 +923,8 @@ static void dx_rows(void *ctx, int r0, int n) {
         const float *dy = j->dy[i] + (size_t)r0 * j->out[i];
         // (zbv's I: dw in its W, except in a block that keeps no dy for one: a MoE block)
         float *dw = j->tf->input_only && !j->tf->dw_in_i ? NULL : j->dw[i];
-        // (float8 tensorwise: dx by blocks here, dw over all rows in linear_bwd_dw; rowwise: both
-        //  in this one call over all rows)
-        if (j->tf->f8 && hp_float8_linear_bwd(j->tf, dx, hp_float8_tensorwise(j->tf) ? NULL : dw, dy, j->x,
-                                              j->w[i], n, j->in, j->out[i], i > 0 ? 1.0f : 0.0f))
-            continue;
-        if (i > 0)            linear_bwd_add(j->tf, dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
-        else if (j->tf->bf16) hp_linear_backward_first_bf16(dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
-        else                  hp_linear_backward_first(dx, NULL, dy, NULL, j->w[i], n, j->in, j->out[i]);
+        const hp_precision_hooks *prec = &j->tf->hk.prec;
+        prec->linear_backward_dx(prec->ctx, dx, dw, dy, j->x, j->w[i], n, j->in, j->out[i], i == 0);
     }
 }
 
@@ -1029,11 +963,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
         // (ac_recompute_stale: the bug reruns the block from the next block's kept input,
         //  an off-by-one into the slot's inputs; shapes and collectives stay the same)
         if (hp_failpoint(HP_FP_AC_RECOMPUTE_STALE)) acts(tf, l)->h_in = kept_stream(tf, l + 1);
-        // (bf16_recompute_fp32: the bug recomputes without the bf16 op rule of the forward)
-        const int bf16 = tf->bf16;
-        if (hp_failpoint(HP_FP_BF16_RECOMPUTE_FP32)) tf->bf16 = 0;
         block_forward(tf, l, tf->res_a, 1);
-        tf->bf16 = bf16;
         acts(tf, l)->h_in = kept;
         check_recompute(tf, l);
     }
@@ -1042,7 +972,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
     if (stored) stored_move(tf, l, A, G_ATTN | G_FFN, 0);
     const int D = tf->sh.D, Nr = tf->sh.Nreg, qd = tf->sh.Hl * tf->sh.hd, kvd = tf->sh.Hkvl * tf->sh.hd;
     const size_t nreg = (size_t)Nr * D, nf = (size_t)Nr * tf->sh.Fl, nres = (size_t)tf->sh.Nres * D;
-    hp_float8_layer_begin(tf, l);
+    PREC(block_begin, l, 0);
     tf->dw_in_i = A->dy_wo == NULL;   // (zbv: no kept dy, no W for this block's linears)
 
     // FFN / MoE branch: dh -> d(partial branch output) -> d(g2) -> d(n2) -> dh_mid
@@ -1102,7 +1032,7 @@ static void block_backward(hp_transformer *tf, int l, float *dh) {
                         PARAM(l, BP_ATTN_NORM), A->rstd1, tf->sh.Nres, D);  // dh_in
     op_out(tf, dh, nres);
     if (stored && tf->input_only) stored_move(tf, l, A, G_DY, 1);   // (zbv: the dy its W reads)
-    tf->f8_layer = -1;
+    tf->hk.prec.block_end(tf->hk.prec.ctx);
 }
 
 void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int first, int last) {
@@ -1116,14 +1046,14 @@ void hp_transformer_backward_layers(hp_transformer *tf, int l0, int l1, int firs
         unit_gather(tf, L + 1);
         unit_zero_grads(tf, L + 1);
         if (H->logits_stored)   // into tf->dlogits, which the CE backward overwrites in place
-            hp_par_bf16_unpack(H->logits, H->logits_stored, (size_t)tf->sh.Nreg * tf->sh.Vl);
-        if (H->gf_stored) hp_par_bf16_unpack(H->gf, H->gf_stored, (size_t)tf->sh.Nreg * D);
+            restore_packed(tf, H->logits, H->logits_stored, (size_t)tf->sh.Nreg * tf->sh.Vl);
+        if (H->gf_stored) restore_packed(tf, H->gf, H->gf_stored, (size_t)tf->sh.Nreg * D);
         // (pp_microbatch_loss_scale: the bug divides each microbatch's loss by M once more)
         const double scale = hp_failpoint(HP_FP_PP_MICROBATCH_LOSS_SCALE) ? (double)tf->sh.M : 1.0;
         hp_ce_backward(tf->dlogits, H->logits, H->ce_m, H->ce_se, mb_labels(tf), tf->sh.v0,
                        (float)(1.0 / ((double)tf->n_valid_global * scale)), tf->sh.Nreg, tf->sh.Vl);
         op_out(tf, tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl);
-        if (tf->input_only && H->dy_out_stored)   // (zbv's I under bf16 storage: W unpacks it)
+        if (tf->input_only && H->dy_out_stored)   // (zbv's I under packed storage: W restores it)
             keep_packed(tf, H->dy_out_stored, tf->dlogits, (size_t)tf->sh.Nreg * tf->sh.Vl, "logits' gradient");
         else
             linear_bwd_dw(tf, TOP_GRAD(pid_out), H->dy_out, tf->dlogits, H->gf, TOP_PARAM(pid_out), tf->sh.Nreg, D, tf->sh.Vl);
@@ -1167,10 +1097,10 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
     if (last) {
         const float *dy_out = H->dy_out;
         if (H->dy_out_stored) {   // into the backward scratch, free between the I and the W
-            hp_par_bf16_unpack(tf->dlogits, H->dy_out_stored, (size_t)Nr * tf->sh.Vl);
+            restore_packed(tf, tf->dlogits, H->dy_out_stored, (size_t)Nr * tf->sh.Vl);
             dy_out = tf->dlogits;
         }
-        if (H->gf_stored) hp_par_bf16_unpack(H->gf, H->gf_stored, (size_t)Nr * D);
+        if (H->gf_stored) restore_packed(tf, H->gf, H->gf_stored, (size_t)Nr * D);
         unit_gather(tf, L + 1);   // (kept for the step: a unit kept in 2 bytes is widened again)
         linear_bwd_add(tf, NULL, TOP_GRAD(pid_out), dy_out, H->gf, TOP_PARAM(pid_out), Nr, D, tf->sh.Vl);
         unit_reduce(tf, L + 1);
@@ -1178,8 +1108,8 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
     for (int l = l1 - 1; l >= l0; l--) {
         hp_block_acts *A = block_work(tf, l);
         if (acts(tf, l)->stored && !A->moe) stored_move(tf, l, A, G_ATTN | G_FFN | G_DY, 0);
-        unit_gather(tf, 1 + l);   // (kept for the step: float8 reads the linears' weights)
-        hp_float8_layer_begin(tf, l);
+        unit_gather(tf, 1 + l);   // (kept for the step: the precision may read the weights)
+        PREC(block_begin, l, 0);
         if (!A->moe) {   // a MoE block ran its whole backward in the I
             linear_bwd_add(tf, NULL, GRAD(l, BP_W2), A->dy_w2, ffn_act_again(tf, A), PARAM(l, BP_W2), Nr,
                            tf->sh.Fl, D);
@@ -1190,7 +1120,7 @@ void hp_transformer_weight_grads_layers(hp_transformer *tf, int l0, int l1, int 
             linear_bwd_add(tf, NULL, GRAD(l, BP_WK), A->dy_k, A->g1, PARAM(l, BP_WK), Nr, D, kvd);
             linear_bwd_add(tf, NULL, GRAD(l, BP_WV), A->dy_v, A->g1, PARAM(l, BP_WV), Nr, D, kvd);
         }
-        tf->f8_layer = -1;
+        tf->hk.prec.block_end(tf->hk.prec.ctx);
         unit_reduce(tf, 1 + l);
     }
     if (first) {

@@ -10,7 +10,7 @@
 #include "hyperpar/traffic.h"
 #include "hyperpar/traffic_ac.h"
 #include "hyperpar/ulysses.h"
-#include "model/float8_linears.h"
+#include "precision/float8_linears.h"
 
 #define F4 ((uint64_t)sizeof(float))
 

@@ -15,6 +15,7 @@
 #include "hyperpar/memtrack.h"
 #include "hyperpar/optim.h"
 #include "optim/optimizer.h"
+#include "precision/precision.h"
 #include "train/trainer_internal.h"
 
 static double now_ms(void) {
@@ -59,24 +60,25 @@ static int setup_model(hp_trainer *tr) {
     hp_attn_style_init(&tr->attn, tr);
     hp_model_hooks hk;
     hp_trainer_hooks(tr, &hk);
+    if (hp_trainer_precision(tr, &hk) != 0) return -1;
     // the blocks where a stage's input arrives (the pipeline's stages; block 0 without)
     int *entry = calloc((size_t)tr->m.n_layers + 1, sizeof(int));   // (untracked: freed here)
     hp_pp_layout lay;
     if (!entry || (tr->d.pp > 1 && hp_pp_layout_init(&lay, &tr->d, tr->m.n_layers) != 0)) {
         free(entry);
+        hp_precision_free(&hk.prec);
         return -1;
     }
     entry[0] = 1;
     for (int s = 0; tr->d.pp > 1 && s < lay.n_stages; s++) entry[lay.stage_first[s]] = 1;
     const hp_transformer_opts opt = {
         .n_slots = tr->n_slots, .split_backward = tr->split_backward, .ac_every = tr->rc.ac_every,
-        .bf16 = tr->rc.mp_param == HP_DTYPE_BFLOAT16, .store_bf16 = hp_run_bf16_stored(&tr->rc),
         .stage_entry = entry,
     };
     const int made = hp_transformer_init(&tr->tf, &tr->m, &tr->sh, &tr->pt, &hk, &opt);
     free(entry);
     if (made != 0) return -1;
-    if (hp_float8_linears_init(&tr->tf, tr->rc.float8, tr->rc.float8_filter) != 0) return -1;
+    if (hp_trainer_precision_convert(tr) != 0) return -1;
     tr->tf.routing = tr->routing_step;   // the forwards record every microbatch's routing
     tr->tf.pos = tr->pos;
     tr->tf.rope = tr->rope;
@@ -123,7 +125,9 @@ hp_trainer *hp_trainer_init(MPI_Comm world, const hp_model_config *m, const hp_d
 void hp_trainer_free(hp_trainer *tr) {
     if (!tr) return;
     hp_pp_free(tr);
+    hp_precision_hooks prec = tr->tf.hk.prec;   // (the model's copy: freed after the model)
     hp_transformer_free(&tr->tf);
+    hp_precision_free(&prec);
     hp_tp_free(&tr->tp);
     hp_fsdp_free(&tr->fsdp);
     hp_mem_free(tr->pos); hp_mem_free(tr->rope); hp_mem_free(tr->pos_cp); hp_mem_free(tr->tokens); hp_mem_free(tr->labels);

@@ -1,8 +1,9 @@
 // trainer_hooks.c - the model's hooks (model/model_hooks.h) filled from the trainer's style
 // states: units -> FSDP (fsdp.c), regions and the loss -> TP/SP (tp.c), the attention core
 // -> CP ring (cp_attention.c) with Ulysses around it (ulysses.c), MoE dispatch -> EP
-// (ep_dispatch.c), float8 amax -> a MAX all-reduce over tp (etp = tp for the routed experts). The only place that knows which
-// style serves which hook.
+// (ep_dispatch.c), float8 amax -> a MAX all-reduce over tp (etp = tp for the routed experts),
+// and the precision (src/precision/). The only place that knows which style or precision
+// serves which hook.
 #include <stdlib.h>
 #include <string.h>
 #include "hyperpar/cp.h"
@@ -10,6 +11,7 @@
 #include "hyperpar/structure.h"
 #include "hyperpar/ulysses.h"
 #include "parallel/ep_dispatch.h"
+#include "precision/precision.h"
 #include "train/trainer_internal.h"
 
 // ---- units: FSDP2 / HSDP / DDP
@@ -172,4 +174,16 @@ void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk) {
         .moe_ctx = tr->comm, .moe_mode = tr->rc.dispatcher,
         .float8 = { tr, float8_amax_reduce, float8_expert_amax_reduce, float8_weight_amax },
     };
+}
+
+// ---- the precision, applied as the styles are (TorchTitan's MixedPrecisionPolicy and float8
+// converter): fp32 or the bf16 policy, with its 2-byte storage where the run keeps it
+int hp_trainer_precision(hp_trainer *tr, hp_model_hooks *hk) {
+    return hp_precision_init(&hk->prec, tr->rc.mp_param == HP_DTYPE_BFLOAT16, hp_run_bf16_stored(&tr->rc));
+}
+
+// After the model is made: float8 linears over that precision, where the run converts them.
+int hp_trainer_precision_convert(hp_trainer *tr) {
+    return hp_precision_float8_apply(&tr->tf, tr->rc.float8, tr->rc.float8_filter,
+                                     tr->rc.mp_param == HP_DTYPE_BFLOAT16);
 }

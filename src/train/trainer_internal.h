@@ -11,7 +11,7 @@
 #include "hyperpar/train.h"
 #include "hyperpar/ulysses.h"
 #include "model/transformer.h"
-#include "parallel/fsdp.h"
+#include "parallel/fsdp/fsdp.h"
 #include "parallel/tp.h"
 
 typedef struct hp_pp_state hp_pp_state;   // pipeline_run.c
@@ -76,6 +76,10 @@ struct hp_trainer {
 // ---- trainer_hooks.c ------------------------------------------------------------------
 // The model's hooks (model_hooks.h) over this trainer's style states.
 void hp_trainer_hooks(hp_trainer *tr, hp_model_hooks *hk);
+// The run's precision into hk->prec (before the model), then its float8 linears over the
+// model tr->tf (after it); 0 or -1. The trainer frees tf.hk.prec with hp_precision_free.
+int  hp_trainer_precision(hp_trainer *tr, hp_model_hooks *hk);
+int  hp_trainer_precision_convert(hp_trainer *tr);
 // The attention style's per-rank part (set before the model sizes its blocks).
 void hp_attn_style_init(hp_attn_style *a, hp_trainer *tr);
 

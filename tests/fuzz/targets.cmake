@@ -25,12 +25,12 @@ hp_fuzz_target(safetensors       SOURCES src/util/safetensors.c src/util/file_io
 hp_fuzz_target(run_json          SOURCES src/verify/verify_json.c src/util/file_io.c src/util/memtrack.c)
 hp_fuzz_target(bench_memory_json SOURCES tools/hp/bench_json.c)
 hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench_json.c)
-hp_fuzz_target(hf_config         SOURCES src/model/hf_config.c src/util/file_io.c)
+hp_fuzz_target(hf_config         SOURCES src/model_io/hf_config.c src/util/file_io.c)
 # src/dims/ is pure functions (no MPI) and grows (pp_layout.c): all of it, by glob
 file(GLOB HP_FUZZ_DIMS_SOURCES RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS src/dims/*.c)
 hp_fuzz_target(cli               SOURCES tools/hp/cli.c tools/hp/cli_job.c tools/hp/cli_table.c tools/hp/cli_help.c src/util/toml.c src/model/config.c ${HP_FUZZ_DIMS_SOURCES}
                                          src/kernels/float8.c
-                                         src/model/hf_config.c src/util/file_io.c
+                                         src/model_io/hf_config.c src/util/file_io.c
                                  DEFINITIONS ${HP_FUZZ_CLI_DEFS} REGRESS_LINK hyperpar)
 # the token-file readers (training-job.md §4): llm.c, Megatron .idx, raw, and hp_data_open on a file
 hp_fuzz_target(data_header       SOURCES src/data/data.c src/data/data_formats.c src/util/rng.c src/model/config.c)

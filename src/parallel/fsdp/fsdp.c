@@ -19,8 +19,8 @@
 #include "hyperpar/rng.h"
 #include "hyperpar/structure.h"
 #include "kernels/parallel.h"   // hp_par_zero
-#include "model/float8_linears.h"   // hp_float8_param_converted
-#include "fsdp.h"
+#include "precision/float8_linears.h"   // hp_float8_param_converted
+#include "fsdp_internal.h"
 
 // ---------------------------------------------------------------------------------------
 // geometry of one parameter's chunks
@@ -36,7 +36,7 @@ static chunk_geom geom(const hp_param *p) {
 
 // Copies chunk k of the local tensor to (to_shard = 1) or from (0) a padded shard; to a
 // shard, its padding rows (chunk k past the tensor's rows) are written as zeros.
-static void chunk_copy(const hp_param *p, int k, float *local, float *shard, int to_shard) {
+void hp_fsdp_chunk_copy(const hp_param *p, int k, float *local, float *shard, int to_shard) {
     const chunk_geom g = geom(p);
     int64_t rows_k = g.rows - (int64_t)k * g.chunk;
     rows_k = rows_k < 0 ? 0 : (rows_k > g.chunk ? g.chunk : rows_k);
@@ -55,9 +55,7 @@ static void chunk_copy(const hp_param *p, int k, float *local, float *shard, int
 // The params of unit u in one stack: indices [i0, i1), their shards [s0, s0+n) of the shard
 // buffer (contiguous: the table orders params by unit, dense before experts), and the group
 // of size G they are sharded over.
-typedef struct stack_span { int i0, i1; int64_t s0, n; hp_group_kind group; int G; } stack_span;
-
-static int stack_span_of(const hp_fsdp_state *fs, int u, hp_stack st, stack_span *sp) {
+int hp_fsdp_stack_span_of(const hp_fsdp_state *fs, int u, hp_stack st, stack_span *sp) {
     sp->i0 = sp->i1 = -1;
     for (int i = 0; i < fs->pt->n; i++) {
         const hp_param *p = &fs->pt->p[i];
@@ -116,14 +114,14 @@ int hp_fsdp_init(hp_fsdp_state *fs, const hp_param_table *pt, hp_comm *comm, con
     stack_span sp;
     for (int u = 0; u < pt->n_units; u++)
         for (int st = 0; st < 2; st++)
-            if (stack_span_of(fs, u, (hp_stack)st, &sp) && sp.n * sp.G > need) need = sp.n * sp.G;
+            if (hp_fsdp_stack_span_of(fs, u, (hp_stack)st, &sp) && sp.n * sp.G > need) need = sp.n * sp.G;
     fs->comm_buf = hp_mem_alloc(HP_MEM_COMM_SCRATCH, ((size_t)need + 1) * sizeof(float));
     // the nonblocking reductions' slots, sized once for the largest span's (and how many)
     size_t send = 0, rows = 0;
     for (int u = 0; u < pt->n_units; u++)
         for (int st = 0; st < 2; st++) {
             size_t s, r;
-            if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
+            if (!hp_fsdp_stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
             hp_comm_async_floats(sp.G, (size_t)sp.n, d->dp_replicate, &s, &r);
             if (s > send) send = s;
             if (r > rows) rows = r;
@@ -220,12 +218,12 @@ void hp_fsdp_set_params(hp_fsdp_state *fs, const float *full) {
 // gather copies nothing, its release poisons nothing (they are the live parameters) and its
 // gradients are reduced where the backward accumulated them. The values and the order of
 // every operation are those of the work buffers; only the copies go.
-static int in_shards(const hp_fsdp_state *fs, int u) { return fs->pt->unit_in_shards[u] >= 0; }
+int hp_fsdp_in_shards(const hp_fsdp_state *fs, int u) { return fs->pt->unit_in_shards[u] >= 0; }
 
 // One unit's unsharded parameters as the model reads them: its shards, the shared work
 // buffer (with kept_bf16 the unit widened there), or under pp the unit's own slot.
 static float *unit_params(hp_fsdp_state *fs, int u) {
-    if (in_shards(fs, u)) return fs->p_shard + fs->pt->unit_in_shards[u];
+    if (hp_fsdp_in_shards(fs, u)) return fs->p_shard + fs->pt->unit_in_shards[u];
     return fs->kept_p ? fs->kept_p + fs->acc_offset[u] : fs->work_p;
 }
 static int units_kept_apart(const hp_fsdp_state *fs) { return fs->kept_p || fs->kept_bf16; }
@@ -237,10 +235,10 @@ float *hp_fsdp_param(hp_fsdp_state *fs, int i) {
 // stages: its shards, the shared work buffer, or under gradient accumulation the unit's own
 // slot of acc_g, which lives across the step's microbatches.
 static float *unit_grads(hp_fsdp_state *fs, int u) {
-    if (in_shards(fs, u)) return fs->g_shard + fs->pt->unit_in_shards[u];
+    if (hp_fsdp_in_shards(fs, u)) return fs->g_shard + fs->pt->unit_in_shards[u];
     return fs->acc_g ? fs->acc_g + fs->acc_offset[u] : fs->work_g;
 }
-static float *grad_of(hp_fsdp_state *fs, int i) {
+float *hp_fsdp_grad_of(hp_fsdp_state *fs, int i) {
     return unit_grads(fs, fs->pt->p[i].unit) + fs->pt->p[i].work_offset;
 }
 // Where the backward writes: the sum itself in fp32; under bf16 with accumulation the unit's
@@ -261,204 +259,11 @@ static int still_gathered(const hp_fsdp_state *fs, int u) {
 
 static void check_reductions(hp_fsdp_state *fs);
 
-// The bf16 all-gather of one stack's span (precision.md §2.1 rows 2-3): this rank rounds its
-// fp32 shard into its own slot of the bf16 staging (the first half of comm_buf), the group
-// exchanges 2 bytes an element, and the staging is widened in place, from the end (a float i
-// covers bf16 elements 2i and 2i+1, both read already), into the floats the copy-out reads.
-// A group of one gathers nothing (as in fp32: the call counts stay the same).
-static const float *gather_bf16(hp_fsdp_state *fs, const stack_span *sp) {
-    const size_t n = (size_t)sp->n, total = n * (size_t)sp->G;
-    hp_bf16 *wire = (hp_bf16 *)(void *)fs->comm_buf;
-    hp_bf16 *own = wire + (size_t)hp_comm_rank(fs->comm, sp->group) * n;
-    hp_bf16_pack(own, fs->p_shard + sp->s0, n);
-    hp_allgather_bf16(fs->comm, sp->group, wire, own, sp->G > 1 ? n : 0);
-    unsigned char *bytes = (unsigned char *)fs->comm_buf;
-    for (size_t i = total; i-- > 0;) {
-        hp_bf16 b;
-        memcpy(&b, bytes + 2 * i, sizeof b);
-        const float f = hp_bf16_to_float(b);
-        memcpy(bytes + 4 * i, &f, sizeof f);
-    }
-    return fs->comm_buf;
-}
-
-// ---- --float8-fsdp-all-gather (torchao fsdp_utils.py, precision.md §5.4, §8)
-
-static int f8_param(const hp_fsdp_state *fs, int i) { return fs->f8ag && fs->f8_on[i]; }
-
-// Bytes an element of parameter i on the wire: 1 (fp8 codes), 2 (bf16), 4 (fp32).
-static size_t wire_width(const hp_fsdp_state *fs, int i) {
-    return f8_param(fs, i) ? 1 : fs->bf16 ? 2 : 4;
-}
-
-// max |x| over n, a NaN kept (as the linear's amax)
-static float amax_of(const float *x, int64_t n) {
-    float m = 0.0f;
-    for (int64_t k = 0; k < n; k++) {
-        const float a = fabsf(x[k]);
-        if (isnan(a) || a > m) m = a;
-    }
-    return m;
-}
-
-// The scale amax of each converted weight of a span: this rank's master shard (its padding is
-// zeros), MAX over the shard group, then over tp for the weights tp splits. counted: the
-// step's collectives (hp_allreduce_max); else the structure check's own (raw MPI, uncounted).
-// amax gets one value per converted param of [i0, i1), in order; returns how many.
-static int span_amax(hp_fsdp_state *fs, const stack_span *sp, float *amax, int counted, int local_fsdp) {
-    int n = 0, n_tp = 0;
-    for (int i = sp->i0; i < sp->i1; i++) {
-        if (!f8_param(fs, i)) continue;
-        const hp_param *p = &fs->pt->p[i];
-        amax[n++] = amax_of(fs->p_shard + p->shard_offset, p->shard_numel);
-        n_tp += p->tp_size > 1;
-    }
-    if (n == 0) return 0;
-    if (sp->G > 1) {
-        if (!counted) {
-            hp_mpi_allreduce(hp_comm_mpi(fs->comm, sp->group), amax, n, MPI_FLOAT, MPI_MAX, "float8-fsdp-amax-check");
-        } else if (!local_fsdp) {
-            hp_allreduce_max(fs->comm, sp->group, amax, (size_t)n);
-        } else {   // (the bug: the same bytes move, each rank keeps its own amax)
-            float *lost = malloc((size_t)n * sizeof *lost);
-            if (!lost) hp_fail_line_and_abort(1, "hp: out of memory (float8 amax)");
-            memcpy(lost, amax, (size_t)n * sizeof *lost);
-            hp_allreduce_max(fs->comm, sp->group, lost, (size_t)n);
-            free(lost);
-        }
-    }
-    if (n_tp > 0) {   // the tp-split ones, packed, then back in place
-        float *t = malloc((size_t)n_tp * sizeof *t);
-        if (!t) hp_fail_line_and_abort(1, "hp: out of memory (float8 amax)");
-        int j = 0, q = 0;
-        for (int i = sp->i0; i < sp->i1; i++)
-            if (f8_param(fs, i)) { if (fs->pt->p[i].tp_size > 1) t[j++] = amax[q]; q++; }
-        if (counted) hp_allreduce_max(fs->comm, HP_G_TP, t, (size_t)n_tp);
-        else hp_mpi_allreduce(hp_comm_mpi(fs->comm, HP_G_TP), t, n_tp, MPI_FLOAT, MPI_MAX, "float8-fsdp-amax-check");
-        j = q = 0;
-        for (int i = sp->i0; i < sp->i1; i++)
-            if (f8_param(fs, i)) { if (fs->pt->p[i].tp_size > 1) amax[q] = t[j++]; q++; }
-        free(t);
-    }
-    return n;
-}
-
-static int span_converted(const hp_fsdp_state *fs, const stack_span *sp) {
-    int n = 0;
-    for (int i = sp->i0; i < sp->i1; i++) n += f8_param(fs, i);
-    return n;
-}
-
-// The fp8 all-gather of one stack's span: each rank writes its slot of the byte staging (the
-// start of comm_buf) in the span's element order, the converted weights as e4m3 codes of
-// master * scale (1 byte), the other tensors as bf16 (2) or fp32 (4) - one flat buffer, as
-// FSDP2 gathers its mixed dtypes - the group exchanges the slots, and they are decoded in
-// place into floats (G, n), from the end: a decoded float i sits at byte 4i or later, at or
-// past its own source byte and past every source before it, so nothing unread is written.
-// The fp8 values decode to value(q) / scale, the linear's dequantised weight itself.
-static const float *gather_fp8(hp_fsdp_state *fs, const stack_span *sp) {
-    const size_t n = (size_t)sp->n, G = (size_t)sp->G;
-    float *amax = malloc((size_t)(sp->i1 - sp->i0 + 1) * sizeof *amax);
-    size_t *boff = malloc((size_t)(sp->i1 - sp->i0 + 1) * sizeof *boff);
-    if (!amax || !boff) hp_fail_line_and_abort(1, "hp: out of memory (float8 all-gather)");
-    span_amax(fs, sp, amax, 1, hp_failpoint(HP_FP_FLOAT8_FSDP_AMAX_LOCAL));
-    size_t w = 0;   // bytes of one member's slot
-    for (int i = sp->i0, q = 0; i < sp->i1; i++) {
-        boff[i - sp->i0] = w;
-        w += (size_t)fs->pt->p[i].shard_numel * wire_width(fs, i);
-        if (f8_param(fs, i)) { fs->f8_amax[i] = amax[q++]; fs->f8_valid[i] = 1; }
-    }
-    unsigned char *bytes = (unsigned char *)fs->comm_buf;
-    unsigned char *own = bytes + (size_t)hp_comm_rank(fs->comm, sp->group) * w;
-    for (int i = sp->i0; i < sp->i1; i++) {
-        const hp_param *p = &fs->pt->p[i];
-        const float *x = fs->p_shard + p->shard_offset;
-        unsigned char *dst = own + boff[i - sp->i0];
-        const size_t cnt = (size_t)p->shard_numel;
-        if (f8_param(fs, i)) hp_fp8_quantize(dst, x, cnt, hp_fp8_scale(fs->f8_amax[i], HP_FP8_E4M3, 0), HP_FP8_E4M3);
-        else if (fs->bf16) {
-            for (size_t k = 0; k < cnt; k++) {
-                const hp_bf16 b = hp_bf16_from_float(x[k]);
-                memcpy(dst + 2 * k, &b, sizeof b);
-            }
-        } else memcpy(dst, x, cnt * sizeof(float));
-    }
-    hp_allgather_bytes(fs->comm, sp->group, bytes, own, G > 1 ? w : 0);
-    for (size_t k = G; k-- > 0;)
-        for (int i = sp->i1; i-- > sp->i0;) {
-            const hp_param *p = &fs->pt->p[i];
-            const size_t ww = wire_width(fs, i), e0 = k * n + (size_t)(p->shard_offset - sp->s0);
-            const unsigned char *src = bytes + k * w + boff[i - sp->i0];
-            const float s = f8_param(fs, i) ? hp_fp8_scale(fs->f8_amax[i], HP_FP8_E4M3, 0) : 0.0f;
-            for (size_t e = (size_t)p->shard_numel; e-- > 0;) {
-                float f;
-                if (ww == 1) f = hp_fp8_to_float(src[e], HP_FP8_E4M3) / s;
-                else if (ww == 2) { hp_bf16 b; memcpy(&b, src + 2 * e, sizeof b); f = hp_bf16_to_float(b); }
-                else memcpy(&f, src + 4 * e, sizeof f);
-                memcpy(bytes + 4 * (e0 + e), &f, sizeof f);
-            }
-        }
-    free(amax);
-    free(boff);
-    return fs->comm_buf;
-}
-
-int hp_fsdp_float8_amax(const hp_fsdp_state *fs, int i, float *amax) {
-    if (!fs->f8ag || i < 0 || i >= fs->pt->n || !fs->f8_valid[i]) return 0;
-    *amax = fs->f8_amax[i];
-    return 1;
-}
-
-// The structure check of the fp8 all-gather (structure.h), per span of unit u: every converted
-// weight's amax is the MAX over its shard group (and tp) of the master shards' amax, recomputed
-// here (HP_CHECK_FLOAT8_SCALE), and this rank's own chunk of the gathered copy is the e4m3 cast
-// of its master with that scale, dequantised (HP_CHECK_GATHER): so the bytes every rank sent are
-// the cast of the master with the whole tensor's scale.
-static void check_fp8_gather(hp_fsdp_state *fs, int u) {
-    stack_span sp;
-    for (int st = 0; st < 2; st++) {
-        if (!stack_span_of(fs, u, (hp_stack)st, &sp) || span_converted(fs, &sp) == 0) continue;
-        float *want = malloc((size_t)(sp.i1 - sp.i0 + 1) * sizeof *want);
-        if (!want) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
-        span_amax(fs, &sp, want, 0, 0);
-        for (int i = sp.i0, q = 0; i < sp.i1; i++) {
-            if (!f8_param(fs, i)) continue;
-            const hp_param *p = &fs->pt->p[i];
-            const float a = want[q++];
-            if (!fs->f8_valid[i] || memcmp(&fs->f8_amax[i], &a, sizeof a) != 0)
-                hp_structure_fail(HP_CHECK_FLOAT8_SCALE, "unit %d, %s: the fp8 all-gather's amax is %.9g, "
-                                  "the MAX over its fsdp%s group of the master shards' %.9g", u, p->name,
-                                  fs->f8_valid[i] ? (double)fs->f8_amax[i] : (double)NAN,
-                                  p->tp_size > 1 ? " and tp" : "", (double)a);
-            else
-                hp_structure_pass(HP_CHECK_FLOAT8_SCALE);
-            if (!p->on_rank || p->shard_numel == 0 || in_shards(fs, u)) continue;
-            float *mine = malloc((size_t)p->shard_numel * sizeof(float));
-            if (!mine) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
-            chunk_copy(p, p->fsdp_rank, hp_fsdp_param(fs, i), mine, 1);
-            const float *master = fs->p_shard + p->shard_offset;
-            const float s = hp_fp8_scale(a, HP_FP8_E4M3, 0);
-            int64_t bad = -1;
-            for (int64_t k = 0; k < p->shard_numel && bad < 0; k++) {
-                if (hp_param_shard_to_local(p, k) < 0) continue;   // padding: not in the copy
-                const float v = hp_fp8_to_float(hp_fp8_from_float(master[k] * s, HP_FP8_E4M3), HP_FP8_E4M3) / s;
-                if (memcmp(&mine[k], &v, sizeof v) != 0) bad = k;
-            }
-            free(mine);
-            if (bad < 0) hp_structure_pass(HP_CHECK_GATHER);
-            else hp_structure_fail(HP_CHECK_GATHER, "unit %d, %s, shard element %lld: the gathered copy is "
-                                   "not the e4m3 cast of this rank's master with the group's scale", u,
-                                   p->name, (long long)bad);
-        }
-        free(want);
-    }
-}
-
 static void uncast_own_chunks(hp_fsdp_state *fs, int u) {
     for (int i = 0; i < fs->pt->n; i++) {
         const hp_param *p = &fs->pt->p[i];
         if (p->unit == u && p->on_rank)
-            chunk_copy(p, p->fsdp_rank, hp_fsdp_param(fs, i), fs->p_shard + p->shard_offset, 0);
+            hp_fsdp_chunk_copy(p, p->fsdp_rank, hp_fsdp_param(fs, i), fs->p_shard + p->shard_offset, 0);
     }
 }
 
@@ -467,13 +272,13 @@ static void uncast_own_chunks(hp_fsdp_state *fs, int u) {
 // master shard (bf16: the §3 rounding; fp32: the shard itself). A unit kept past an optimizer
 // step, or a copy that skipped the cast, differs. A unit that is its shards is the master.
 static void check_gathered(hp_fsdp_state *fs, int u) {
-    if (in_shards(fs, u)) return;
+    if (hp_fsdp_in_shards(fs, u)) return;
     for (int i = 0; i < fs->pt->n; i++) {
         const hp_param *p = &fs->pt->p[i];
-        if (p->unit != u || !p->on_rank || p->shard_numel == 0 || f8_param(fs, i)) continue;
+        if (p->unit != u || !p->on_rank || p->shard_numel == 0 || hp_fsdp_f8_param(fs, i)) continue;
         float *own = malloc((size_t)p->shard_numel * sizeof(float));
         if (!own) hp_fail_line_and_abort(1, "hp: out of memory (structure check)");
-        chunk_copy(p, p->fsdp_rank, hp_fsdp_param(fs, i), own, 1);
+        hp_fsdp_chunk_copy(p, p->fsdp_rank, hp_fsdp_param(fs, i), own, 1);
         const float *master = fs->p_shard + p->shard_offset;
         int64_t bad = -1;
         for (int64_t k = 0; k < p->shard_numel && bad < 0; k++) {
@@ -497,32 +302,32 @@ void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
             fs->work_unit = u;
         }
         if (hp_structure_enabled()) check_gathered(fs, u);
-        if (hp_structure_enabled() && fs->f8ag) check_fp8_gather(fs, u);
+        if (hp_structure_enabled() && fs->f8ag) hp_fsdp_check_fp8_gather(fs, u);
         return;
     }
     stack_span sp;
     for (int st = 0; st < 2; st++) {
-        if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
+        if (!hp_fsdp_stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
         // a group of one (DDP, one process) holds the whole unit: its tensors are copied
         // straight from the shards, not through the staging copy of the all-gather (which
         // is still called, with nothing to move, so that the call counts stay the same)
         const float *staged = fs->p_shard + sp.s0;
         // (the bug of float8_fsdp_gather_bf16, pytorch/ao#590: the fp8 all-gather gathers the
         //  bf16 weights, and the linear casts them after, with the amax of the bf16 values)
-        if (fs->f8ag && span_converted(fs, &sp) && !hp_failpoint(HP_FP_FLOAT8_FSDP_GATHER_BF16)) {
-            staged = gather_fp8(fs, &sp);
+        if (fs->f8ag && hp_fsdp_span_converted(fs, &sp) && !hp_failpoint(HP_FP_FLOAT8_FSDP_GATHER_BF16)) {
+            staged = hp_fsdp_gather_fp8(fs, &sp);
         } else if (fs->bf16) {
-            staged = gather_bf16(fs, &sp);
+            staged = hp_fsdp_gather_bf16(fs, &sp);
         } else if (sp.G > 1) {
             hp_allgather(fs->comm, sp.group, fs->comm_buf, staged, (size_t)sp.n);
             staged = fs->comm_buf;
         } else {
             hp_allgather(fs->comm, sp.group, fs->comm_buf, staged, 0);
         }
-        if (in_shards(fs, u)) continue;   // its tensors are the shards
+        if (hp_fsdp_in_shards(fs, u)) continue;   // its tensors are the shards
         for (int i = sp.i0; i < sp.i1; i++)
             for (int k = 0; k < sp.G; k++)
-                chunk_copy(&fs->pt->p[i], k, hp_fsdp_param(fs, i),
+                hp_fsdp_chunk_copy(&fs->pt->p[i], k, hp_fsdp_param(fs, i),
                            (float *)staged + k * sp.n + (fs->pt->p[i].shard_offset - sp.s0), 0);
     }
     // (the bug of bf16_gather_uncast: this rank's own chunk of its copy keeps the fp32 master,
@@ -530,19 +335,19 @@ void hp_fsdp_gather_unit(hp_fsdp_state *fs, int u) {
     if (fs->bf16 && hp_failpoint(HP_FP_BF16_GATHER_UNCAST)) uncast_own_chunks(fs, u);
     // kept in 2 bytes: the work buffer's copy is bf16 values (its checks below see a cast
     // that went wrong: a value that is not bf16 would reach the store truncated)
-    if (fs->kept_bf16 && !in_shards(fs, u))
+    if (fs->kept_bf16 && !hp_fsdp_in_shards(fs, u))
         hp_par_bf16_pack_exact(unit_kept_bf16(fs, u), fs->work_p, (size_t)fs->pt->unit_work_numel[u]);
     if (units_kept_apart(fs)) fs->unit_kept[u] = 1;
     if (!fs->kept_p) fs->work_unit = u;
     if (hp_structure_enabled()) check_gathered(fs, u);
-    if (hp_structure_enabled() && fs->f8ag) check_fp8_gather(fs, u);
+    if (hp_structure_enabled() && fs->f8ag) hp_fsdp_check_fp8_gather(fs, u);
 }
 
 // Poisons unit u's gathered copy with NaN: any use of a resharded unit then shows up in the
 // verifier instead of silently reading stale values. A unit that is its shards has no copy.
 // With kept_bf16: its 2-byte copy, and work_p only while it holds this unit.
 static void poison(hp_fsdp_state *fs, int u) {
-    if (in_shards(fs, u)) return;
+    if (hp_fsdp_in_shards(fs, u)) return;
     const int64_t n = fs->pt->unit_work_numel[u];
     if (fs->kept_bf16) {
         const hp_bf16 nan = hp_bf16_from_float(NAN);
@@ -656,7 +461,7 @@ static int reduction_faulty(int stack) {
 // counted) and every rank recomputes its shard as the policy says - the fp32 sum in member
 // order over the shard group, then over dp_replicate - and compares it with what the reduction
 // left in g_shard, bit for bit.
-static void keep_reduce_inputs(hp_fsdp_state *fs, const stack_span *sp, const float *staged) {
+void hp_fsdp_keep_reduce_inputs(hp_fsdp_state *fs, const stack_span *sp, const float *staged) {
     if (fs->n_pending == fs->cap_pending) {
         const int cap = fs->cap_pending ? 2 * fs->cap_pending : 16;
         fsdp_reduce_record *p = realloc(fs->pending, (size_t)cap * sizeof *p);
@@ -714,27 +519,6 @@ static void check_reductions(hp_fsdp_state *fs) {
     fs->n_pending = 0;
 }
 
-// --mixed-precision-reduce bfloat16: unit u's grads of one stack span, bf16 values, staged
-// (G, n) in comm_buf, packed there in place to 2 bytes (each element is written behind the
-// ones still to read), reduce-scattered in bf16 into the n elements after them, all-reduced
-// over dp_replicate the same way and widened into the shard's grads g. Blocking: the
-// nonblocking slots hold fp32 rows. The failpoints of the fp32 reduction don't apply here.
-static void reduce_in_bf16(hp_fsdp_state *fs, const stack_span *sp, float *g) {
-    const size_t n = (size_t)sp->n, G = (size_t)sp->G;
-    float *staged = fs->comm_buf;
-    for (int i = sp->i0; i < sp->i1; i++)
-        for (int k = 0; k < sp->G; k++)
-            chunk_copy(&fs->pt->p[i], k, grad_of(fs, i),
-                       staged + (size_t)k * n + (fs->pt->p[i].shard_offset - sp->s0), 1);
-    if (hp_structure_enabled() && (G > 1 || fs->d.dp_replicate > 1))
-        keep_reduce_inputs(fs, sp, staged);
-    hp_bf16_narrow_in_place(staged, G * n);
-    hp_bf16 *wire = (hp_bf16 *)(void *)staged, *sum = wire + G * n;
-    hp_reduce_scatter_bf16(fs->comm, sp->group, sum, wire, n);
-    hp_allreduce_sum_bf16(fs->comm, HP_G_DP_REPLICATE, sum, n);
-    hp_bf16_unpack(g, sum, n);
-}
-
 // Reduces once per step: after the backward of the last microbatch.
 void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
     hp_comm_progress(fs->comm);   // the units posted before: sum what has arrived
@@ -744,17 +528,17 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
     for (int i = 0; i < fs->pt->n; i++) {
         const hp_param *p = &fs->pt->p[i];
         if (p->unit == u && p->tp_grad_partial && !hp_failpoint(HP_FP_TP_PARTIAL_GRAD_DROPPED)) {
-            hp_allreduce_sum(fs->comm, HP_G_TP, grad_of(fs, i), (size_t)p->local_numel);
+            hp_allreduce_sum(fs->comm, HP_G_TP, hp_fsdp_grad_of(fs, i), (size_t)p->local_numel);
             // (tp's sum stays fp32; under the bf16 reduce the grads it leaves are bf16 again)
-            if (fs->reduce_bf16) hp_bf16_round(grad_of(fs, i), (size_t)p->local_numel);
+            if (fs->reduce_bf16) hp_bf16_round(hp_fsdp_grad_of(fs, i), (size_t)p->local_numel);
         }
     }
     // 2. reduce-scatter over the shard group, 3. all-reduce over dp_replicate (HSDP / DDP)
     stack_span sp;
     for (int st = 0; st < 2; st++) {
-        if (!stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
+        if (!hp_fsdp_stack_span_of(fs, u, (hp_stack)st, &sp)) continue;
         float *g = fs->g_shard + sp.s0;
-        if (fs->reduce_bf16) { reduce_in_bf16(fs, &sp, g); continue; }
+        if (fs->reduce_bf16) { hp_fsdp_reduce_in_bf16(fs, &sp, g); continue; }
         const int faulty = reduction_faulty(st);
         // a group of one stages in place, in its shards: its reduce-scatter is the identity
         // (the same bits, without a staging copy and a copy back); a larger one stages in the
@@ -766,7 +550,7 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
             staged = slot ? slot : fs->comm_buf;
         }
         // a unit that is its shards is staged already: nothing to copy
-        if (staged != g || !in_shards(fs, u) || hp_failpoint(HP_FP_UNIT_IN_SHARDS_RESTAGED)) {
+        if (staged != g || !hp_fsdp_in_shards(fs, u) || hp_failpoint(HP_FP_UNIT_IN_SHARDS_RESTAGED)) {
             // (the bug of unit_in_shards_restaged: such a unit staged like a gathered one into
             // a cleared buffer, which is its own gradients)
             if (staged == g && hp_failpoint(HP_FP_UNIT_IN_SHARDS_RESTAGED))
@@ -776,12 +560,12 @@ void hp_fsdp_reduce_unit(hp_fsdp_state *fs, int u, int mb) {
             const int slot_shift = hp_failpoint(HP_FP_FSDP_SHARD_OFFSET) ? 1 : 0;
             for (int i = sp.i0; i < sp.i1; i++)
                 for (int k = 0; k < sp.G; k++)
-                    chunk_copy(&fs->pt->p[i], k, grad_of(fs, i),
+                    hp_fsdp_chunk_copy(&fs->pt->p[i], k, hp_fsdp_grad_of(fs, i),
                                staged + ((k + slot_shift) % sp.G) * sp.n +
                                    (fs->pt->p[i].shard_offset - sp.s0), 1);
         }
         if (hp_structure_enabled() && (sp.G > 1 || fs->d.dp_replicate > 1))
-            keep_reduce_inputs(fs, &sp, staged);
+            hp_fsdp_keep_reduce_inputs(fs, &sp, staged);
         if (!faulty) {   // completes at the step's end (hp_fsdp_release_all)
             hp_reduce_scatter_start(fs->comm, sp.group, g, staged, (size_t)sp.n,
                                     HP_G_DP_REPLICATE);

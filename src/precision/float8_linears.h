@@ -1,9 +1,9 @@
-// float8_linears.h - what the plan layer needs of the model's float8 linears (float8_linears.c):
-// the amax values one block MAX-reduces over tp, for the traffic formula (precision.md §8:
-// 4 bytes a value). The model's own entry points are in transformer.h.
+// float8_linears.h - what the plan layer and FSDP need of the float8 linears (float8_linears.c):
+// which weights convert, and the amax values one block MAX-reduces over tp, for the traffic formula
+// (docs/precision.md: 4 bytes a value). The run time is float8.c, behind the precision hooks.
 // defines: hp_float8_block_amax_reduced, hp_float8_param_converted
-#ifndef HP_MODEL_FLOAT8_LINEARS_H
-#define HP_MODEL_FLOAT8_LINEARS_H
+#ifndef HP_PRECISION_FLOAT8_LINEARS_H
+#define HP_PRECISION_FLOAT8_LINEARS_H
 #include <stdint.h>
 #include "hyperpar/config.h"
 #include "hyperpar/shapes.h"

@@ -18,3 +18,4 @@ regen() {   # FILE NAME FLAG
 regen docs/recipes.md recipes --markdown
 regen examples/README.md examples --examples-markdown
 regen examples/README.md features --features-markdown
+sh scripts/flags_doc.sh "$hp" >docs/flags.md   # docs/flags.md: every command's --help

@@ -54,3 +54,9 @@ add_test(NAME examples_features_table
                  ${CMAKE_SOURCE_DIR}/examples/README.md features --features-markdown)
 add_test(NAME docs_true COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/check_docs_true.py $<TARGET_FILE:hp> ${CMAKE_SOURCE_DIR})
 set_tests_properties(examples_features_table docs_true PROPERTIES LABELS L0 TIMEOUT 60)
+
+# docs/flags.md is every command's --help as the flag table prints it: the reference and hp
+# cannot drift (scripts/regen_tables.sh rewrites it)
+add_test(NAME flags_doc
+         COMMAND sh -c "sh '${CMAKE_SOURCE_DIR}/scripts/flags_doc.sh' '$<TARGET_FILE:hp>' | diff -u '${CMAKE_SOURCE_DIR}/docs/flags.md' - && echo 'PASS: docs/flags.md is hp --help' || { echo 'FAIL: docs/flags.md drifted from hp --help (run scripts/regen_tables.sh)'; exit 1; }")
+set_tests_properties(flags_doc PROPERTIES LABELS L0 TIMEOUT 60)

@@ -30,3 +30,12 @@ if(Python3_Interpreter_FOUND)
            gemm $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_gemm.json)
   set_tests_properties(gemm_first_line PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)
 endif()
+
+# the batch-invariant product (hp_gemm_set_invariant): any M or N split, any row offset, one row
+# alone, 1 and 2 threads, bf16 operands and the oneDNN backend set give the full call's bits
+add_executable(test_gemm_invariant tests/test_gemm_invariant.c)
+target_include_directories(test_gemm_invariant PRIVATE src)
+set_source_files_properties(tests/test_gemm_invariant.c PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")   # (its scalar order)
+target_link_libraries(test_gemm_invariant PRIVATE hyperpar)
+add_test(NAME gemm_invariant COMMAND test_gemm_invariant)
+set_tests_properties(gemm_invariant PROPERTIES LABELS L0 TIMEOUT 120)

@@ -18,7 +18,8 @@
 // defines: hp_gemm_op, hp_gemm_backend, hp_gemm, hp_gemm_bf16, hp_gemm_set_backend,
 //          hp_gemm_get_backend, hp_gemm_backend_parse, hp_gemm_backend_name, hp_gemm_info_line,
 //          hp_gemm_threads, hp_gemm_backend_supports, hp_gemm_auto_measure, hp_gemm_default_backend, hp_gemm_shutdown,
-//          hp_gemm_omp_env
+//          hp_gemm_omp_env, hp_gemm_set_invariant, hp_gemm_get_invariant,
+//          hp_gemm_invariant_product
 //
 //   hp_gemm(HP_GEMM_N, HP_GEMM_T, N, out, in, 1.0f, x, in, w, in, 0.0f, y, out);   // y = x w^T
 //   hp_gemm_set_backend(HP_GEMM_ONEDNN);
@@ -38,6 +39,18 @@ void hp_gemm(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha, con
 // The same product with bf16 operands (A and B bf16-valued; C fp32, accumulated in fp32).
 void hp_gemm_bf16(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha, const float *A,
                   int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+// Batch-invariant products (gemm_invariant.c; off by default): with on, every later hp_gemm /
+// hp_gemm_bf16 in this process gives each element of C the same bits whatever the call's M and
+// N, the element's row and column offset in it, and the thread count: each element is the sum
+// over k in order, one rounding per product and per sum, whichever backend is set (no BLAS
+// keeps these bits; the mode is its own backend, "invariant"). Slower: the layout-invariant
+// step's GEMM. Set it before the first product, from one thread.
+void hp_gemm_set_invariant(int on);
+int  hp_gemm_get_invariant(void);
+void hp_gemm_invariant_product(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha,
+                               const float *A, int lda, const float *B, int ldb, float beta,
+                               float *C, int ldc);
 
 // The backend of every later call in this process (default HP_GEMM_OPENBLAS). Set it before
 // the first product, from one thread.

@@ -17,6 +17,7 @@
 #include "kernels/gemm_onednn.h"
 
 static hp_gemm_backend backend = HP_GEMM_OPENBLAS;
+static int invariant = 0;   // hp_gemm_set_invariant: every product by fixed tiles
 
 static void openblas_gemm(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha,
                           const float *A, int lda, const float *B, int ldb, float beta, float *C,
@@ -28,7 +29,9 @@ static void openblas_gemm(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, flo
 
 void hp_gemm(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha, const float *A,
              int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    if (backend == HP_GEMM_ONEDNN)
+    if (invariant)
+        hp_gemm_invariant_product(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else if (backend == HP_GEMM_ONEDNN)
         hp_gemm_onednn(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, hp_gemm_threads());
     else
         openblas_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -36,13 +39,17 @@ void hp_gemm(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha, con
 
 void hp_gemm_bf16(hp_gemm_op ta, hp_gemm_op tb, int M, int N, int K, float alpha, const float *A,
                   int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    if (backend == HP_GEMM_ONEDNN)
+    if (invariant)   // (the bf16 values' products are exact in fp32, as below)
+        hp_gemm_invariant_product(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else if (backend == HP_GEMM_ONEDNN)
         hp_gemm_onednn(1, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, hp_gemm_threads());
     else   // the bf16 values' products are exact in fp32: the same math, fp32 kernels' order
         openblas_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void hp_gemm_set_backend(hp_gemm_backend b) { backend = b; }
+void hp_gemm_set_invariant(int on) { invariant = on != 0; }
+int hp_gemm_get_invariant(void) { return invariant; }
 
 hp_gemm_backend hp_gemm_get_backend(void) { return backend; }
 

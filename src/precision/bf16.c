@@ -13,20 +13,26 @@
 #include <string.h>
 #include "hyperpar/bf16.h"
 #include "hyperpar/failpoint.h"
-#include "hyperpar/kernels.h"
 #include "kernels/parallel.h"   // hp_par_bf16_round, _pack_exact, _unpack
 #include "precision/precision_internal.h"
 
 typedef struct {
+    const hp_linear_kernels *linears;   // bf16's (first: the shared linear hooks read it)
     int fp32_now;   // the block running now computes in fp32 (the bf16_recompute_fp32 bug)
 } bf16_policy;
 
 static void bf16_block_begin(void *ctx, int l, int recompute) {
     (void)l;
+    bf16_policy *p = ctx;
     // (bf16_recompute_fp32: the bug recomputes a checkpointed block without the op rule)
-    ((bf16_policy *)ctx)->fp32_now = recompute && hp_failpoint(HP_FP_BF16_RECOMPUTE_FP32);
+    p->fp32_now = recompute && hp_failpoint(HP_FP_BF16_RECOMPUTE_FP32);
+    p->linears = p->fp32_now ? &hp_linear_kernels_fp32 : &hp_linear_kernels_bf16;
 }
-static void bf16_block_end(void *ctx) { ((bf16_policy *)ctx)->fp32_now = 0; }
+static void bf16_block_end(void *ctx) {
+    bf16_policy *p = ctx;
+    p->fp32_now = 0;
+    p->linears = &hp_linear_kernels_bf16;
+}
 
 static void bf16_op_output(void *ctx, float *x, size_t n) {
     if (((const bf16_policy *)ctx)->fp32_now) return;
@@ -44,27 +50,6 @@ static void bf16_op_output(void *ctx, float *x, size_t n) {
 static void bf16_tp_partial(void *ctx, float *x, size_t n) {
     (void)ctx;
     if (hp_failpoint(HP_FP_BF16_TP_PARTIAL_ROUNDED)) hp_bf16_round(x, n);
-}
-
-static void bf16_forward(void *ctx, float *y, const float *x, const float *w, int N, int in, int out) {
-    if (((const bf16_policy *)ctx)->fp32_now) hp_linear_forward(y, x, w, N, in, out);
-    else hp_linear_forward_bf16(y, x, w, N, in, out);
-}
-static void bf16_backward(void *ctx, float *dx, float *dw, const float *dy, const float *x, const float *w,
-                          int N, int in, int out) {
-    (void)ctx;
-    hp_linear_backward_bf16(dx, dw, dy, x, w, N, in, out);
-}
-static void bf16_backward_dx(void *ctx, float *dx, float *dw, const float *dy, const float *x, const float *w,
-                             int N, int in, int out, int first) {
-    (void)ctx; (void)dw; (void)x;   // (the weight gradient: in the dw half)
-    if (first) hp_linear_backward_first_bf16(dx, NULL, dy, NULL, w, N, in, out);
-    else hp_linear_backward_bf16(dx, NULL, dy, NULL, w, N, in, out);
-}
-static void bf16_backward_dw(void *ctx, float *dw, const float *dy, const float *x, const float *w, int N,
-                             int in, int out) {
-    (void)ctx; (void)w;
-    hp_linear_backward_bf16(NULL, dw, dy, x, NULL, N, in, out);
 }
 
 // Packs n floats that must be bf16 values into 2 bytes each; one that is not stops the job.
@@ -86,16 +71,14 @@ static void bf16_restore(void *ctx, float *dst, const void *src, size_t n) {
 int hp_precision_bf16_init(hp_precision_hooks *h, int store) {
     bf16_policy *p = calloc(1, sizeof *p);
     if (!p) return -1;
+    p->linears = &hp_linear_kernels_bf16;
     h->ctx = p;
     h->release = free;
     h->block_begin = bf16_block_begin;
     h->block_end = bf16_block_end;
     h->op_output = bf16_op_output;
     h->tp_partial = bf16_tp_partial;
-    h->linear_forward = bf16_forward;
-    h->linear_backward = bf16_backward;
-    h->linear_backward_dx = bf16_backward_dx;
-    h->linear_backward_dw = bf16_backward_dw;
+    hp_precision_kernel_linears(h);
     if (store) {
         h->stored_bytes = sizeof(hp_bf16);
         h->keep = bf16_keep;

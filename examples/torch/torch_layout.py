@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""torch_layout.py A OUT [hp run's degree flags] - step 1 of hp's model under PyTorch's own
+parallelisms, written as a dump for `hp compare A OUT` (docs/torch.md).
+
+Run it under torchrun (gloo, CPU), world = dp_replicate * dp_shard * cp * tp * pp:
+
+    hp run --model tiny --steps 1 --dump A --quiet
+    OMP_NUM_THREADS=1 torchrun --standalone --nproc-per-node 4 \
+        examples/torch/torch_layout.py A T --dp-shard 2 --tp 2
+    hp compare A T
+
+It reads A's initial model, batch and config (docs/dump.md), builds the model of docs/model.md as
+modules (layout_model.py) and parallelizes it the way TorchTitan's parallelize_llama does:
+
+- init_device_mesh("cpu", ...) with TorchTitan's dim order (pp, dp_replicate, dp_shard, cp, tp),
+  only the dims of degree > 1;
+- tp: parallelize_module with TorchTitan's plan: tok_embeddings RowwiseParallel, the norms
+  SequenceParallel, attention / feed_forward PrepareModuleInput (Shard(1) -> Replicate), wq/wk/wv
+  and w1/w3 ColwiseParallel, wo and w2 RowwiseParallel(output_layouts=Shard(1)), output
+  ColwiseParallel(Shard(1) -> Shard(-1)) with loss_parallel (--no-sp: Replicate everywhere, the
+  norms plain);
+- cp: context_parallel over the cp mesh, the tokens, labels and RoPE tables sharded along the
+  sequence (its round-robin load balancer: head-tail chunks);
+- dp: fully_shard per block and on the root over dp_shard (HSDP: the 2-D (dp_replicate, dp_shard)
+  mesh; with cp, dp_shard and cp flattened as TorchTitan's dp_shard_cp), MixedPrecisionPolicy
+  (param_dtype from --mixed-precision-param, reduce_dtype fp32);
+- pp: torch.distributed.pipelining (PipelineStage per rank, ScheduleGPipe / Schedule1F1B);
+- --ac full: torch.utils.checkpoint per block (checkpoint_wrapper, as TorchTitan's full AC).
+
+The loss is TorchTitan's token-sum loss: every rank's CE sum divided by the global count of valid
+labels (counted over the batch mesh and cp), and the gradient reductions are sums (FSDP's
+divide factor 1, as TorchTitan disables FSDP's gradient division). Then one optimizer step
+(SGD lr, or AdamW as hp's --optimizer adamw) on the sharded parameters.
+
+OUT gets A's model.safetensors and batch.safetensors, grads.safetensors (every gradient's
+full_tensor(), F32, the model's order), params.safetensors (every parameter after the step,
+full_tensor(), F32; hp compare ignores it, check_layout.sh checks it) and result.json (the loss,
+precision, the layout, the framework, and the collectives CommDebugMode counted per op).
+
+--bug NAME injects a fault PyTorch users make (docs/torch.md, "Faults"); --list-bugs names them.
+Exit 2 with one line when PyTorch (or this program) cannot express the layout.
+"""
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_model import Transformer  # noqa: E402
+from spec_model import BF, read_safetensors, write_safetensors  # noqa: E402
+
+BUGS = {
+    "sp-norm-grad": "tp+sp: the norms run on the local sequence shard with a plain (not DTensor) weight, "
+                    "so their weight gradients are never reduced over tp (Megatron's sequence-parallel "
+                    "norm all-reduce forgotten)",
+    "loss-per-rank": "dp: each rank divides its CE sum by its own token count instead of the global one "
+                     "(the gradients are summed, so they come out dp times too large)",
+    "fsdp-divide": "dp: FSDP's default gradient mean (divide factor = dp degree) kept while the loss is "
+                   "already divided by the global token count",
+    "bf16-reduce": "bf16: MixedPrecisionPolicy(reduce_dtype=bfloat16) where the policy says float32",
+    "norm-replicate": "tp+sp: the final norm's output declared Replicate to the output projection "
+                      "while it is Shard(1): no all-gather, each rank's logits see only its tokens' "
+                      "hidden states, repeated (a Replicate/Shard(1) mismatch around the norms)",
+    "cp-loss": "cp: the loss of each cp rank divided by its own tokens, the cp ranks' gradients "
+               "then summed (the CP loss reduction skipped; TorchTitan #3280, #3329)",
+    "pp-microbatch": "pp: the schedule's default scale_grads=True kept with a loss already divided by "
+                     "the global token count (each microbatch's gradient divided again by M)",
+}
+
+
+def fail2(msg):
+    """PyTorch (or this program) cannot express the layout: one line, exit 2 (every rank)."""
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"torch_layout: not expressible: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse():
+    ap = argparse.ArgumentParser(description="step 1 of hp's model under PyTorch's parallelisms")
+    ap.add_argument("src", nargs="?", help="hp's one-process dump (hp run --dump)")
+    ap.add_argument("out", nargs="?", help="the dump folder to write")
+    for d in ("dp-replicate", "dp-shard", "cp", "tp", "pp", "ep", "etp"):
+        ap.add_argument("--" + d, type=int, default=1)
+    ap.add_argument("--pp-schedule", default="1f1b")
+    ap.add_argument("--pp-microbatches", type=int, default=1)
+    ap.add_argument("--pp-virtual", type=int, default=1)
+    ap.add_argument("--model", default=None, help="checked against the dump's model name")
+    ap.add_argument("--mixed-precision-param", default=None, choices=("float32", "bfloat16"),
+                    help="default: the dump's precision")
+    ap.add_argument("--ac", default="none")
+    ap.add_argument("--sp", dest="sp", action="store_true", default=None)
+    ap.add_argument("--no-sp", dest="sp", action="store_false")
+    ap.add_argument("--optimizer", default="sgd", choices=("sgd", "adamw"))
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--bug", default="none", help="inject a fault (--list-bugs)")
+    ap.add_argument("--list-bugs", action="store_true")
+    a = ap.parse_args()
+    if a.list_bugs:
+        for k, v in BUGS.items():
+            print(f"{k}: {v}")
+        sys.exit(0)
+    if not a.src or not a.out:
+        ap.error("A and OUT are required")
+    if a.bug != "none" and a.bug not in BUGS:
+        ap.error(f"--bug {a.bug}: one of {', '.join(BUGS)}")
+    if a.sp is None:
+        a.sp = a.tp > 1
+    return a
+
+
+# ---- the mesh -------------------------------------------------------------------------------
+def build_mesh(a, world):
+    from torch.distributed.device_mesh import init_device_mesh
+    dims = [("pp", a.pp), ("dp_replicate", a.dp_replicate), ("dp_shard", a.dp_shard), ("cp", a.cp), ("tp", a.tp)]
+    prod = 1
+    for _, n in dims:
+        prod *= n
+    if prod != world:
+        fail2(f"the degrees multiply to {prod}, torchrun started {world} processes")
+    # dp_replicate alone is DDP: FSDP2 over a (dp_replicate, dp_shard=1) mesh, HSDP that only
+    # all-reduces (a 1-D dp_replicate mesh would shard)
+    used = [(n, d) for n, d in dims if d > 1 or (n == "dp_shard" and a.dp_replicate > 1)] or [("dp_shard", 1)]
+    mesh = init_device_mesh("cpu", tuple(d for _, d in used), mesh_dim_names=tuple(n for n, _ in used))
+    return mesh, [n for n, _ in used]
+
+
+def coord(mesh, names, dim):
+    return mesh.get_local_rank(dim) if dim in names else 0
+
+
+def submesh(mesh, names, want):
+    have = tuple(n for n in want if n in names)
+    if not have:
+        return None
+    return mesh[have] if len(have) > 1 else mesh[have[0]]
+
+
+# ---- tensor parallel: TorchTitan's plan ----------------------------------------------------------
+def apply_tp(model, tp_mesh, sp, bug):
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                                   SequenceParallel, parallelize_module)
+    seq = Shard(1) if sp else Replicate()
+    root = {
+        "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=seq),
+        "output": ColwiseParallel(input_layouts=seq, output_layouts=Shard(-1), use_local_output=False),
+    }
+    if sp:
+        root["norm"] = SequenceParallel()
+    if bug == "norm-replicate":
+        root["output"] = ColwiseParallel(input_layouts=Replicate(), output_layouts=Shard(-1), use_local_output=False)
+        root["norm"] = LocalNorm(tp_mesh)
+    parallelize_module(model, tp_mesh, {k: v for k, v in root.items() if getattr(model, k) is not None})
+    for block in model.layers.values():
+        plan = {
+            "attention.wq": ColwiseParallel(), "attention.wk": ColwiseParallel(), "attention.wv": ColwiseParallel(),
+            "attention.wo": RowwiseParallel(output_layouts=seq),
+        }
+        if sp:
+            plan["attention_norm"] = SequenceParallel()
+            plan["ffn_norm"] = SequenceParallel()
+            plan["attention"] = PrepareModuleInput(input_layouts=(Shard(1), None, None),
+                                                   desired_input_layouts=(Replicate(), None, None))
+            if bug == "sp-norm-grad":
+                plan["attention_norm"] = LocalNorm(tp_mesh)
+                plan["ffn_norm"] = LocalNorm(tp_mesh)
+        if block.is_moe:
+            fail2("an MoE block under tp: TorchTitan's TensorParallel / ExpertParallel styles for "
+                  "GroupedExperts are not written in torch_layout.py (MoE runs under dp only)")
+        plan.update({"feed_forward.w1": ColwiseParallel(), "feed_forward.w3": ColwiseParallel(),
+                     "feed_forward.w2": RowwiseParallel(output_layouts=seq)})
+        if sp:
+            plan["feed_forward"] = PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),))
+        parallelize_module(block, tp_mesh, plan)
+
+
+class LocalNorm:
+    """A ParallelStyle of the faults: the norm runs on the local tensor, its weight a plain
+    parameter, its output wrapped again as a Shard(1) DTensor (from_local, no check)."""
+
+    def __init__(self, mesh):
+        self.mesh = mesh
+
+    def _apply(self, module, mesh):
+        from torch.distributed.tensor import DTensor, Shard
+
+        def pre(_, args):
+            x = args[0]
+            return (x.to_local() if isinstance(x, DTensor) else x,) + tuple(args[1:])
+
+        def post(_, args, out):
+            return DTensor.from_local(out, mesh, (Shard(1),), run_check=False)
+        module.register_forward_pre_hook(pre)
+        module.register_forward_hook(post)
+        return module
+
+
+# ---- data parallel: FSDP2 / HSDP -------------------------------------------------------------------
+def apply_fsdp(model, dp_mesh, a):
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    param = BF if a.mixed_precision_param == "bfloat16" else torch.float32
+    reduce = BF if a.bug == "bf16-reduce" else torch.float32
+    mp = MixedPrecisionPolicy(param_dtype=param, reduce_dtype=reduce)
+    mods = []
+    for block in model.layers.values():
+        mods.append(fully_shard(block, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=True))
+    mods.append(fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=a.pp == 1))
+    for m in mods:
+        # gloo has no PREMUL_SUM (a custom divide factor's op): sums, scaled before or after
+        m.set_force_sum_reduction_for_comms(True)
+        if a.bug != "fsdp-divide":
+            # TorchTitan's token-sum loss: the loss is already divided by the global token count,
+            # so the reductions must sum (TorchTitan's disable_fsdp_gradient_division)
+            m.set_gradient_divide_factor(1.0)
+    return mods
+
+
+def apply_ac(model, mode):
+    if mode == "none":
+        return
+    if mode != "full":
+        fail2(f"--ac {mode}: only none and full are written here (TorchTitan's selective AC is op-based, "
+              "hp's every:N is per block)")
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+    for k, block in list(model.layers.items()):
+        model.layers[k] = checkpoint_wrapper(block, preserve_rng_state=False)
+
+
+# ---- gathering the full tensors -----------------------------------------------------------------------
+def full(t):
+    from torch.distributed.tensor import DTensor
+    if t is None:
+        return None
+    return (t.full_tensor() if isinstance(t, DTensor) else t).detach().float().clone()
+
+
+def clean_name(n):
+    # checkpoint_wrapper and FSDP/pipelining keep names except AC's wrapper prefix
+    return n.replace("_checkpoint_wrapped_module.", "")
+
+
+def main():
+    a = parse()
+    import logging
+    import warnings
+    warnings.filterwarnings("ignore")   # FSDP2's view-output and DTensor's redistribution advice
+    logging.getLogger("torch.distributed.tensor._redistribute").setLevel(logging.ERROR)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    result = json.load(open(os.path.join(a.src, "result.json")))
+    result.setdefault("precision", "float32")
+    cfg = result["model"]
+    if a.model and cfg.get("name") not in (None, a.model):
+        sys.exit(f"torch_layout: --model {a.model}, but {a.src} holds {cfg.get('name')}")
+    if a.mixed_precision_param is None:
+        a.mixed_precision_param = result["precision"]
+    if cfg.get("rope_scaling"):
+        fail2("the dump's model rescales RoPE; layout_model.py has plain RoPE only")
+    if a.ep > 1 or a.etp > 1:
+        fail2("--ep/--etp: TorchTitan's ExpertParallel (all-to-all dispatch) is not written in torch_layout.py")
+    if a.mixed_precision_param == "bfloat16" and a.pp > 1:
+        fail2("bf16 under pp is not written here")
+    if a.ac != "none" and a.pp > 1:
+        fail2("--ac with --pp is not written here")
+    if a.sp and a.tp == 1:
+        a.sp = False
+    master = read_safetensors(os.path.join(a.src, "model.safetensors"))
+    batch = read_safetensors(os.path.join(a.src, "batch.safetensors"))
+    tokens, labels = batch["tokens"].long(), batch["labels"].long()
+    B, S = tokens.shape
+    dp = a.dp_replicate * a.dp_shard
+    if B % dp:
+        fail2(f"the batch ({B} sequences) does not split over dp_replicate*dp_shard = {dp}")
+    for what, n in (("n_heads", cfg["n_heads"]), ("n_kv_heads", cfg["n_kv_heads"]), ("ffn_hidden", cfg["ffn_hidden"]),
+                    ("vocab_size", cfg["vocab_size"])):
+        if n % a.tp:
+            fail2(f"tp {a.tp} does not divide {what} {n}")
+    if S % (2 * a.cp) and a.cp > 1:
+        fail2(f"cp {a.cp}: the sequence ({S}) does not split into 2*cp head-tail chunks")
+
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    mesh, names = build_mesh(a, world)
+
+    model = Transformer(cfg, S)
+    with torch.no_grad():
+        params = dict(model.named_parameters())
+        if set(params) != set(master):
+            sys.exit(f"torch_layout: the model's names differ from {a.src}'s: "
+                     f"{sorted(set(params) ^ set(master))[:4]}")
+        for n, p in params.items():
+            p.copy_(master[n])
+
+    # this rank's sequences: the batch mesh is (dp_replicate, dp_shard), contiguous blocks
+    di = coord(mesh, names, "dp_replicate") * a.dp_shard + coord(mesh, names, "dp_shard")
+    lo, hi = di * B // dp, (di + 1) * B // dp
+    tok, lab = tokens[lo:hi].contiguous(), labels[lo:hi].contiguous()
+    n_global = int((labels != -100).sum())
+    n_local = int((lab != -100).sum())
+
+    if a.pp > 1:
+        from pp_layout import run_pp   # the pipeline's own file
+        loss, gathered = run_pp(a, model, mesh, names, tok, lab, n_global, n_local)
+    else:
+        loss, gathered = run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg)
+
+    if rank == 0:
+        write_out(a, result, loss, gathered, world)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
+    from torch.distributed.tensor.debug import CommDebugMode
+    tp_mesh = submesh(mesh, names, ("tp",))
+    cp_mesh = submesh(mesh, names, ("cp",))
+    if a.tp > 1:
+        apply_tp(model, tp_mesh, a.sp, a.bug)
+    apply_ac(model, a.ac)
+    fsdp_dims = [n for n in ("dp_replicate", "dp_shard", "cp") if n in names]
+    bf16 = a.mixed_precision_param == "bfloat16"
+    if fsdp_dims or bf16:
+        if "cp" in names:   # TorchTitan: FSDP shards over dp_shard and cp flattened
+            shard = [n for n in ("dp_shard", "cp") if n in names]
+            flat = mesh[tuple(shard)]._flatten("dp_shard_cp") if len(shard) > 1 else mesh["cp"]
+            dp_mesh = mesh[("dp_replicate", "dp_shard_cp")] if "dp_replicate" in names else flat
+            if "dp_replicate" in names and len(shard) == 1:
+                dp_mesh = mesh[("dp_replicate", "cp")]
+        elif fsdp_dims:
+            dp_mesh = submesh(mesh, names, ("dp_replicate", "dp_shard"))
+        else:   # bf16 without dp: FSDP2 on a 1-rank mesh carries the MixedPrecisionPolicy
+            from torch.distributed.device_mesh import init_device_mesh
+            if a.tp > 1:
+                fail2("bf16 with tp and no dp: MixedPrecisionPolicy needs fully_shard over a dp mesh")
+            dp_mesh = mesh
+        apply_fsdp(model, dp_mesh, a)
+    elif a.bug in ("fsdp-divide", "bf16-reduce", "loss-per-rank"):
+        fail2(f"--bug {a.bug} needs data parallelism")
+    if a.bug == "sp-norm-grad" and not a.sp:
+        fail2("--bug sp-norm-grad needs --tp > 1 with sequence parallel")
+    if a.bug == "cp-loss" and a.cp == 1:
+        fail2("--bug cp-loss needs --cp > 1")
+    if a.bug in ("pp-microbatch",):
+        fail2(f"--bug {a.bug} needs --pp > 1")
+
+    cp_ctx = contextlib.nullcontext()
+    if a.cp > 1:
+        from torch.distributed.tensor.experimental import context_parallel
+        cp_ctx = context_parallel(cp_mesh, buffers=[tok, lab, model.rope_cos, model.rope_sin],
+                                  buffer_seq_dims=[1, 1, 0, 0], no_restore_buffers={tok, lab})
+    comm = CommDebugMode()
+    loss_ctx = contextlib.nullcontext()
+    if a.tp > 1:
+        from torch.distributed.tensor.parallel import loss_parallel
+        loss_ctx = loss_parallel()
+    denom = n_global
+    if a.bug == "loss-per-rank":
+        denom = n_local
+    with comm, cp_ctx:
+        if a.bug == "cp-loss":
+            denom = int((lab != -100).sum())   # this cp rank's own tokens (inside the cp shard)
+        logits = model(tok)
+        with loss_ctx:
+            ce = F.cross_entropy(logits.flatten(0, 1).float(), lab.flatten(0, 1), ignore_index=-100, reduction="sum")
+            loss = ce / denom
+            loss.backward()
+    counts = {str(k).split(".")[-1] if not isinstance(k, str) else k: v for k, v in comm.get_comm_counts().items()}
+    from torch.distributed.tensor import DTensor
+    lv = (loss.full_tensor() if isinstance(loss, DTensor) else loss).detach().double().reshape(1)
+    # the global loss: the local terms summed over the ranks that hold different tokens
+    for d in ("dp_replicate", "dp_shard", "cp"):
+        if d in names:
+            dist.all_reduce(lv, group=mesh[d].get_group())
+    grads = {clean_name(n): full(p.grad) if p.grad is not None else torch.zeros(p.shape)
+             for n, p in model.named_parameters()}
+    opt = make_opt(a, model)
+    opt.step()
+    after = {clean_name(n): full(p) for n, p in model.named_parameters()}
+    return lv.item(), {"grads": grads, "params": after, "collectives": counts}
+
+
+def make_opt(a, model):
+    if a.optimizer == "adamw":
+        return torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
+                                 foreach=False)
+    return torch.optim.SGD(model.parameters(), lr=a.lr, foreach=False)
+
+
+def write_out(a, result, loss, g, world):
+    out = a.out
+    os.makedirs(out, exist_ok=True)
+    for f in ("model.safetensors", "batch.safetensors"):
+        shutil.copyfile(os.path.join(a.src, f), os.path.join(out, f))
+    order = list(read_safetensors(os.path.join(a.src, "model.safetensors")))
+    write_safetensors(os.path.join(out, "grads.safetensors"), {n: g["grads"][n].float() for n in order})
+    write_safetensors(os.path.join(out, "params.safetensors"), {n: g["params"][n].float() for n in order})
+    layout = {"dp_replicate": a.dp_replicate, "dp_shard": a.dp_shard, "cp": a.cp, "tp": a.tp, "pp": a.pp,
+              "ep": a.ep, "etp": a.etp, "sequence_parallel": bool(a.sp), "world": world}
+    lay = " ".join(f"{k} {v}" for k, v in layout.items() if k not in ("world", "sequence_parallel") and v > 1)
+    if a.pp > 1:
+        lay += f" {a.pp_schedule} M={a.pp_microbatches}"
+    if a.tp > 1:
+        lay += " sp" if a.sp else " no-sp"
+    fw = f"torch {torch.__version__} layout ({lay or 'one process'}) on gloo"
+    if a.bug != "none":
+        fw += f", bug {a.bug}"
+    res = {"loss": loss, "precision": a.mixed_precision_param, "framework": fw, "model": result["model"],
+           "parallel": layout, "run": result.get("run", {}), "optimizer": {"name": a.optimizer, "lr": a.lr},
+           "collectives": g.get("collectives", {}), "bug": a.bug, "ac": a.ac}
+    with open(os.path.join(out, "result.json"), "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    print(f"torch_layout: {out}: loss {loss:.9f} ({fw}, {a.mixed_precision_param}); collectives "
+          + (", ".join(f"{k} {v}" for k, v in sorted(g.get("collectives", {}).items())) or "none counted"))
+
+
+if __name__ == "__main__":
+    main()

@@ -30,6 +30,7 @@ PUBLIC = {  # include/hyperpar/<name>: the layer that implements it
     "checkpoint.h": "checkpoint",
     "verify.h": "verify", "verify_record.h": "verify", "dump.h": "verify", "inspect.h": "verify",
     "recipes.h": "verify",
+    "hf.h": "model_io",
 }
 # Edges that point up, each with the reason it is tolerated (issue 11 removed the last ones:
 # the model reaches the styles only through the hooks of src/model/model_hooks.h, which the

@@ -1,0 +1,391 @@
+// hf_weights.c - the Hugging Face Llama layout both ways (hyperpar/hf.h): names, the q/k
+// permutation between hp's interleaved RoPE pairs and HF's halves, dtypes, shards and their
+// index, config.json and generation_config.json.
+// defines: hp_hf_name, hp_hf_export, hp_hf_import
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cjson/cJSON.h>
+#include "hyperpar/bf16.h"
+#include "hyperpar/dims.h"
+#include "hyperpar/hf.h"
+#include "hyperpar/safetensors.h"
+#include "util/file_io.h"
+
+// hp's names of a layer's tensors and HF's, in HF's order of a layer.
+static const char *const layer_names[][2] = {
+    { "attention.wq.weight", "self_attn.q_proj.weight" },
+    { "attention.wk.weight", "self_attn.k_proj.weight" },
+    { "attention.wv.weight", "self_attn.v_proj.weight" },
+    { "attention.wo.weight", "self_attn.o_proj.weight" },
+    { "feed_forward.w1.weight", "mlp.gate_proj.weight" },
+    { "feed_forward.w3.weight", "mlp.up_proj.weight" },
+    { "feed_forward.w2.weight", "mlp.down_proj.weight" },
+    { "attention_norm.weight", "input_layernorm.weight" },
+    { "ffn_norm.weight", "post_attention_layernorm.weight" },
+};
+enum { N_LAYER = sizeof layer_names / sizeof *layer_names };
+static const char *const top_names[][2] = {
+    { "tok_embeddings.weight", "model.embed_tokens.weight" },
+    { "norm.weight", "model.norm.weight" },
+    { "output.weight", "lm_head.weight" },
+};
+
+int hp_hf_name(const char *name, char *out, size_t n) {
+    for (size_t i = 0; i < sizeof top_names / sizeof *top_names; i++)
+        if (!strcmp(name, top_names[i][0])) return snprintf(out, n, "%s", top_names[i][1]) < (int)n ? 0 : -1;
+    int l = -1, at = 0;
+    if (sscanf(name, "layers.%d.%n", &l, &at) != 1 || at == 0 || l < 0) return -1;
+    for (int k = 0; k < N_LAYER; k++)
+        if (!strcmp(name + at, layer_names[k][0]))
+            return snprintf(out, n, "model.layers.%d.%s", l, layer_names[k][1]) < (int)n ? 0 : -1;
+    return -1;
+}
+
+// One tensor of the model: both names, its shape, and the heads of a q/k permutation (0: none).
+typedef struct { char hp[96], hf[96]; int64_t shape[2]; int ndim, perm_heads; } tensor_spec;
+
+// The model's tensors in HF's order (embeddings, each layer, norm, head). Returns their count.
+static int model_specs(const hp_model_config *m, tensor_spec **out) {
+    const int n = 3 + m->n_layers * N_LAYER;
+    tensor_spec *t = calloc((size_t)n, sizeof *t);
+    if (!t) return -1;
+    const int64_t D = m->dim, V = m->vocab_size, F = m->ffn_hidden, hd = m->dim / m->n_heads;
+    const int64_t q = (int64_t)m->n_heads * hd, kv = (int64_t)m->n_kv_heads * hd;
+    int i = 0;
+    const int64_t shapes[N_LAYER][2] = { { q, D }, { kv, D }, { kv, D }, { D, q }, { F, D },
+                                         { F, D }, { D, F }, { D, 0 }, { D, 0 } };
+    snprintf(t[i].hp, sizeof t[i].hp, "%s", top_names[0][0]);
+    t[i].shape[0] = V; t[i].shape[1] = D; t[i++].ndim = 2;
+    for (int l = 0; l < m->n_layers; l++)
+        for (int k = 0; k < N_LAYER; k++, i++) {
+            snprintf(t[i].hp, sizeof t[i].hp, "layers.%d.%s", l, layer_names[k][0]);
+            t[i].shape[0] = shapes[k][0]; t[i].shape[1] = shapes[k][1];
+            t[i].ndim = shapes[k][1] ? 2 : 1;
+            t[i].perm_heads = k == 0 ? m->n_heads : k == 1 ? m->n_kv_heads : 0;
+        }
+    snprintf(t[i].hp, sizeof t[i].hp, "%s", top_names[1][0]);
+    t[i].shape[0] = D; t[i++].ndim = 1;
+    snprintf(t[i].hp, sizeof t[i].hp, "%s", top_names[2][0]);
+    t[i].shape[0] = V; t[i].shape[1] = D; t[i++].ndim = 2;
+    for (int j = 0; j < n; j++) hp_hf_name(t[j].hp, t[j].hf, sizeof t[j].hf);
+    *out = t;
+    return n;
+}
+
+static int64_t spec_numel(const tensor_spec *s) { return s->ndim == 2 ? s->shape[0] * s->shape[1] : s->shape[0]; }
+
+// Rows of a (heads * hd, cols) weight of es-byte elements, from hp's order to HF's (to_hf) or
+// back: hp row h*hd + 2i + s is HF row h*hd + s*hd/2 + i.
+static void permute_rows(unsigned char *dst, const unsigned char *src, int heads, int64_t rows,
+                         int64_t cols, size_t es, int to_hf) {
+    const int64_t hd = rows / heads, half = hd / 2;
+    const size_t row_bytes = (size_t)cols * es;
+    for (int h = 0; h < heads; h++)
+        for (int64_t i = 0; i < half; i++)
+            for (int s = 0; s < 2; s++) {
+                const int64_t hp_row = h * hd + 2 * i + s, hf_row = h * hd + s * half + i;
+                const int64_t from = to_hf ? hp_row : hf_row, to = to_hf ? hf_row : hp_row;
+                memcpy(dst + (size_t)to * row_bytes, src + (size_t)from * row_bytes, row_bytes);
+            }
+}
+
+static size_t dtype_bytes(hp_dtype d) { return d == HP_DT_BF16 ? 2 : 4; }
+
+// The tensor `want` names in f, checked: F32 or BF16, want's shape. NULL with one line in err.
+static const hp_st_tensor *checked(const hp_st *f, const char *file, const char *name,
+                                   const tensor_spec *want, char *err, size_t errlen) {
+    const hp_st_tensor *t = hp_st_get(f, name);
+    if (!t) {
+        snprintf(err, errlen, "%s has no tensor %s: the model's weights are missing", file, name);
+        return NULL;
+    }
+    if (t->dtype != HP_DT_F32 && t->dtype != HP_DT_BF16) {
+        snprintf(err, errlen, "%s: tensor %s is neither F32 nor BF16", file, name);
+        return NULL;
+    }
+    const int ok = t->ndim == want->ndim && t->shape[0] == want->shape[0] &&
+                   (want->ndim == 1 || t->shape[1] == want->shape[1]);
+    if (!ok) {
+        char have[64] = "", need[64];
+        for (int d = 0; d < t->ndim && d < 4; d++)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld", d ? " x " : "", (long long)t->shape[d]);
+        if (want->ndim == 2) snprintf(need, sizeof need, "%lld x %lld", (long long)want->shape[0], (long long)want->shape[1]);
+        else snprintf(need, sizeof need, "%lld", (long long)want->shape[0]);
+        snprintf(err, errlen, "%s: tensor %s is %s, the model's is %s", file, name, have, need);
+        return NULL;
+    }
+    return t;
+}
+
+static int make_dir(const char *dir, char *err, size_t errlen) {
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST) return 0;
+    snprintf(err, errlen, "cannot make %s: %s", dir, strerror(errno));
+    return -1;
+}
+
+static cJSON *config_json(const hp_model_config *m, hp_mp_dtype dtype, int bos, int eos) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
+    cJSON_AddStringToObject(c, "model_type", "llama");
+    cJSON_AddNumberToObject(c, "hidden_size", m->dim);
+    cJSON_AddNumberToObject(c, "intermediate_size", m->ffn_hidden);
+    cJSON_AddNumberToObject(c, "num_hidden_layers", m->n_layers);
+    cJSON_AddNumberToObject(c, "num_attention_heads", m->n_heads);
+    cJSON_AddNumberToObject(c, "num_key_value_heads", m->n_kv_heads);
+    cJSON_AddNumberToObject(c, "head_dim", m->dim / m->n_heads);
+    cJSON_AddNumberToObject(c, "rms_norm_eps", m->norm_eps);
+    cJSON_AddNumberToObject(c, "rope_theta", m->rope_theta);
+    cJSON_AddNumberToObject(c, "vocab_size", m->vocab_size);
+    cJSON_AddNumberToObject(c, "max_position_embeddings",
+                            m->rope_original_max_positions > 0 && m->rope_factor > 0.0f
+                                ? (double)m->rope_original_max_positions * m->rope_factor : 2048.0);
+    cJSON_AddStringToObject(c, "hidden_act", "silu");
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", 0);
+    cJSON_AddBoolToObject(c, "attention_bias", 0);
+    cJSON_AddBoolToObject(c, "mlp_bias", 0);
+    cJSON_AddStringToObject(c, "torch_dtype", dtype == HP_DTYPE_BFLOAT16 ? "bfloat16" : "float32");
+    if (bos >= 0) cJSON_AddNumberToObject(c, "bos_token_id", bos);
+    if (eos >= 0) cJSON_AddNumberToObject(c, "eos_token_id", eos);
+    if (m->rope_factor > 0.0f) {
+        cJSON *r = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(r, "rope_type", "llama3");
+        cJSON_AddNumberToObject(r, "factor", m->rope_factor);
+        cJSON_AddNumberToObject(r, "low_freq_factor", m->rope_low_freq_factor);
+        cJSON_AddNumberToObject(r, "high_freq_factor", m->rope_high_freq_factor);
+        cJSON_AddNumberToObject(r, "original_max_position_embeddings", m->rope_original_max_positions);
+    }
+    return c;
+}
+
+static int save_json(cJSON *j, const char *dir, const char *name, char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    const int rc = hp_json_save(j, path);
+    cJSON_Delete(j);
+    if (rc != 0) snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    return rc;
+}
+
+// One HF tensor in dtype: the hp tensor t widened to floats, permuted, then cast (RNE) or kept.
+static void *to_hf(const hp_st_tensor *t, const tensor_spec *s, hp_mp_dtype dtype) {
+    const int64_t n = spec_numel(s);
+    float *f = malloc((size_t)n * sizeof(float) + 1), *p = malloc((size_t)n * sizeof(float) + 1);
+    if (!f || !p) { free(f); free(p); return NULL; }
+    if (t->dtype == HP_DT_BF16) {
+        for (int64_t i = 0; i < n; i++) {
+            hp_bf16 b;
+            memcpy(&b, (const unsigned char *)t->data + 2 * i, sizeof b);
+            f[i] = hp_bf16_to_float(b);
+        }
+    } else {
+        memcpy(f, t->data, (size_t)n * sizeof(float));
+    }
+    if (s->perm_heads) permute_rows((unsigned char *)p, (const unsigned char *)f, s->perm_heads, s->shape[0], s->shape[1], sizeof(float), 1);
+    else memcpy(p, f, (size_t)n * sizeof(float));
+    free(f);
+    if (dtype != HP_DTYPE_BFLOAT16) return p;
+    hp_bf16 *b = malloc((size_t)n * sizeof(hp_bf16) + 1);
+    if (b) for (int64_t i = 0; i < n; i++) b[i] = hp_bf16_from_float(p[i]);
+    free(p);
+    return b;
+}
+
+int hp_hf_export(const char *hp_file, const hp_model_config *m, const char *out_dir,
+                 hp_mp_dtype dtype, size_t shard_bytes, int bos, int eos, char *err, size_t errlen) {
+    if (m->num_experts > 0) {
+        snprintf(err, errlen, "hp export --format hf: %s is a MoE model; no Hugging Face class computes "
+                 "hp's router, so only dense models are exported", m->name);
+        return HP_EXIT_CONFIG;
+    }
+    hp_st *f = hp_st_open(hp_file, err, errlen);
+    if (!f) return HP_EXIT_CONFIG;
+    tensor_spec *specs = NULL;
+    const int n = model_specs(m, &specs);
+    int rc = n < 0 ? HP_EXIT_FAIL : 0;
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (!checked(f, hp_file, specs[i].hp, &specs[i], err, errlen)) rc = HP_EXIT_CONFIG;
+    if (rc == 0 && make_dir(out_dir, err, errlen) != 0) rc = HP_EXIT_FAIL;
+    // shards: tensors in order, a new shard when the next would pass the size (never empty)
+    const size_t es = dtype == HP_DTYPE_BFLOAT16 ? 2 : 4, limit = shard_bytes ? shard_bytes : HP_HF_SHARD_BYTES;
+    int *shard = rc == 0 ? calloc((size_t)n, sizeof *shard) : NULL;
+    int n_shards = 1;
+    size_t in_shard = 0, total = 0;
+    for (int i = 0; shard && i < n; i++) {
+        const size_t b = (size_t)spec_numel(&specs[i]) * es;
+        if (in_shard > 0 && in_shard + b > limit) { n_shards++; in_shard = 0; }
+        shard[i] = n_shards - 1;
+        in_shard += b;
+        total += b;
+    }
+    if (rc == 0 && !shard) rc = HP_EXIT_FAIL;
+    cJSON *map = cJSON_CreateObject();
+    for (int s = 0; rc == 0 && s < n_shards; s++) {
+        char name[64], path[4096];
+        if (n_shards == 1) snprintf(name, sizeof name, "model.safetensors");
+        else snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
+        snprintf(path, sizeof path, "%s/%s", out_dir, name);
+        hp_st_writer *w = hp_st_writer_init();
+        hp_st_writer_metadata(w, "format", "pt");
+        for (int i = 0; rc == 0 && i < n; i++) {
+            if (shard[i] != s) continue;
+            void *data = to_hf(hp_st_get(f, specs[i].hp), &specs[i], dtype);
+            if (!data) { snprintf(err, errlen, "out of memory (hf export)"); rc = HP_EXIT_FAIL; break; }
+            hp_st_writer_add(w, specs[i].hf, dtype == HP_DTYPE_BFLOAT16 ? HP_DT_BF16 : HP_DT_F32, specs[i].ndim,
+                             specs[i].shape, data);
+            free(data);
+            cJSON_AddStringToObject(map, specs[i].hf, name);
+        }
+        if (rc == 0 && hp_st_writer_save(w, path, err, errlen) != 0) rc = HP_EXIT_FAIL;
+        hp_st_writer_free(w);
+    }
+    if (rc == 0 && n_shards > 1) {
+        cJSON *ix = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(ix, "metadata");
+        cJSON_AddNumberToObject(meta, "total_size", (double)total);
+        cJSON_AddItemToObject(ix, "weight_map", map);
+        map = NULL;
+        if (save_json(ix, out_dir, "model.safetensors.index.json", err, errlen) != 0) rc = HP_EXIT_FAIL;
+    }
+    cJSON_Delete(map);
+    if (rc == 0 && save_json(config_json(m, dtype, bos, eos), out_dir, "config.json", err, errlen) != 0) rc = HP_EXIT_FAIL;
+    if (rc == 0) {
+        cJSON *g = cJSON_CreateObject();
+        if (bos >= 0) cJSON_AddNumberToObject(g, "bos_token_id", bos);
+        if (eos >= 0) cJSON_AddNumberToObject(g, "eos_token_id", eos);
+        if (save_json(g, out_dir, "generation_config.json", err, errlen) != 0) rc = HP_EXIT_FAIL;
+    }
+    free(shard);
+    free(specs);
+    hp_st_close(f);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------
+// import
+
+// Field by field: the HF config against the model hp will train. 0, or one line in err.
+static int same_model(const hp_model_config *hf, const hp_model_config *m, const char *dir, char *err, size_t errlen) {
+    struct { const char *hf_key, *hp_key; double a, b; } f[] = {
+        { "hidden_size", "dim", hf->dim, m->dim },
+        { "num_hidden_layers", "n_layers", hf->n_layers, m->n_layers },
+        { "num_attention_heads", "n_heads", hf->n_heads, m->n_heads },
+        { "num_key_value_heads", "n_kv_heads", hf->n_kv_heads, m->n_kv_heads },
+        { "intermediate_size", "ffn_hidden", hf->ffn_hidden, m->ffn_hidden },
+        { "vocab_size", "vocab_size", hf->vocab_size, m->vocab_size },
+        { "rms_norm_eps", "norm_eps", hf->norm_eps, m->norm_eps },
+        { "rope_theta", "rope_theta", hf->rope_theta, m->rope_theta },
+        { "rope_scaling.factor", "rope_factor", hf->rope_factor, m->rope_factor },
+        { "num_local_experts", "num_experts", hf->num_experts, m->num_experts },
+    };
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].a != f[i].b) {
+            snprintf(err, errlen, "%s/config.json: %s is %.9g, the model's %s is %.9g", dir, f[i].hf_key,
+                     f[i].a, f[i].hp_key, f[i].b);
+            return -1;
+        }
+    return 0;
+}
+
+// The safetensors files of an HF folder: the index's shards, or model.safetensors.
+static int open_weights(const char *dir, hp_st ***files, char ***names, int *n, char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    cJSON *ix = hp_json_load(path);
+    *n = 0;
+    *files = calloc(64, sizeof **files);
+    *names = calloc(64, sizeof **names);
+    if (!*files || !*names) { cJSON_Delete(ix); snprintf(err, errlen, "out of memory"); return -1; }
+    if (!ix) {
+        struct stat sb;
+        if (stat(path, &sb) == 0) { snprintf(err, errlen, "%s is not JSON", path); return -1; }
+        (*names)[0] = strdup("model.safetensors");
+        *n = 1;
+    } else {
+        const cJSON *map = cJSON_GetObjectItemCaseSensitive(ix, "weight_map");
+        const cJSON *e;
+        if (!cJSON_IsObject(map)) { cJSON_Delete(ix); snprintf(err, errlen, "%s has no weight_map object", path); return -1; }
+        cJSON_ArrayForEach(e, map) {
+            if (!cJSON_IsString(e) || strchr(e->valuestring, '/') || !strcmp(e->valuestring, "..")) {
+                snprintf(err, errlen, "%s: the weight_map entry of %s is not a file name in the folder", path,
+                         e->string ? e->string : "?");
+                cJSON_Delete(ix);
+                return -1;
+            }
+            int seen = 0;
+            for (int i = 0; i < *n; i++) seen |= !strcmp((*names)[i], e->valuestring);
+            if (seen) continue;
+            if (*n == 64) { cJSON_Delete(ix); snprintf(err, errlen, "%s names more than 64 shards", path); return -1; }
+            (*names)[(*n)++] = strdup(e->valuestring);
+        }
+        cJSON_Delete(ix);
+    }
+    for (int i = 0; i < *n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, (*names)[i]);
+        if (!((*files)[i] = hp_st_open(path, err, errlen))) return -1;
+    }
+    return 0;
+}
+
+int hp_hf_import(const char *hf_dir, const hp_model_config *m, const char *out_file, char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", hf_dir);
+    hp_model_config hf;
+    char why[256];
+    if (hp_model_config_from_hf_file(path, &hf, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", why);
+        return HP_EXIT_CONFIG;
+    }
+    if (same_model(&hf, m, hf_dir, err, errlen) != 0) return HP_EXIT_CONFIG;
+    if (m->num_experts > 0) {
+        snprintf(err, errlen, "%s: a MoE model; hp imports dense Llama folders only", hf_dir);
+        return HP_EXIT_CONFIG;
+    }
+    hp_st **files = NULL;
+    char **names = NULL;
+    int n_files = 0;
+    int rc = open_weights(hf_dir, &files, &names, &n_files, err, errlen) == 0 ? 0 : HP_EXIT_CONFIG;
+    tensor_spec *specs = NULL;
+    const int n = rc == 0 ? model_specs(m, &specs) : 0;
+    if (n < 0) rc = HP_EXIT_FAIL;
+    hp_st_writer *w = hp_st_writer_init();
+    for (int i = 0; rc == 0 && i < n; i++) {
+        const hp_st_tensor *t = NULL;
+        int in = -1;
+        for (int k = 0; k < n_files && !t; k++)
+            if (hp_st_get(files[k], specs[i].hf)) { t = hp_st_get(files[k], specs[i].hf); in = k; }
+        snprintf(path, sizeof path, "%s/%s", hf_dir, in >= 0 ? names[in] : names[0]);
+        if (!checked(in >= 0 ? files[in] : files[0], path, specs[i].hf, &specs[i], err, errlen)) { rc = HP_EXIT_CONFIG; break; }
+        const size_t es = dtype_bytes(t->dtype), bytes = (size_t)spec_numel(&specs[i]) * es;
+        unsigned char *data = malloc(bytes + 1);
+        if (!data) { snprintf(err, errlen, "out of memory (hf import)"); rc = HP_EXIT_FAIL; break; }
+        if (specs[i].perm_heads) permute_rows(data, t->data, specs[i].perm_heads, specs[i].shape[0], specs[i].shape[1], es, 0);
+        else memcpy(data, t->data, bytes);
+        hp_st_writer_add(w, specs[i].hp, t->dtype, specs[i].ndim, specs[i].shape, data);
+        free(data);
+    }
+    // a tensor the model has no place for (biases, another architecture's) is refused by name
+    for (int k = 0; rc == 0 && k < n_files; k++)
+        for (int j = 0; j < hp_st_count(files[k]) && rc == 0; j++) {
+            const char *name = hp_st_at(files[k], j)->name;
+            int known = strstr(name, "rotary_emb.inv_freq") != NULL;   // (a buffer older exports saved)
+            for (int i = 0; i < n && !known; i++) known = !strcmp(name, specs[i].hf);
+            if (!known) {
+                snprintf(err, errlen, "%s/%s: tensor %s is not a weight of %s (a Llama model without biases)",
+                         hf_dir, names[k], name, m->name);
+                rc = HP_EXIT_CONFIG;
+            }
+        }
+    if (rc == 0) {
+        hp_st_writer_metadata(w, "model", m->name);
+        hp_st_writer_metadata(w, "from", "huggingface");
+        if (hp_st_writer_save(w, out_file, err, errlen) != 0) rc = HP_EXIT_FAIL;
+    }
+    hp_st_writer_free(w);
+    for (int k = 0; k < n_files; k++) { if (files[k]) hp_st_close(files[k]); free(names[k]); }
+    free(files); free(names); free(specs);
+    return rc;
+}

@@ -1,0 +1,14 @@
+# model_io.cmake - models in and out of other layouts: the Hugging Face folder both ways
+# (src/model_io/hf_weights.c, hyperpar/hf.h): names, the q/k permutation, shards, dtypes, bad folders.
+add_executable(test_hf tests/test_hf.c)
+target_include_directories(test_hf PRIVATE ${CJSON_INCLUDE_DIR})
+target_link_libraries(test_hf PRIVATE hyperpar)
+add_test(NAME hf_layout COMMAND test_hf)
+set_tests_properties(hf_layout PROPERTIES LABELS L0 TIMEOUT 60)
+# the export proven by transformers' LlamaForCausalLM itself: hp's loss and every gradient of
+# step 1 (q/k un-permuted), and two realistic export bugs caught (pip installs torch 2 and
+# transformers into one venv when missing; skipped, 77, without PyPI)
+add_test(NAME hf_transformers COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_hf_transformers.sh $<TARGET_FILE:hp>
+         $<TARGET_FILE:test_hf> ${CMAKE_CURRENT_BINARY_DIR}/hf_transformers)
+set_tests_properties(hf_transformers PROPERTIES LABELS L1 TIMEOUT 900 SKIP_RETURN_CODE 77
+                     RESOURCE_LOCK torch2_venv)

@@ -36,7 +36,7 @@ endforeach()
 # The watchdog (src/comm/comm_wait.c): world rank 3 skips one collective or send/recv and
 # the others wait in it. With HP_TIMEOUT=2 the job must end non-zero within 10 s and
 # print the watchdog's line naming the op and its group (step 7 is set by the test).
-# `test_watchdog --launch N OP` starts itself through hp's launcher (tools/hp/launch*.c).
+# `test_watchdog --launch N OP` starts itself through hp's launcher (tools/hp/launch/launch*.c).
 add_executable(test_watchdog ${CMAKE_CURRENT_LIST_DIR}/test_watchdog.c ${HP_LAUNCH_SOURCES})
 target_include_directories(test_watchdog PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../tools/hp ${CMAKE_CURRENT_LIST_DIR}/../src)
 target_link_libraries(test_watchdog PRIVATE hyperpar)

@@ -37,11 +37,11 @@ set_tests_properties(recipes_bad_files PROPERTIES LABELS L0 TIMEOUT 30 FIXTURES_
 
 # the table, the JSON round trip the determinism check relies on, the reports
 add_executable(test_recipes ${CMAKE_CURRENT_LIST_DIR}/test_recipes.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/report.c ${CMAKE_SOURCE_DIR}/tools/hp/report_md.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/report_json.c ${CMAKE_SOURCE_DIR}/tools/hp/report_svg.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/svg.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/cli.c ${CMAKE_SOURCE_DIR}/tools/hp/cli_job.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/cli_table.c ${CMAKE_SOURCE_DIR}/tools/hp/cli_help.c)
+               ${CMAKE_SOURCE_DIR}/tools/hp/matrix/report.c ${CMAKE_SOURCE_DIR}/tools/hp/matrix/report_md.c
+               ${CMAKE_SOURCE_DIR}/tools/hp/matrix/report_json.c ${CMAKE_SOURCE_DIR}/tools/hp/matrix/report_svg.c
+               ${CMAKE_SOURCE_DIR}/tools/hp/matrix/svg.c
+               ${CMAKE_SOURCE_DIR}/tools/hp/cli/cli.c ${CMAKE_SOURCE_DIR}/tools/hp/cli/cli_job.c
+               ${CMAKE_SOURCE_DIR}/tools/hp/cli/cli_table.c ${CMAKE_SOURCE_DIR}/tools/hp/cli/cli_help.c)
 target_include_directories(test_recipes PRIVATE ${CMAKE_SOURCE_DIR}/tools/hp ${CMAKE_SOURCE_DIR}/src ${CJSON_INCLUDE_DIR})
 target_link_libraries(test_recipes PRIVATE hyperpar)
 add_test(NAME recipes_table COMMAND test_recipes)

@@ -1,4 +1,4 @@
-// test_launch.c - the launcher (tools/hp/launch.c): run outside MPI, it re-executes itself
+// test_launch.c - the launcher (tools/hp/launch/launch.c): run outside MPI, it re-executes itself
 // under mpirun with 2 ranks and gets the ranks' exit status back; inside, each rank checks it
 // sees a 2-rank world, the same arguments, OPENBLAS_NUM_THREADS and OMP_WAIT_POLICY (the
 // launcher's, PASSIVE unless the user set one: oneDNN's OpenMP threads sleep between products).
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
-#include "cli.h"
+#include "launch/launch.h"
 
 // The rule: bound when ranks x threads fit on the cores, else oversubscribed and unbound.
 static int binding_checks(void) {

@@ -19,9 +19,9 @@
 #include "hyperpar/dims.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/safetensors.h"
-#include "cli.h"
+#include "cli/cli.h"
 #include "hyperpar/recipes.h"
-#include "report.h"
+#include "matrix/report.h"
 #include "test_check.h"
 
 

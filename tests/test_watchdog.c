@@ -9,7 +9,7 @@
 //       "hp: watchdog: rank R waited 2.0 s in OP on group G (step 7); aborting the job".
 //   HP_TIMEOUT=abc mpirun -np 2 test_watchdog barrier -> exit 2, one line naming HP_TIMEOUT
 //   test_watchdog --launch N OP   the same job, started on N ranks by hp's own launcher
-//       (tools/hp/launch.c, as `hp run` starts its ranks): its stderr passes hp's filter, so
+//       (tools/hp/launch/launch.c, as `hp run` starts its ranks): its stderr passes hp's filter, so
 //       the job must end with hp's lines only (tests/run_watchdog.sh, WATCHDOG_HP_LINES_ONLY)
 // The mesh is dp_shard 2 x tp 2 (world 4): all-gather and send-recv on tp, the all-reduce
 // on dp_shard, reduce-scatter on fsdp, all-to-all on ep, broadcast and barrier on world.
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include "hyperpar/comm.h"
-#include "cli.h"   // tool_launch_self, tool_launch_under_mpi (tools/hp/launch.c)
+#include "launch/launch.h"   // tool_launch_self, tool_launch_under_mpi (tools/hp/launch/launch.c)
 
 static int api_checks(void) {
     int fail = 0;

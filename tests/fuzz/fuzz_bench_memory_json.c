@@ -1,7 +1,7 @@
 // fuzz_bench_memory_json.c - hp bench --memory's reader of a child job's --memory-out JSON
-// (tools/hp/bench_json.c) on any bytes, counting first and then filling, as cmd_bench.c does.
+// (tools/hp/bench/bench_json.c) on any bytes, counting first and then filling, as cmd_bench.c does.
 #include <stdlib.h>
-#include "bench_json.h"
+#include "bench/bench_json.h"
 #include "fuzz_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,7 +1,7 @@
 // fuzz_bench_run_json.c - hp bench --recipes' reader of a run's --json result
-// (tools/hp/bench_json.c) on any bytes.
+// (tools/hp/bench/bench_json.c) on any bytes.
 #include <stdlib.h>
-#include "bench_json.h"
+#include "bench/bench_json.h"
 #include "fuzz_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,4 +1,4 @@
-// fuzz_cli.c - hp's flag parser (tools/hp/cli.c) on any command line: the input split at NUL
+// fuzz_cli.c - hp's flag parser (tools/hp/cli/cli.c) on any command line: the input split at NUL
 // bytes is argv[1..] after "hp", so "run\0--tp\0002\0--verify" is `hp run --tp 2 --verify`.
 // The first word picks the subcommand's extra flags, as its cmd_*.c passes them.
 // Invariants (abort when broken): a parse returns 0, -1 (help) or HP_EXIT_CONFIG; after a
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "fuzz_target.h"
 
 #define MAX_ARGS 256
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
             if (paths[i] && !is_arg(argv, argc, paths[i])) abort();
 #ifdef HP_FUZZ_HAVE_CLI_CHECK
-        hp_cli_check(&cli);   // the range checks after a successful parse (tools/hp/cli.c)
+        hp_cli_check(&cli);   // the range checks after a successful parse (tools/hp/cli/cli.c)
 #endif
     }
     tool_cli_release();   // the kept "--flag=value" strings: one command line's worth at a time

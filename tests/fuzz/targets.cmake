@@ -15,7 +15,7 @@ function(hp_fuzz_target name)
 endfunction()
 
 # the flag parser also runs the range checks once cli.h declares them (hp_cli_check)
-file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/tools/hp/cli.h HP_FUZZ_CLI_CHECK REGEX "hp_cli_check[ ]*\\(")
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/tools/hp/cli/cli.h HP_FUZZ_CLI_CHECK REGEX "hp_cli_check[ ]*\\(")
 set(HP_FUZZ_CLI_DEFS "")
 if(HP_FUZZ_CLI_CHECK)
   set(HP_FUZZ_CLI_DEFS HP_FUZZ_HAVE_CLI_CHECK)
@@ -23,12 +23,12 @@ endif()
 
 hp_fuzz_target(safetensors       SOURCES src/util/safetensors.c src/util/file_io.c)
 hp_fuzz_target(run_json          SOURCES src/verify/verify_json.c src/util/file_io.c src/util/memtrack.c)
-hp_fuzz_target(bench_memory_json SOURCES tools/hp/bench_json.c)
-hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench_json.c)
+hp_fuzz_target(bench_memory_json SOURCES tools/hp/bench/bench_json.c)
+hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench/bench_json.c)
 hp_fuzz_target(hf_config         SOURCES src/model_io/hf_config.c src/util/file_io.c)
 # src/dims/ is pure functions (no MPI) and grows (pp_layout.c): all of it, by glob
 file(GLOB HP_FUZZ_DIMS_SOURCES RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS src/dims/*.c)
-hp_fuzz_target(cli               SOURCES tools/hp/cli.c tools/hp/cli_job.c tools/hp/cli_table.c tools/hp/cli_help.c src/util/toml.c src/model/config.c ${HP_FUZZ_DIMS_SOURCES}
+hp_fuzz_target(cli               SOURCES tools/hp/cli/cli.c tools/hp/cli/cli_job.c tools/hp/cli/cli_table.c tools/hp/cli/cli_help.c src/util/toml.c src/model/config.c ${HP_FUZZ_DIMS_SOURCES}
                                          src/kernels/float8.c
                                          src/model_io/hf_config.c src/util/file_io.c
                                  DEFINITIONS ${HP_FUZZ_CLI_DEFS} REGRESS_LINK hyperpar)

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cli.h"
-#include "cli_table.h"
+#include "cli/cli.h"
+#include "cli/cli_table.h"
 #include "gemm_choice.h"
+#include "launch/launch.h"
 #include "metrics.h"
 #include "run_checkpoint.h"
 #include "hyperpar/blas.h"

@@ -2,12 +2,12 @@
 // stride summary of big worlds, and --search. The formulas live in the library (plan.h).
 // defines: tool_plan_check_flags, tool_plan_ac_name, tool_plan_memory_cmd, tool_plan_print_group_strides,
 //          tool_plan_ranks_per_node, tool_plan_print_node_groups,
-//          tool_plan_search_cmd, tool_plan_parse_size, TOOL_PLAN_SUMMARY_WORLD
+//          tool_plan_search_cmd, tool_plan_parse_size, TOOL_PLAN_SUMMARY_WORLD, tool_plan_print_pipeline
 #ifndef HP_TOOL_PLAN_TOOL_H
 #define HP_TOOL_PLAN_TOOL_H
 #include <stddef.h>
 #include <stdio.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "hyperpar/dims.h"
 
 // Beyond this many ranks plan prints groups by stride and a summary unless --ranks.
@@ -32,5 +32,8 @@ void tool_plan_print_group_strides(FILE *out, const hp_dims *d, int ranks_per_no
 void tool_plan_print_node_groups(FILE *out, const hp_dims *d, int ranks_per_node);
 // --search: every legal layout of --world N that fits, ranked; prints the top 10.
 int tool_plan_search_cmd(const tool_cli *cli);
+// `hp plan` under pp > 1: stages, their layers and ranks, the schedule grid and its ideal
+// bubble (plan_pipeline.c).
+void tool_plan_print_pipeline(FILE *out, const hp_dims *d, int n_layers, int M);
 
 #endif

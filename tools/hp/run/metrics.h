@@ -14,7 +14,7 @@
 #define HP_TOOL_METRICS_H
 #include <stdint.h>
 #include <stdio.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "hyperpar/data.h"
 #include "hyperpar/train.h"
 

@@ -5,7 +5,7 @@
 //   hp run --steps 6 --resume ck --tp 2 --dp-shard 2               # trains steps 4..6
 #ifndef HP_TOOL_RUN_CHECKPOINT_H
 #define HP_TOOL_RUN_CHECKPOINT_H
-#include "cli.h"
+#include "cli/cli.h"
 #include "hyperpar/train.h"
 
 // Flag combinations (no files touched): one line and HP_EXIT_CONFIG, or 0.

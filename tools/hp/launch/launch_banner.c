@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "launch.h"
 
 #define MAX_BLOCK_LINES 64   // a longer "block" is not a banner: it is passed through
 

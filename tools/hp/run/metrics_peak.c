@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "fma_peak.h"
+#include "bench/fma_peak.h"
 #include "metrics.h"
 #include "hyperpar/blas.h"
 #include "kernels/gemm.h"

@@ -4,7 +4,7 @@
 // defines: tool_cmd_compare
 #include <stdio.h>
 #include <string.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "hyperpar/dump.h"
 
 static const char *const compare_usage =

@@ -29,10 +29,11 @@
 #include <cjson/cJSON.h>
 #include "util/file_io.h"
 #include "bench_json.h"
-#include "cli.h"
+#include "cli/cli.h"
 #include "fma_peak.h"
 #include "gemm_bench.h"
-#include "gemm_choice.h"
+#include "launch/launch.h"
+#include "run/gemm_choice.h"
 #include "hyperpar/blas.h"
 #include "hyperpar/recipes.h"
 #include "hyperpar/train.h"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "matrix_opts.h"
 
 static const char *const matrix_usage =

@@ -13,7 +13,7 @@
 #define HP_TOOL_GEMM_CHOICE_H
 #include <stddef.h>
 #include <mpi.h>
-#include "cli.h"
+#include "cli/cli.h"
 
 // --gemm, else the environment's HP_GEMM (so hp matrix and scripts can switch), else
 // "default". A bad HP_GEMM: one line naming the rule, HP_EXIT_CONFIG; else 0 and *name

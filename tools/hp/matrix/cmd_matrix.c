@@ -32,8 +32,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "hyperpar/recipes.h"
+#include "launch/launch.h"
 #include "matrix_child.h"
 #include "matrix_opts.h"
 #include "report.h"

@@ -7,7 +7,7 @@
 //   hp export ck --out model-bf16.safetensors --export-dtype bfloat16   # 2 bytes a parameter
 #include <stdio.h>
 #include <string.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "hyperpar/checkpoint.h"
 
 static const char *const export_usage =

@@ -3,8 +3,8 @@
 // defines: tool_plan_print_pipeline
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
 #include "hyperpar/pipeline.h"
+#include "plan_tool.h"
 
 // Cells like F3, B2, I1, W0; slots as hp_pp_ideal_bubble times them (F = I = W = 1, B = 2), so
 // a gap in a row is that rank waiting.

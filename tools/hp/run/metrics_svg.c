@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include "metrics.h"
-#include "svg.h"
+#include "matrix/svg.h"
 
 #define C_TRAIN "#1c3f94"
 #define C_VAL   "#f08c00"

@@ -8,7 +8,7 @@
 // --memory / --json add the prediction of plan_report.c, --search is plan_search.c.
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
+#include "cli/cli.h"
 #include "hyperpar/ulysses.h"
 #include "hyperpar/mesh.h"
 #include "hyperpar/params.h"

@@ -1,5 +1,5 @@
-// cli.h - the flags every `hp` subcommand shares, and the launcher (the torchrun role).
-// defines: tool_cli, tool_cli_parse, tool_cli_print_common_help, tool_launch_*
+// cli.h - the flags every `hp` subcommand shares, and the subcommands main.c dispatches to.
+// defines: tool_cli, tool_cli_parse, tool_cli_print_common_help, tool_cli_check_*, tool_cmd_*
 #ifndef HP_TOOL_CLI_H
 #define HP_TOOL_CLI_H
 #include <stdio.h>
@@ -140,36 +140,6 @@ int tool_cli_check_dir(const char *flag, const char *dir);
 // for `local_ranks` ranks; with --verify world rank 0 also holds the reference and the full
 // tensors of both runs.
 int tool_cli_check_memory(const tool_cli *cli, const hp_dims *dims, int local_ranks);
-
-// Launch: 1 if this process runs under an MPI launcher (mpirun/srun/mpiexec env vars).
-int  tool_launch_under_mpi(void);
-// Re-executes the current command on nproc ranks under the launcher of the MPI hp was built
-// with (HP_MPIRUN names another): Open MPI's with -x, MPICH's Hydra with -genv; every rank gets
-// OPENBLAS_NUM_THREADS (1 unless set) and the BLAS core hp chose. Ranks that fit on this
-// machine's cores are bound to them (Open MPI --bind-to core, Hydra -bind-to core); more ranks
-// than cores run oversubscribed and unbound, said once in one line on stderr. The launcher's
-// stderr passes through tool_launcher_stderr_filter. Returns the launcher's exit status, or one
-// line and HP_EXIT_FAIL when it cannot start.
-int  tool_launch_self(int nproc, int argc, char **argv);
-// The physical cores this process may run on: its affinity mask folded into cores through sysfs
-// (every CPU of the mask where sysfs has no topology); >= 1 (launch_cores.c).
-int  tool_cores_available(void);
-// Whether nproc ranks of threads_per_rank BLAS threads each fit on cores: bind = 1 when
-// nproc * threads <= cores (each rank then gets `threads` cores of its own).
-typedef struct tool_binding { int bind, threads, cores; } tool_binding;
-tool_binding tool_launch_binding(int nproc, int threads_per_rank, int cores);
-// The launcher's stderr copied from in to out (launch_banner.c), less:
-//  - the framed banner Open MPI and MPICH add when a rank exits non-zero (hp has said why): 1
-//    from tool_launcher_banner_is_exit_code when a framed block is that banner;
-//  - Open MPI's MPI_ABORT banner when a rank's own "hp: " line came first (hp has said why);
-//  - Open MPI's teardown error logs (ORTE_ERROR_LOG, PMIx errors) once the job is ending;
-// and a killed rank's framed block becomes its one line, without Open MPI's "with PID 0".
-int  tool_launcher_banner_is_exit_code(const char *block);
-void tool_launcher_stderr_filter(FILE *in, FILE *out);
-
-// `hp plan` under pp > 1: stages, their layers and ranks, the schedule grid and its ideal
-// bubble (plan_pipeline.c).
-void tool_plan_print_pipeline(FILE *out, const hp_dims *d, int n_layers, int M);
 
 // Subcommands (each its own file).
 int tool_cmd_plan(int argc, char **argv);

@@ -11,7 +11,7 @@
 #include "hyperpar/blas.h"
 #include "hyperpar/cpu.h"
 #include "kernels/gemm.h"
-#include "gemm_choice.h"
+#include "run/gemm_choice.h"
 
 static void usage(FILE *out) {
     fputs("usage: hp <command> [flags]\n"

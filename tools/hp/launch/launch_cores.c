@@ -11,7 +11,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
-#include "cli.h"
+#include "launch.h"
 
 // A small integer read from a sysfs file, or -1.
 static long read_sysfs_long(int cpu, const char *leaf) {

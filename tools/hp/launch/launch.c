@@ -31,8 +31,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <mpi.h>
-#include "cli.h"
+#include "launch.h"
 #include "hyperpar/blas.h"
+#include "hyperpar/dims.h"   // HP_EXIT_FAIL
 #include "kernels/gemm.h"
 
 #ifndef HP_MPIEXEC_BUILT   // set by CMakeLists.txt; a build without it takes the usual names

@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         hp_cli_check(&cli);   // the range checks after a successful parse (tools/hp/cli/cli.c)
 #endif
     }
-    tool_cli_release();   // the kept "--flag=value" strings: one command line's worth at a time
+    hp_job_release();   // the kept "--flag=value" strings: one command line's worth at a time
     free(buf);
     return 0;
 }

@@ -2,7 +2,7 @@
 // defines: tool_cli_print_common_help
 #include <stdio.h>
 #include <string.h>
-#include "cli_table.h"
+#include "cli.h"
 
 // The --model line, from the library's table of named configs (config.h), so that it cannot
 // miss one; wrapped under its own column.

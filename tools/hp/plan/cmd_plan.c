@@ -156,7 +156,7 @@ int tool_cmd_plan(int argc, char **argv) {
         fprintf(stderr, "hp: --rank (%d) must be in [0, %d) (the world size)\n", cli.rank, d.world);
         return HP_EXIT_CONFIG;
     }
-    tool_cli_print_notes(&cli, stderr);   // a job file's TorchTitan-only keys at their defaults ...
+    hp_job_print_notes(&cli, stderr);   // a job file's TorchTitan-only keys at their defaults ...
     const int W = d.world, R = d.dp_replicate, S = d.dp_shard, C = d.cp, T = d.tp;
     const hp_model_config *m = &cli.model;
     const hp_run_config *run = &cli.run;

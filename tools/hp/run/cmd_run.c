@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "cli/cli_table.h"
+#include "job/job_table.h"
 #include "gemm_choice.h"
 #include "launch/launch.h"
 #include "metrics.h"
@@ -319,7 +319,7 @@ static int check_metrics_inputs(const tool_cli *cli) {
 // is a training length (llama3_small.toml's 300) and leaves the default. Both flags with two
 // numbers: one line and HP_EXIT_CONFIG, since one of them would be ignored.
 static int resolve_verify_steps(tool_cli *cli) {
-    const int row = tool_flag_key_row(F_STEPS);
+    const int row = hp_job_flag_key_row(F_STEPS);
     const int steps_given = row >= 0 && cli->key_cmdline[row];
     if (!cli->verify || !steps_given) return 0;
     if (cli->verify_steps_given && cli->verify_steps != cli->run.steps) {
@@ -406,14 +406,14 @@ int tool_cmd_run(int argc, char **argv) {
         if ((e = tool_run_ckpt_precheck(&cli))) return e;   // --resume: refused before any rank
         // the ranks parse the same command line, --config FILE included: they read the file again
         if (d.world > 1) {
-            tool_cli_print_notes(&cli, stderr);
-            tool_cli_config_pin(&cli, argc, argv);
+            hp_job_print_notes(&cli, stderr);
+            hp_job_config_pin(&cli, argc, argv);
             return tool_launch_self(d.world, argc, argv);
         }
     }
 
     tool_reexec(argv);   // the kernels this CPU deserves, OpenMP's wait policy, before MPI_Init
-    if (!under_mpi) tool_cli_print_notes(&cli, stderr);   // after the re-exec: said once
+    if (!under_mpi) hp_job_print_notes(&cli, stderr);   // after the re-exec: said once
     if (cli.timeout > 0) {
         // the comm layer's watchdog reads HP_TIMEOUT; relaunched ranks parse --timeout too
         char t[32];
@@ -435,7 +435,7 @@ int tool_cmd_run(int argc, char **argv) {
         MPI_Finalize();
         return HP_EXIT_CONFIG;
     }
-    int changed = tool_cli_config_changed(&cli), any_changed = 0;   // the job file hp run checked?
+    int changed = hp_job_config_changed(&cli), any_changed = 0;   // the job file hp run checked?
     MPI_Allreduce(&changed, &any_changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any_changed) {
         if (rank == 0)
@@ -444,12 +444,12 @@ int tool_cmd_run(int argc, char **argv) {
         MPI_Finalize();
         return HP_EXIT_CONFIG;
     }
-    if (rank == 0 && under_mpi && !getenv("HP_LAUNCHED")) tool_cli_print_notes(&cli, stderr);
+    if (rank == 0 && under_mpi && !getenv("HP_LAUNCHED")) hp_job_print_notes(&cli, stderr);
     // the effective job file: {job.dump_folder}/config.toml before step 1, job.print_config prints it
     int saved = 0;
     if (rank == 0) {
-        saved = tool_cli_save_config(&cli, argc, argv);
-        if (cli.print_config) tool_cli_write_config(&cli, stdout, argc, argv);
+        saved = hp_job_save_config(&cli, argc, argv);
+        if (cli.print_config) hp_job_write_config(&cli, stdout, argc, argv);
     }
     hp_mpi_broadcast(MPI_COMM_WORLD, &saved, 1, MPI_INT, 0, "config-saved");
     if (saved) {

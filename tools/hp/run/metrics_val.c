@@ -23,7 +23,7 @@ int tool_val_open(tool_val *v, const tool_cli *cli, int say) {
     // the training data keep their format. A set of its own takes --validation.dataset_format,
     // else the training data's, where auto also reads a headerless file as bytes, as --data does
     hp_data_format format = cli->run.data_format;
-    if (cli->val_path && cli->val_format != TOOL_VAL_FORMAT_UNSET) format = cli->val_format;
+    if (cli->val_path && cli->val_format != HP_JOB_VAL_FORMAT_UNSET) format = cli->val_format;
     else if (cli->val_path && format == HP_DATA_AUTO) format = HP_DATA_AUTO_BYTES;
     v->data = hp_data_open(v->path, format, cli->model.vocab_size, err, sizeof err);
     if (!v->data) {

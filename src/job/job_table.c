@@ -1,9 +1,9 @@
-// cli_table.c - the table of every flag and job key `hp` takes (cli_table.h): one row per TorchTitan
+// job_table.c - the table of every flag and job key `hp` takes (job_table.h): one row per TorchTitan
 // job key (`--section.key`, its type, hp's and TorchTitan's defaults), the flags that are aliases
-// of a key (same id) and the plain flags. The parser (cli.c), the job file (cli_job.c), the help
-// and docs/job_file.md all read it.
-// defines: tool_flags, tool_n_flags
-#include "cli_table.h"
+// of a key (same id) and the plain flags. The values' checks (job_keys.c), the job file
+// (job_file.c), hp's parser and help (tools/hp/cli/) and docs/job_file.md all read it.
+// defines: hp_job_flags, hp_job_n_flags
+#include "job_table.h"
 
 // The table: every job key (a dotted name: the TOML key of a job file and its --section.key
 // flag, with its type, hp's default and TorchTitan's), the flags that are aliases of a key (same
@@ -12,7 +12,7 @@
 #define KEY(name, id, type, hp, tt) { "--" name, id, (type) != V_BOOL, FOR_ALL, type, hp, tt, NULL }
 #define TT_ONLY(name, type, tt) { "--" name, F_TT_ONLY, (type) != V_BOOL, FOR_ALL, type, NULL, tt, NULL }
 #define IGNORED(name, type, tt) { "--" name, F_IGNORED, (type) != V_BOOL, FOR_ALL, type, NULL, tt, NULL }
-const tool_flag_def tool_flags[] = {
+const hp_job_flag_def hp_job_flags[] = {
     // job keys (docs/job_file.md)
     KEY("job.config_file", F_CONFIG, V_PATH, "", ""),
     KEY("job.dump_folder", F_DUMP_FOLDER, V_PATH, "", "./outputs"),
@@ -191,5 +191,5 @@ const tool_flag_def tool_flags[] = {
     { "--float8-fsdp-all-gather", F_FLOAT8_FSDP_AG, 0, FOR_ALL, 0, 0, 0, "true" },
     // ---- end of rows of other features
 };
-const int tool_n_flags = (int)(sizeof tool_flags / sizeof tool_flags[0]);
-_Static_assert(sizeof tool_flags / sizeof tool_flags[0] <= TOOL_CLI_MAX_ROWS, "raise TOOL_CLI_MAX_ROWS");
+const int hp_job_n_flags = (int)(sizeof hp_job_flags / sizeof hp_job_flags[0]);
+_Static_assert(sizeof hp_job_flags / sizeof hp_job_flags[0] <= HP_JOB_MAX_ROWS, "raise HP_JOB_MAX_ROWS");

@@ -1,29 +1,28 @@
-// cli_job.c - the job file (docs/job_file.md): a TOML file's keys applied
-// through the flag table's own path (cli.c), the effective config written back as a job file,
-// the schema printed, and the notes of a parse.
-// defines: tool_cli_apply_file, tool_cli_write_config, tool_cli_save_config, tool_cli_print_schema,
-//          tool_cli_print_notes
+// job_file.c - the job file (docs/job_file.md): a TOML file's keys applied through the flag
+// table's own path (job_keys.c), the effective config written back as a job file, the schema
+// printed, and the notes of a read.
+// defines: hp_job_load, hp_job_apply_file, hp_job_write_config, hp_job_save_config,
+//          hp_job_print_schema, hp_job_print_notes, hp_job_config_pin, hp_job_config_changed
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cli_table.h"
+#include "job_table.h"
 #include "util/toml.h"
 
-int tool_cli_apply_file(tool_cli *cli, const char *path);
 static void absolute(char *out, size_t cap, const char *p);
 
 // 1 when a key row of the table lies in section sec ("training"), wildcard rows included.
 static int section_known(const char *sec, size_t n) {
-    for (int k = 0; k < tool_n_flags; k++) {
-        const char *name = tool_flags[k].name + 2;
-        if (tool_flag_is_key(&tool_flags[k]) && !strncmp(name, sec, n) && name[n] == '.') return 1;
+    for (int k = 0; k < hp_job_n_flags; k++) {
+        const char *name = hp_job_flags[k].name + 2;
+        if (hp_job_flag_is_key(&hp_job_flags[k]) && !strncmp(name, sec, n) && name[n] == '.') return 1;
     }
     return 0;
 }
 
-static int type_ok(tool_value_type want, const hp_toml_value *v) {
+static int type_ok(hp_job_value_type want, const hp_toml_value *v) {
     switch (want) {
     case V_INT:    return v->type == HP_TOML_INT;
     case V_FLOAT:  return v->type == HP_TOML_INT || v->type == HP_TOML_FLOAT;   // not the reverse
@@ -36,7 +35,7 @@ static int type_ok(tool_value_type want, const hp_toml_value *v) {
     return 0;
 }
 
-static const char *type_words(tool_value_type t) {
+static const char *type_words(hp_job_value_type t) {
     switch (t) {
     case V_INT:    return "an integer";
     case V_FLOAT:  return "a number";
@@ -62,7 +61,7 @@ static const char *scalar_text(const hp_toml_value *v) {
 
 // The value as the command line would spell it: lists as a,b.
 static char *value_text(const hp_toml_value *v) {
-    if (v->type != HP_TOML_ARRAY) return tool_cli_keep(scalar_text(v));
+    if (v->type != HP_TOML_ARRAY) return hp_job_keep(scalar_text(v));
     size_t n = 1;
     for (int i = 0; i < v->n; i++) n += strlen(scalar_text(&v->items[i])) + 1;
     char *s = malloc(n);
@@ -72,12 +71,12 @@ static char *value_text(const hp_toml_value *v) {
         if (i) strcat(s, ",");
         strcat(s, scalar_text(&v->items[i]));
     }
-    char *kept = tool_cli_keep(s);
+    char *kept = hp_job_keep(s);
     free(s);
     return kept;
 }
 
-int tool_cli_apply_file(tool_cli *cli, const char *path) {
+int hp_job_apply_file(hp_job *cli, const char *path) {
     hp_toml t;
     char err[1024];
     if (hp_toml_load(path, &t, err, sizeof err) != 0) {
@@ -91,9 +90,9 @@ int tool_cli_apply_file(tool_cli *cli, const char *path) {
         snprintf(name, sizeof name, "--%s", en->key);
         snprintf(where, sizeof where, "%s:%d", path, en->line);
         int negated = 0;
-        const int row = tool_flag_find(name, &negated);
+        const int row = hp_job_flag_find(name, &negated);
         const char *dot = strrchr(en->key, '.');
-        if (row < 0 || negated || !tool_flag_is_key(&tool_flags[row])) {
+        if (row < 0 || negated || !hp_job_flag_is_key(&hp_job_flags[row])) {
             if (!dot) fprintf(stderr, "hp: %s: key '%s' outside any [section] (see hp run --help-config)\n", where, en->key);
             else if (!section_known(en->key, (size_t)(dot - en->key)))
                 fprintf(stderr, "hp: %s: unknown section [%.*s] (key %s; see hp run --help-config)\n", where,
@@ -102,7 +101,7 @@ int tool_cli_apply_file(tool_cli *cli, const char *path) {
             e = HP_EXIT_CONFIG;
             break;
         }
-        const tool_flag_def *f = &tool_flags[row];
+        const hp_job_flag_def *f = &hp_job_flags[row];
         if (f->id == F_CONFIG) {
             fprintf(stderr, "hp: %s: job.config_file: a job file cannot name another (give --config on the "
                     "command line)\n", where);
@@ -118,10 +117,17 @@ int tool_cli_apply_file(tool_cli *cli, const char *path) {
         }
         char label[4600];
         snprintf(label, sizeof label, "%s: %s", where, en->key);
-        e = tool_cli_apply_key(cli, row, tool_cli_keep(label), value_text(&en->value), 1);
+        e = hp_job_apply_key(cli, row, hp_job_keep(label), value_text(&en->value), 1);
     }
     hp_toml_free(&t);
     return e;
+}
+
+int hp_job_load(hp_job *job, const char *path) {
+    hp_job_defaults(job);
+    job->config_file = hp_job_keep(path);
+    const int e = hp_job_apply_file(job, job->config_file);
+    return e ? e : hp_job_resolve(job);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -141,23 +147,23 @@ static int file_hash(const char *path, char hex[17]) {
     return 0;
 }
 
-void tool_cli_config_pin(const tool_cli *cli, int argc, char **argv) {
+void hp_job_config_pin(const hp_job *cli, int argc, char **argv) {
     if (!cli->config_file) return;
     char hex[17], abs_path[4200];
     if (file_hash(cli->config_file, hex) == 0) setenv("HP_CONFIG_HASH", hex, 1);
     absolute(abs_path, sizeof abs_path, cli->config_file);
     for (int i = 1; i < argc; i++) {   // the word that holds the path: FILE, or --config=FILE
         const char *eq = strchr(argv[i], '=');
-        if (argv[i] == cli->config_file) argv[i] = tool_cli_keep(abs_path);
+        if (argv[i] == cli->config_file) argv[i] = hp_job_keep(abs_path);
         else if (eq && eq + 1 == cli->config_file) {
             char word[4400];
             snprintf(word, sizeof word, "%.*s=%s", (int)(eq - argv[i]), argv[i], abs_path);
-            argv[i] = tool_cli_keep(word);
+            argv[i] = hp_job_keep(word);
         }
     }
 }
 
-int tool_cli_config_changed(const tool_cli *cli) {
+int hp_job_config_changed(const hp_job *cli) {
     const char *want = getenv("HP_CONFIG_HASH");
     char hex[17];
     if (!cli->config_file || !want || !*want) return 0;
@@ -190,8 +196,8 @@ static int toml_scalar(const char *text, hp_toml_type *type) {
 }
 
 // The value key row k has in this run, as text (NULL: none to write).
-static const char *effective(const tool_cli *cli, int k, char *buf, size_t cap) {
-    const tool_flag_def *f = &tool_flags[k];
+static const char *effective(const hp_job *cli, int k, char *buf, size_t cap) {
+    const hp_job_flag_def *f = &hp_job_flags[k];
     switch (f->id) {
     case F_SP:
         return (cli->dims.sp < 0 ? cli->dims.tp > 1 : cli->dims.sp) ? "true" : "false";
@@ -203,7 +209,7 @@ static const char *effective(const tool_cli *cli, int k, char *buf, size_t cap) 
     case F_MODEL_NAME:     return cli->model_name;
     // the formats as read: --data's auto_bytes, the validation set's "" (the training data's)
     case F_DATA_FORMAT:    return hp_data_format_name(cli->run.data_format);
-    case F_VAL_FORMAT:     return cli->val_format == TOOL_VAL_FORMAT_UNSET ? "" : hp_data_format_name(cli->val_format);
+    case F_VAL_FORMAT:     return cli->val_format == HP_JOB_VAL_FORMAT_UNSET ? "" : hp_data_format_name(cli->val_format);
     // the batch resolved: TorchTitan's local batch and pp microbatch size are in these
     case F_LOCAL_BATCH:
     case F_PP_MB_SIZE:     return "-1";
@@ -222,7 +228,7 @@ static const char *effective(const tool_cli *cli, int k, char *buf, size_t cap) 
     }
 }
 
-static void write_value(FILE *out, tool_value_type type, const char *v) {
+static void write_value(FILE *out, hp_job_value_type type, const char *v) {
     char buf[8400];
     hp_toml_type t;
     switch (type) {
@@ -267,12 +273,12 @@ static void write_value(FILE *out, tool_value_type type, const char *v) {
     }
 }
 
-static int written_key(const tool_flag_def *f) {
-    return tool_flag_is_key(f) && f->id != F_CONFIG && f->id != F_TT_ONLY && f->id != F_IGNORED &&
+static int written_key(const hp_job_flag_def *f) {
+    return hp_job_flag_is_key(f) && f->id != F_CONFIG && f->id != F_TT_ONLY && f->id != F_IGNORED &&
            !strchr(f->name, '*');
 }
 
-void tool_cli_write_config(const tool_cli *cli, FILE *out, int argc, char **argv) {
+void hp_job_write_config(const hp_job *cli, FILE *out, int argc, char **argv) {
     fprintf(out, "# the effective job file of this run, written by hp %s (docs/job_file.md):\n"
                  "# every key, defaults too; `hp run --config` on it trains the same losses bit for bit\n"
                  "# (same build, machine and world).\n#", HP_VERSION);
@@ -292,21 +298,21 @@ void tool_cli_write_config(const tool_cli *cli, FILE *out, int argc, char **argv
     }
     fputc('\n', out);
     // sections in the order they first appear (rows of other features may come later in the table)
-    for (int s = 0; s < tool_n_flags; s++) {
-        const tool_flag_def *fs = &tool_flags[s];
+    for (int s = 0; s < hp_job_n_flags; s++) {
+        const hp_job_flag_def *fs = &hp_job_flags[s];
         if (!written_key(fs)) continue;
         const size_t sl = (size_t)(strrchr(fs->name, '.') - fs->name);
         int seen = 0;
         for (int p = 0; p < s && !seen; p++)
-            seen = written_key(&tool_flags[p]) && (size_t)(strrchr(tool_flags[p].name, '.') - tool_flags[p].name) == sl &&
-                   !strncmp(tool_flags[p].name, fs->name, sl);
+            seen = written_key(&hp_job_flags[p]) && (size_t)(strrchr(hp_job_flags[p].name, '.') - hp_job_flags[p].name) == sl &&
+                   !strncmp(hp_job_flags[p].name, fs->name, sl);
         if (seen) continue;
         fprintf(out, "\n[%.*s]\n", (int)(sl - 2), fs->name + 2);
-        for (int k = s; k < tool_n_flags; k++) {
-            const tool_flag_def *f = &tool_flags[k];
+        for (int k = s; k < hp_job_n_flags; k++) {
+            const hp_job_flag_def *f = &hp_job_flags[k];
             if (!written_key(f) || (size_t)(strrchr(f->name, '.') - f->name) != sl || strncmp(f->name, fs->name, sl))
                 continue;
-            if (tool_flag_key_row(f->id) != k) continue;   // a second name of a key
+            if (hp_job_flag_key_row(f->id) != k) continue;   // a second name of a key
             char buf[4200];
             const char *v = effective(cli, k, buf, sizeof buf);
             if (!v) { fprintf(out, "# %s: hp's default\n", f->name + sl + 1); continue; }
@@ -317,14 +323,14 @@ void tool_cli_write_config(const tool_cli *cli, FILE *out, int argc, char **argv
     }
 }
 
-int tool_cli_save_config(const tool_cli *cli, int argc, char **argv) {
+int hp_job_save_config(const hp_job *cli, int argc, char **argv) {
     if (!cli->dump_folder) return 0;
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/config.toml", cli->dump_folder);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (f) {
-        tool_cli_write_config(cli, f, argc, argv);
+        hp_job_write_config(cli, f, argc, argv);
         if (fclose(f) == 0 && rename(tmp, path) == 0) return 0;
     }
     fprintf(stderr, "hp: job.dump_folder: cannot write '%s': %s\n", path, strerror(errno));
@@ -335,31 +341,31 @@ int tool_cli_save_config(const tool_cli *cli, int argc, char **argv) {
 // ---------------------------------------------------------------------------------------------
 // the schema and the notes
 
-void tool_cli_print_schema(FILE *out) {
+void hp_job_print_schema(FILE *out) {
     fputs("hp's job file: TorchTitan's TOML job schema (docs/job_file.md). Every key\n"
           "is also a flag --section.key VALUE (booleans: --s.key, --s.no_key, --s.key=false). Precedence:\n"
           "command line > --config FILE > defaults. TT = TorchTitan's default (-1 = unset; \"\" for a list: []).\n\n"
           "| key | type | hp default | TT default | flags |\n|---|---|---|---|---|\n", out);
     static const char *const types[] = { "any", "int", "float", "string", "path", "bool", "list" };
-    for (int k = 0; k < tool_n_flags; k++) {
-        const tool_flag_def *f = &tool_flags[k];
-        if (!tool_flag_is_key(f) || f->id == F_TT_ONLY || f->id == F_IGNORED) continue;
+    for (int k = 0; k < hp_job_n_flags; k++) {
+        const hp_job_flag_def *f = &hp_job_flags[k];
+        if (!hp_job_flag_is_key(f) || f->id == F_TT_ONLY || f->id == F_IGNORED) continue;
         const char *empty = f->type == V_LIST ? "[]" : "\"\"";
         fprintf(out, "| %s | %s | %s | %s | ", f->name + 2, types[f->type],
                 !f->hp_def ? "" : *f->hp_def ? f->hp_def : empty, !f->tt_def ? "(hp)" : *f->tt_def ? f->tt_def : empty);
         int n = 0;
-        for (int a = 0; a < tool_n_flags; a++)
-            if (tool_flags[a].id == f->id && !tool_flag_is_key(&tool_flags[a]))
-                fprintf(out, "%s%s", n++ ? " " : "", tool_flags[a].name);
+        for (int a = 0; a < hp_job_n_flags; a++)
+            if (hp_job_flags[a].id == f->id && !hp_job_flag_is_key(&hp_job_flags[a]))
+                fprintf(out, "%s%s", n++ ? " " : "", hp_job_flags[a].name);
         fputs(" |\n", out);
     }
     for (int pass = 0; pass < 2; pass++) {
         fputs(pass ? "\nTorchTitan keys with no meaning here, accepted at any value with a note:\n"
                    : "\nTorchTitan keys hp does not implement: at TT's default (off) a note, else refused:\n", out);
         int col = 0;
-        for (int k = 0; k < tool_n_flags; k++) {
-            if (tool_flags[k].id != (pass ? F_IGNORED : F_TT_ONLY)) continue;
-            const char *name = tool_flags[k].name + 2;
+        for (int k = 0; k < hp_job_n_flags; k++) {
+            if (hp_job_flags[k].id != (pass ? F_IGNORED : F_TT_ONLY)) continue;
+            const char *name = hp_job_flags[k].name + 2;
             if (col + (int)strlen(name) > 96) { fputc('\n', out); col = 0; }
             col += fprintf(out, "%s%s", col ? " " : "  ", name);
         }
@@ -367,7 +373,7 @@ void tool_cli_print_schema(FILE *out) {
     }
 }
 
-void tool_cli_print_notes(const tool_cli *cli, FILE *out) {
+void hp_job_print_notes(const hp_job *cli, FILE *out) {
     if (cli->note_tt[0])
         fprintf(out, "hp: note: TorchTitan keys hp does not implement, at their defaults (off): %s\n", cli->note_tt);
     if (cli->note_ignored[0])

@@ -1,21 +1,21 @@
-// cli.c - the parser of the flags every `hp` subcommand shares. Their table (cli_table.c) is also
-// the job file's schema (cli_table.h, cli_job.c, docs/job_file.md): every TorchTitan job key is a
-// row `--section.key`, and the flags that set one are its aliases. The help is cli_help.c.
-// defines: tool_cli_parse, tool_cli_run_flag, tool_cli_apply_key, tool_flag_find
+// job_keys.c - the values of the job's keys and flags (job_table.h): each row's value checked and
+// set in hp_job (hp_job_apply_key: a job file's entry or a command-line flag alike), the defaults,
+// and the keys that only mean something together, resolved once all are read (hp_job_resolve:
+// the model, activation checkpointing, the batch, the checkpoint folders). The table is
+// job_table.c, the file job_file.c; hp's argv parser (tools/hp/cli/cli.c) calls these.
+// defines: hp_job_defaults, hp_job_resolve, hp_job_apply_key, hp_job_apply_value, hp_job_flag_find,
+//          hp_job_flag_key_row, hp_job_keep, hp_job_keep_owned, hp_job_note, hp_job_release
 //
-// Flags are `--name value` or `--name=value`; names must match exactly (no prefixes; '-' and '_'
-// alike), values must parse fully ("--tp 2x" is an error, not 2). Boolean keys: `--s.key`,
-// `--s.no_key`, `--s.key=true|false`. A job file (--config) is applied first, then the command
-// line; a key set twice on the command line is an error. Anything that does not start with '-'
-// is a positional argument and lands in rest[]. A bad flag prints one line and returns
-// HP_EXIT_CONFIG; the caller exits with it.
+// Values must parse fully ("--tp 2x" is an error, not 2). Boolean keys take true or false. A bad
+// value prints one line naming the key (or the flag, or FILE:LINE) and returns HP_EXIT_CONFIG; the
+// caller exits with it.
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cli_table.h"
+#include "job_table.h"
 #include "hyperpar/float8.h"
 #include "hyperpar/pipeline.h"
 
@@ -191,9 +191,9 @@ static int parse_schedule(const char *flag, const char *v, int *out) {
     return HP_EXIT_CONFIG;
 }
 
-static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
+int hp_job_apply_value(hp_job *cli, int id, const char *flag, const char *v) {
     int e = 0, choice = 0;
-    switch ((tool_flag_id)id) {
+    switch ((hp_job_flag_id)id) {
     case F_DP_REPLICATE: return parse_int(flag, v, &cli->dims.dp_replicate);
     case F_DP_SHARD:     return parse_int(flag, v, &cli->dims.dp_shard);
     case F_CP:           return parse_int(flag, v, &cli->dims.cp);
@@ -214,11 +214,11 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
             return HP_EXIT_CONFIG;
         }
         return 0;
-    case F_SEQ_LEN:      return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->run.seq_len);
-    case F_BATCH:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->run.batch);
-    case F_LOCAL_BATCH:  return parse_int_or_unset(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->local_batch);
+    case F_SEQ_LEN:      return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->run.seq_len);
+    case F_BATCH:        return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->run.batch);
+    case F_LOCAL_BATCH:  return parse_int_or_unset(flag, v, 1, HP_JOB_MAX_SIZE, &cli->local_batch);
     case F_SEED:         return parse_u64(flag, v, &cli->run.seed);
-    case F_STEPS:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->run.steps);
+    case F_STEPS:        return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &cli->run.steps);
     case F_LR:           return parse_finite(flag, v, 1, &cli->run.lr);
     case F_MAX_NORM:     return parse_finite(flag, v, 0, &cli->run.max_norm);
     case F_DATA:   // --data keeps reading a headerless file as bytes (docs/data.md)
@@ -228,7 +228,7 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
     case F_DATA_FORMAT:
     case F_VAL_FORMAT: {
         char err[200];
-        if (id == F_VAL_FORMAT && !*v) { cli->val_format = TOOL_VAL_FORMAT_UNSET; return 0; }
+        if (id == F_VAL_FORMAT && !*v) { cli->val_format = HP_JOB_VAL_FORMAT_UNSET; return 0; }
         if (hp_data_format_parse(flag, v, id == F_VAL_FORMAT ? &cli->val_format : &cli->run.data_format, err,
                                  sizeof err) == 0)
             return 0;
@@ -255,17 +255,17 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
         if ((e = parse_choice(flag, v, "alltoall", "allgather", &choice))) return e;
         cli->run.dispatcher = choice ? HP_DISPATCH_ALLGATHER : HP_DISPATCH_ALLTOALL;
         return 0;
-    case F_NPROC:        return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->nproc);
-    case F_RANK:         return parse_int_in(flag, v, 0, TOOL_CLI_MAX_SIZE - 1, &cli->rank);
+    case F_NPROC:        return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->nproc);
+    case F_RANK:         return parse_int_in(flag, v, 0, HP_JOB_MAX_SIZE - 1, &cli->rank);
     case F_VERIFY:       cli->verify = 1; return 0;
     case F_VERIFY_STEPS: cli->verify_steps_given = 1; return parse_int_in(flag, v, 1, 1000, &cli->verify_steps);
     case F_DUMP:         cli->dump_dir = v; return 0;
     case F_JSON:         cli->json_out = v; return 0;
     case F_QUIET:        cli->quiet = 1; return 0;
     case F_TIMEOUT:      return parse_finite(flag, v, 1, &cli->timeout);
-    case F_MICROBATCHES: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->microbatches);
-    case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->pp_microbatches);
-    case F_PP_MB_SIZE:   return parse_int_or_unset(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->pp_mb_size);
+    case F_MICROBATCHES: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->microbatches);
+    case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->pp_microbatches);
+    case F_PP_MB_SIZE:   return parse_int_or_unset(flag, v, 1, HP_JOB_MAX_SIZE, &cli->pp_mb_size);
     case F_PP_VIRTUAL:
         if ((e = parse_int_or_unset(flag, v, 1, 64, &cli->dims.pp_virtual))) return e;
         if (cli->dims.pp_virtual < 0) cli->dims.pp_virtual = 0;   // the schedule's own
@@ -279,9 +279,9 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
         if (!*v) { fprintf(stderr, "hp: %s must name a folder\n", flag); return HP_EXIT_CONFIG; }
         cli->ckpt_folder = v;
         return 0;
-    case F_CKPT_EVERY:   return parse_int_in(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->ckpt_every);
-    case F_CKPT_KEEP:    return parse_int_in(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->ckpt_keep);
-    case F_LOAD_STEP:    return parse_int_or_unset(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->load_step);
+    case F_CKPT_EVERY:   return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &cli->ckpt_every);
+    case F_CKPT_KEEP:    return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &cli->ckpt_keep);
+    case F_LOAD_STEP:    return parse_int_or_unset(flag, v, 0, HP_JOB_MAX_STEPS, &cli->load_step);
     case F_INIT_LOAD:    cli->init_load = or_null(v); return 0;
     case F_INIT_MODEL_ONLY: return parse_bool(flag, v, &cli->init_model_only);
     case F_MODEL_CONFIG: cli->hf_config = or_null(v); return 0;
@@ -295,7 +295,7 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
         return 0;
     case F_PLAN_SEARCH:  cli->plan_search = 1; return 0;
     case F_PLAN_RANKS:   cli->plan_ranks = 1; return 0;
-    case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->plan_world);
+    case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->plan_world);
     case F_MEM_PER_RANK: cli->mem_per_rank = v; return 0;
     case F_HW:           cli->hw = v; return 0;
     case F_AC: {   // none | full | selective (+ selective_ac_option) | hp's every:N
@@ -311,7 +311,7 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
             char n[24];
             snprintf(n, sizeof n, "%d", every);
             cli->ac_mode = "selective";
-            cli->ac_option = tool_cli_keep(n);
+            cli->ac_option = hp_job_keep(n);
         } else {
             cli->ac_mode = every ? "full" : "none";
         }
@@ -337,10 +337,10 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
     case F_BETA2:        return parse_interval_f(flag, v, 0, 1, 1, &cli->run.beta2);
     case F_EPS:          return parse_finite(flag, v, 1, &cli->run.eps);
     case F_WEIGHT_DECAY: return parse_finite(flag, v, 0, &cli->run.weight_decay);
-    case F_WARMUP:       return parse_int_in(flag, v, 0, TOOL_CLI_MAX_STEPS, &cli->run.warmup_steps);
+    case F_WARMUP:       return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &cli->run.warmup_steps);
     case F_DECAY_RATIO:  return parse_interval(flag, v, 0, 1, 0, 1, &cli->run.decay_ratio);
     case F_MIN_LR:       return parse_interval(flag, v, 0, 1, 0, 0, &cli->run.min_lr_factor);
-    case F_TOTAL_STEPS:  return parse_int_in(flag, v, -1, TOOL_CLI_MAX_STEPS, &cli->run.total_steps);
+    case F_TOTAL_STEPS:  return parse_int_in(flag, v, -1, HP_JOB_MAX_STEPS, &cli->run.total_steps);
     case F_DECAY_TYPE:
         if (!strcmp(v, "linear")) cli->run.decay_type = HP_DECAY_LINEAR;
         else if (!strcmp(v, "sqrt")) cli->run.decay_type = HP_DECAY_SQRT;
@@ -358,7 +358,7 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
         cli->gemm = v;
         return 0;
     // metrics + validation (docs/metrics.md)
-    case F_LOG_FREQ:     return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->log_freq);
+    case F_LOG_FREQ:     return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &cli->log_freq);
     case F_PEAK_TFLOPS:
         if ((e = parse_float(flag, v, &cli->peak_tflops))) return e;
         if (!isfinite(cli->peak_tflops) || cli->peak_tflops < 0.0f) {
@@ -368,9 +368,9 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
         return 0;
     case F_VAL_ENABLE:   return parse_bool(flag, v, &cli->val_enable);
     case F_VAL_PATH:     cli->val_path = or_null(v); return 0;
-    case F_VAL_FREQ:     return parse_int_in(flag, v, 1, TOOL_CLI_MAX_STEPS, &cli->val_freq);
+    case F_VAL_FREQ:     return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &cli->val_freq);
     case F_VAL_STEPS:
-        if ((e = parse_int_in(flag, v, -1, TOOL_CLI_MAX_STEPS, &cli->val_steps))) return e;
+        if ((e = parse_int_in(flag, v, -1, HP_JOB_MAX_STEPS, &cli->val_steps))) return e;
         if (cli->val_steps == 0) {
             fprintf(stderr, "hp: %s must be -1 (every full batch once) or >= 1, got 0\n", flag);
             return HP_EXIT_CONFIG;
@@ -398,35 +398,25 @@ static int apply(tool_cli *cli, int id, const char *flag, const char *v) {
                 sizeof cli->run.float8_filter - 1);
         return HP_EXIT_CONFIG;
     case F_FLOAT8_FSDP_AG: return parse_bool(flag, v, &cli->run.float8_fsdp_all_gather);
-    case F_RANKS_PER_NODE: return parse_int_in(flag, v, 1, TOOL_CLI_MAX_SIZE, &cli->ranks_per_node);
+    case F_RANKS_PER_NODE: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->ranks_per_node);
     }
-    return 0;
-}
-
-static int push_rest(tool_cli *cli, char *s) {
-    if (cli->n_rest >= (int)(sizeof cli->rest / sizeof cli->rest[0])) {
-        fprintf(stderr, "hp: too many arguments (at most %d positional or subcommand flags)\n",
-                (int)(sizeof cli->rest / sizeof cli->rest[0]));
-        return HP_EXIT_CONFIG;
-    }
-    cli->rest[cli->n_rest++] = s;
     return 0;
 }
 
 // Strings made while parsing ("--flag=value" for rest[], a job file's values and labels).
-// tool_cli has no free function, so they are kept on a process-wide list: they live as long as
-// the process (or until tool_cli_release) and are never reported as leaks.
+// hp_job has no free function, so they are kept on a process-wide list: they live as long as
+// the process (or until hp_job_release) and are never reported as leaks.
 static char **kept = NULL;
 static int n_kept = 0, cap_kept = 0;
 
-void tool_cli_release(void) {
+void hp_job_release(void) {
     for (int i = 0; i < n_kept; i++) free(kept[i]);
     free(kept);
     kept = NULL;
     n_kept = cap_kept = 0;
 }
 
-static char *keep_owned(char *s) {
+char *hp_job_keep_owned(char *s) {
     if (!s) { fprintf(stderr, "hp: out of memory\n"); exit(HP_EXIT_FAIL); }
     if (n_kept == cap_kept) {
         int cap = cap_kept ? 2 * cap_kept : 16;
@@ -439,25 +429,14 @@ static char *keep_owned(char *s) {
     return s;
 }
 
-char *tool_cli_keep(const char *s) {
+char *hp_job_keep(const char *s) {
     const size_t n = strlen(s);
     char *d = malloc(n + 1);
     if (d) memcpy(d, s, n + 1);
-    return keep_owned(d);
+    return hp_job_keep_owned(d);
 }
 
-static char *keep_joined(const char *name, const char *value) {
-    size_t nn = strlen(name), nv = strlen(value);
-    char *s = malloc(nn + nv + 2);
-    if (s) {
-        memcpy(s, name, nn);
-        s[nn] = '=';
-        memcpy(s + nn + 1, value, nv + 1);
-    }
-    return keep_owned(s);
-}
-
-void tool_cli_note(char *list, size_t cap, const char *name) {
+void hp_job_note(char *list, size_t cap, const char *name) {
     const size_t n = strlen(list);
     if (strstr(list, name)) return;
     if (n + strlen(name) + 8 >= cap) {
@@ -478,14 +457,14 @@ static int name_match(const char *row, const char *name) {
 }
 
 static int find_row(const char *name) {
-    for (int k = 0; k < tool_n_flags; k++)   // exact rows first, then the sections' "x.*"
-        if (!strchr(tool_flags[k].name, '*') && name_match(tool_flags[k].name, name)) return k;
-    for (int k = 0; k < tool_n_flags; k++)
-        if (strchr(tool_flags[k].name, '*') && name_match(tool_flags[k].name, name)) return k;
+    for (int k = 0; k < hp_job_n_flags; k++)   // exact rows first, then the sections' "x.*"
+        if (!strchr(hp_job_flags[k].name, '*') && name_match(hp_job_flags[k].name, name)) return k;
+    for (int k = 0; k < hp_job_n_flags; k++)
+        if (strchr(hp_job_flags[k].name, '*') && name_match(hp_job_flags[k].name, name)) return k;
     return -1;
 }
 
-int tool_flag_find(const char *name, int *negated) {
+int hp_job_flag_find(const char *name, int *negated) {
     *negated = 0;
     int k = find_row(name);
     if (k >= 0) return k;
@@ -496,35 +475,21 @@ int tool_flag_find(const char *name, int *negated) {
     const size_t head = (size_t)(dot + 1 - name);
     if (snprintf(plain, sizeof plain, "%.*s%s", (int)head, name, dot + 4) >= (int)sizeof plain) return -1;
     k = find_row(plain);
-    if (k < 0 || tool_flags[k].takes_value || !tool_flag_is_key(&tool_flags[k])) return -1;
+    if (k < 0 || hp_job_flags[k].takes_value || !hp_job_flag_is_key(&hp_job_flags[k])) return -1;
     *negated = 1;
     return k;
 }
 
-int tool_flag_key_row(int id) {
+int hp_job_flag_key_row(int id) {
     if (id == F_TT_ONLY || id == F_IGNORED) return -1;
-    for (int k = 0; k < tool_n_flags; k++)
-        if (tool_flags[k].id == id && tool_flag_is_key(&tool_flags[k])) return k;
+    for (int k = 0; k < hp_job_n_flags; k++)
+        if (hp_job_flags[k].id == id && hp_job_flag_is_key(&hp_job_flags[k])) return k;
     return -1;
-}
-
-int tool_cli_run_flag(const char *arg, int *takes_value) {
-    char name[256];
-    const char *eq = strchr(arg, '=');
-    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-    if (n >= sizeof name) return -1;
-    memcpy(name, arg, n);
-    name[n] = '\0';
-    int negated;
-    const int k = tool_flag_find(name, &negated);
-    if (k < 0) return -1;
-    *takes_value = tool_flags[k].takes_value && !eq && !negated;
-    return (tool_flags[k].scope & FOR_RUN) != 0;
 }
 
 // A TorchTitan key hp does not implement, at TT's default: "false", 0, "" or [] for a section's
 // "x.*" keys; for a float the same number.
-static int at_tt_default(const tool_flag_def *f, const char *v) {
+static int at_tt_default(const hp_job_flag_def *f, const char *v) {
     if (!f->tt_def) return !strcmp(v, "false") || !strcmp(v, "0") || !*v;
     if (f->type == V_FLOAT) {
         char *e1, *e2;
@@ -534,8 +499,8 @@ static int at_tt_default(const tool_flag_def *f, const char *v) {
     return !strcmp(v, f->tt_def);
 }
 
-// A value of a TorchTitan-only or ignored key: of its type (the other keys' apply() checks).
-static int check_type(const tool_flag_def *f, const char *label, const char *v) {
+// A value of a TorchTitan-only or ignored key: of its type (the other keys' hp_job_apply_value checks).
+static int check_type(const hp_job_flag_def *f, const char *label, const char *v) {
     char *end;
     int ok = 1;
     if (f->type == V_INT) { errno = 0; (void)strtoll(v, &end, 10); ok = *v && !*end && errno != ERANGE; }
@@ -547,8 +512,8 @@ static int check_type(const tool_flag_def *f, const char *label, const char *v) 
     return HP_EXIT_CONFIG;
 }
 
-int tool_cli_apply_key(tool_cli *cli, int row, const char *label, const char *value, int from_file) {
-    const tool_flag_def *f = &tool_flags[row];
+int hp_job_apply_key(hp_job *cli, int row, const char *label, const char *value, int from_file) {
+    const hp_job_flag_def *f = &hp_job_flags[row];
     const char *key = f->name + 2;
     const char *name = from_file ? strrchr(label, ' ') + 1 : label + 2;   // "job.toml:3: x.y", "--x.y"
     int e = (f->id == F_TT_ONLY || f->id == F_IGNORED) ? check_type(f, label, value) : 0;
@@ -565,22 +530,22 @@ int tool_cli_apply_key(tool_cli *cli, int row, const char *label, const char *va
                     value, off);
             return HP_EXIT_CONFIG;
         }
-        tool_cli_note(cli->note_tt, sizeof cli->note_tt, name);
+        hp_job_note(cli->note_tt, sizeof cli->note_tt, name);
         return 0;
     }
     if (f->id == F_IGNORED) {
-        tool_cli_note(cli->note_ignored, sizeof cli->note_ignored, name);
+        hp_job_note(cli->note_ignored, sizeof cli->note_ignored, name);
         return 0;
     }
-    if ((e = apply(cli, f->id, label, value))) return e;
+    if ((e = hp_job_apply_value(cli, f->id, label, value))) return e;
     cli->key_text[row] = value;
     cli->key_label[row] = label;
     return 0;
 }
 
 // The model of model.name, model.flavor, model.hf_config and model.n_layers.
-static int resolve_model(tool_cli *cli) {
-    const int fr = tool_flag_key_row(F_MODEL), hr = tool_flag_key_row(F_MODEL_CONFIG);
+static int resolve_model(hp_job *cli) {
+    const int fr = hp_job_flag_key_row(F_MODEL), hr = hp_job_flag_key_row(F_MODEL_CONFIG);
     if (cli->hf_config) {
         if (cli->key_text[fr] && *cli->flavor) {
             fprintf(stderr, "hp: %s and %s: give one (a named model, or a Hugging Face config.json)\n",
@@ -613,13 +578,13 @@ static int resolve_model(tool_cli *cli) {
 }
 
 // activation_checkpoint.mode and selective_ac_option -> run.ac_every.
-static int resolve_ac(tool_cli *cli) {
+static int resolve_ac(hp_job *cli) {
     if (!strcmp(cli->ac_mode, "none")) cli->run.ac_every = 0;
     else if (!strcmp(cli->ac_mode, "full")) cli->run.ac_every = 1;
     else {
         char *end;
         const long n = strtol(cli->ac_option, &end, 10);
-        const int r = tool_flag_key_row(F_AC_OPTION);
+        const int r = hp_job_flag_key_row(F_AC_OPTION);
         const char *label = cli->key_text[r] ? cli->key_label[r] : "activation_checkpoint.selective_ac_option";
         if (!strcmp(cli->ac_option, "op")) {
             fprintf(stderr, "hp: %s 'op' (per-op selective AC) is not implemented; give a block interval N\n", label);
@@ -636,14 +601,14 @@ static int resolve_ac(tool_cli *cli) {
 }
 
 // checkpoint.* -> the save folder, --load's model file or --resume's checkpoint.
-static void resolve_checkpoint(tool_cli *cli) {
+static void resolve_checkpoint(hp_job *cli) {
     cli->ckpt_dir = NULL;
     if (cli->ckpt_enable) {
         const char *f = cli->ckpt_folder;
         if (cli->dump_folder && f[0] != '/') {
             char *joined = malloc(strlen(cli->dump_folder) + strlen(f) + 2);
             if (joined) sprintf(joined, "%s/%s", cli->dump_folder, f);
-            cli->ckpt_dir = keep_owned(joined);
+            cli->ckpt_dir = hp_job_keep_owned(joined);
         } else {
             cli->ckpt_dir = f;
         }
@@ -653,12 +618,12 @@ static void resolve_checkpoint(tool_cli *cli) {
     // (load_step, else its latest) instead of initial_load_path. Only when checkpoint.enable is
     // a job key's: --checkpoint-dir D keeps hp's meaning (save into D, resume only by --resume).
     char latest[4200];
-    if (cli->ckpt_dir && cli->key_label[tool_flag_key_row(F_CKPT_ENABLE)] &&
+    if (cli->ckpt_dir && cli->key_label[hp_job_flag_key_row(F_CKPT_ENABLE)] &&
         snprintf(latest, sizeof latest, "%s/latest", cli->ckpt_dir) < (int)sizeof latest && access(latest, F_OK) == 0) {
         char *at = malloc(strlen(cli->ckpt_dir) + 32);
         if (at && cli->load_step >= 0) sprintf(at, "%s/step-%d", cli->ckpt_dir, cli->load_step);
         else if (at) sprintf(at, "%s", cli->ckpt_dir);
-        cli->resume = keep_owned(at);
+        cli->resume = hp_job_keep_owned(at);
         snprintf(cli->note_resume, sizeof cli->note_resume, "checkpoint.folder %s holds checkpoints: resuming "
                  "from %s%s (TorchTitan's rule)", cli->ckpt_dir, cli->resume,
                  cli->init_load ? ", not checkpoint.initial_load_path" : "");
@@ -669,22 +634,22 @@ static void resolve_checkpoint(tool_cli *cli) {
     if (cli->load_step < 0) { cli->resume = cli->init_load; return; }
     char *at = malloc(strlen(cli->init_load) + 32);
     if (at) sprintf(at, "%s/step-%d", cli->init_load, cli->load_step);
-    cli->resume = keep_owned(at);
+    cli->resume = hp_job_keep_owned(at);
 }
 
 // training.local_batch_size and pipeline_parallel_microbatch_size (TorchTitan's way of giving the
 // batch and the pipeline's microbatches) against global_batch_size and the microbatch counts.
-static int resolve_batch(tool_cli *cli) {
+static int resolve_batch(hp_job *cli) {
     const hp_dims *d = &cli->dims;
     const int others = d->dp_replicate * d->ulysses * d->cp * d->tp * d->pp;
     const int shard = d->dp_shard > 0 ? d->dp_shard : (cli->nproc > 0 && others > 0 && cli->nproc % others == 0)
                                                          ? cli->nproc / others : 1;
     const long dp = (long)d->dp_replicate * shard;
-    const int gr = tool_flag_key_row(F_BATCH), lr = tool_flag_key_row(F_LOCAL_BATCH);
+    const int gr = hp_job_flag_key_row(F_BATCH), lr = hp_job_flag_key_row(F_LOCAL_BATCH);
     if (cli->local_batch > 0) {
         const long M = d->pp > 1 ? 1 : (cli->microbatches ? cli->microbatches : 1);
         const long want = (long)cli->local_batch * dp * M;
-        if (!cli->key_text[gr] && want <= TOOL_CLI_MAX_SIZE) {
+        if (!cli->key_text[gr] && want <= HP_JOB_MAX_SIZE) {
             cli->run.batch = (int)want;
         } else if (cli->key_text[gr] && d->pp == 1 && !cli->microbatches && dp > 0 &&
                    cli->run.batch % (cli->local_batch * dp) == 0) {
@@ -697,7 +662,7 @@ static int resolve_batch(tool_cli *cli) {
         }
     }
     if (cli->pp_mb_size > 0 && d->pp > 1) {
-        const int mr = tool_flag_key_row(F_PP_MB_SIZE);
+        const int mr = hp_job_flag_key_row(F_PP_MB_SIZE);
         const long local = dp > 0 ? cli->run.batch / dp : 0;
         if (cli->pp_microbatches) {
             fprintf(stderr, "hp: %s and parallelism.pipeline_parallel_microbatches: give one\n", cli->key_label[mr]);
@@ -722,7 +687,7 @@ static int same_value(const char *a, const char *b) {
 }
 
 // Flags that only mean something together, applied once all are read (any order).
-static int combine_flags(tool_cli *cli) {
+int hp_job_resolve(hp_job *cli) {
     int e;
     if ((e = resolve_model(cli)) || (e = resolve_ac(cli)) || (e = resolve_batch(cli))) return e;
     resolve_checkpoint(cli);
@@ -746,17 +711,17 @@ static int combine_flags(tool_cli *cli) {
     cli->run.microbatches = pp > 1 ? (cli->pp_microbatches ? cli->pp_microbatches : 1)
                                    : (cli->microbatches ? cli->microbatches : 1);
     if (cli->config_file)   // the file's keys left at hp defaults that differ from TorchTitan's
-        for (int k = 0; k < tool_n_flags; k++) {
-            const tool_flag_def *f = &tool_flags[k];
-            if (tool_flag_is_key(f) && f->hp_def && f->tt_def && !cli->key_text[k] && f->id != F_CONFIG &&
+        for (int k = 0; k < hp_job_n_flags; k++) {
+            const hp_job_flag_def *f = &hp_job_flags[k];
+            if (hp_job_flag_is_key(f) && f->hp_def && f->tt_def && !cli->key_text[k] && f->id != F_CONFIG &&
                 !(f->id == F_BATCH && cli->local_batch > 0) &&   // derived from the local batch
                 !same_value(f->hp_def, f->tt_def))
-                tool_cli_note(cli->note_defaults, sizeof cli->note_defaults, f->name + 2);
+                hp_job_note(cli->note_defaults, sizeof cli->note_defaults, f->name + 2);
         }
     return 0;
 }
 
-static void set_defaults(tool_cli *cli) {
+void hp_job_defaults(hp_job *cli) {
     memset(cli, 0, sizeof *cli);
     cli->dims = hp_dims_default();
     hp_model_config_by_name("tiny", &cli->model);
@@ -777,126 +742,5 @@ static void set_defaults(tool_cli *cli) {
     cli->log_freq = 1;        // metrics + validation: TorchTitan's defaults (docs/job_file.md)
     cli->val_freq = 10;
     cli->val_steps = -1;
-    cli->val_format = TOOL_VAL_FORMAT_UNSET;
-}
-
-// One pass over the command line. Pass 0 only finds --config (and --help): the job file's keys
-// are applied before the command line's. Pass 1 applies the rest.
-static int parse_pass(tool_cli *cli, int pass, int argc, char **argv, int first, const char *const *extra,
-                      const char *usage, const char *cmd, int scope) {
-    int only_positional = 0;
-    for (int i = first; i < argc; i++) {
-        char *arg = argv[i];
-        if (only_positional || arg[0] != '-' || !strcmp(arg, "-")) {
-            int e = pass ? push_rest(cli, arg) : 0;
-            if (e) return e;
-            continue;
-        }
-        if (!strcmp(arg, "--")) { only_positional = 1; continue; }
-        char name[256];
-        const char *eq = strchr(arg, '=');   // "--name=value"
-        const size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), arg);
-        int negated = 0;
-        const int row = tool_flag_find(name, &negated);
-        const tool_flag_def *f = row >= 0 ? &tool_flags[row] : NULL;
-        int is_extra = 0;
-        for (int k = 0; !f && extra && extra[k]; k++)
-            if (!strcmp(extra[k], name)) { is_extra = 1; break; }
-        if (!f && !is_extra) {
-            fprintf(stderr, "hp: unknown flag '%s' (see hp %s --help)\n", name, cmd);
-            return HP_EXIT_CONFIG;
-        }
-        if (f && !(f->scope & scope)) {
-            fprintf(stderr, "hp: %s is a flag of hp %s, not of hp %s (see hp %s --help)\n", name,
-                    f->scope == FOR_PLAN ? "plan" : "run", cmd, cmd);
-            return HP_EXIT_CONFIG;
-        }
-        const int is_key = f && tool_flag_is_key(f);
-        const int takes_value = is_extra || (f->takes_value && !negated);
-        const char *value = NULL;
-        if (takes_value) {
-            if (eq) value = eq + 1;
-            else if (i + 1 < argc) value = argv[++i];
-            else {
-                fprintf(stderr, "hp: %s expects a value\n", name);
-                return HP_EXIT_CONFIG;
-            }
-        } else if (eq && !(is_key && !negated)) {
-            fprintf(stderr, "hp: %s takes no value, got '%s'\n", name, arg);
-            return HP_EXIT_CONFIG;
-        } else if (is_key) {   // a boolean key: --s.key, --s.key=true|false, --s.no_key
-            value = negated ? "false" : eq ? eq + 1 : "true";
-        } else if (f && f->fixed) {
-            value = f->fixed;
-        }
-        if (pass == 0) {
-            if (f && f->id == F_HELP) {
-                if (usage) fputs(usage, stdout);
-                tool_cli_print_common_help(stdout);
-                return -1;
-            }
-            if (f && f->id == F_HELP_CONFIG) { tool_cli_print_schema(stdout); return -1; }
-            if (f && f->id == F_CONFIG) {
-                if (cli->config_file) {
-                    fprintf(stderr, "hp: job.config_file given twice on the command line (%s)\n", name);
-                    return HP_EXIT_CONFIG;
-                }
-                cli->config_file = value;
-            }
-            continue;
-        }
-        if (is_extra) {
-            int e = push_rest(cli, keep_joined(name, value));
-            if (e) return e;
-            continue;
-        }
-        if (f->id == F_CONFIG) continue;
-        const int key_row = is_key ? row : tool_flag_key_row(f->id);
-        if (key_row < 0) {   // a plain flag
-            int e = apply(cli, f->id, name, value);
-            if (e) return e;
-            continue;
-        }
-        if (tool_flags[key_row].id != F_TT_ONLY && tool_flags[key_row].id != F_IGNORED) {
-            if (cli->key_cmdline[key_row]) {
-                fprintf(stderr, "hp: %s given twice on the command line (%s, then %s)\n", tool_flags[key_row].name + 2,
-                        cli->key_label[key_row], name);
-                return HP_EXIT_CONFIG;
-            }
-            cli->key_cmdline[key_row] = 1;
-        }
-        const char *label = strchr(f->name, '*') ? tool_cli_keep(name) : f->name;   // "x.*": the name given
-        int e = tool_cli_apply_key(cli, key_row, label, value, 0);
-        if (e) return e;
-        hp_model_config probe;
-        if (!strcmp(f->name, "--model") && hp_model_config_by_name(value, &probe) == 0) {
-            cli->model_name = "hp";   // --model NAME: an hp model (model.name "hp")
-        } else if (!strcmp(f->name, "--checkpoint-dir")) {   // --checkpoint-dir D: checkpoint.enable, folder D
-            cli->ckpt_enable = 1;
-            cli->key_text[tool_flag_key_row(F_CKPT_ENABLE)] = "true";
-        } else if (!strcmp(f->name, "--resume")) {    // --resume D: the full state of D
-            cli->init_model_only = 0;
-            cli->key_text[tool_flag_key_row(F_INIT_MODEL_ONLY)] = "false";
-        } else if (!strcmp(f->name, "--checkpoint-every") || !strcmp(f->name, "--checkpoint-keep")) {
-            cli->ckpt_alias_given = 1;
-        }
-    }
-    return 0;
-}
-
-int tool_cli_apply_file(tool_cli *cli, const char *path);   // cli_job.c
-
-int tool_cli_parse(tool_cli *cli, int argc, char **argv, int first, const char *const *extra,
-                 const char *usage) {
-    set_defaults(cli);
-    const char *cmd = (first >= 1 && first - 1 < argc && argv[first - 1][0] != '-') ? argv[first - 1] : "<cmd>";
-    const int scope = !strcmp(cmd, "plan") ? FOR_PLAN : !strcmp(cmd, "run") ? FOR_RUN
-                    : !strcmp(cmd, "bench") ? FOR_BENCH : FOR_ALL;
-    // precedence: command line > job file > defaults (TorchTitan's config manager)
-    int e = parse_pass(cli, 0, argc, argv, first, extra, usage, cmd, scope);
-    if (e) return e;
-    if (cli->config_file && (e = tool_cli_apply_file(cli, cli->config_file))) return e;
-    if ((e = parse_pass(cli, 1, argc, argv, first, extra, usage, cmd, scope))) return e;
-    return combine_flags(cli);
+    cli->val_format = HP_JOB_VAL_FORMAT_UNSET;
 }

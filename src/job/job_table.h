@@ -1,15 +1,16 @@
-// cli_table.h - the one table of hp's flags and job-file keys (cli.c), shared by the parser
-// (cli.c) and the job file's reader and writer (cli_job.c). Not for the subcommands: they see
-// tool_cli (cli.h).
-// defines: tool_flag_id, tool_value_type, tool_flag_def, tool_flags, tool_flag_*
+// job_table.h - the one table of hp's flags and job-file keys (job_table.c), shared by the
+// values' checks (job_keys.c), the job file's reader and writer (job_file.c) and hp's argv parser
+// and help (tools/hp/cli/). The job they fill is hp_job (include/hyperpar/job.h).
+// defines: hp_job_flag_id, hp_job_value_type, hp_job_flag_def, hp_job_flags, hp_job_flag_*,
+//          hp_job_apply_key, hp_job_apply_value, hp_job_note, hp_job_keep, hp_job_keep_owned
 //
 // A row whose name has a '.' ("--training.steps") is a job key: the TOML key training.steps of
 // a job file and the flag --training.steps. A row without one is a flag; when a job key has the
 // same id, the flag is an alias of it (--steps), else a plain flag (--nproc, --verify).
-#ifndef HP_TOOL_CLI_TABLE_H
-#define HP_TOOL_CLI_TABLE_H
+#ifndef HP_JOB_TABLE_H
+#define HP_JOB_TABLE_H
 #include <string.h>
-#include "cli.h"
+#include "hyperpar/job.h"
 
 typedef enum {
     F_DP_REPLICATE, F_DP_SHARD, F_CP, F_TP, F_PP, F_EP, F_ETP, F_SP,
@@ -35,42 +36,49 @@ typedef enum {
     F_FLOAT8, F_FLOAT8_FILTER, F_FLOAT8_FSDP_AG,
     F_ASYNC_TP,
     F_COUNT_
-} tool_flag_id;
+} hp_job_flag_id;
 
 // A job key's TOML type. V_ANY (a row that gives none): any scalar, read as its text.
-typedef enum { V_ANY = 0, V_INT, V_FLOAT, V_STRING, V_PATH, V_BOOL, V_LIST } tool_value_type;
+typedef enum { V_ANY = 0, V_INT, V_FLOAT, V_STRING, V_PATH, V_BOOL, V_LIST } hp_job_value_type;
 
 // Which commands take a flag: a flag of another command is refused with one line and exit 2
 // (`hp run --memory` must not train and ignore it), and hp plan's launch line keeps run's only.
 enum { FOR_PLAN = 1, FOR_RUN = 2, FOR_BENCH = 4, FOR_ALL = 7 };
 
-typedef struct tool_flag_def {
+typedef struct hp_job_flag_def {
     const char *name;         // "--training.steps" (a job key), "--steps" (its alias), "--nproc"
-    int id;                   // tool_flag_id
+    int id;                   // hp_job_flag_id
     int takes_value;          // 0: a switch (a boolean key: --s.key, --s.no_key, --s.key=false)
     int scope;                // FOR_*
-    tool_value_type type;     // job keys: the TOML type
+    hp_job_value_type type;     // job keys: the TOML type
     const char *hp_def;       // job keys: hp's default, as TOML would write it (unquoted)
     const char *tt_def;       // job keys: TorchTitan's default ("" for a list: []; NULL: hp's own key)
     const char *fixed;        // an alias switch: the value it gives its key ("true", "false")
-} tool_flag_def;
+} hp_job_flag_def;
 
-extern const tool_flag_def tool_flags[];
-extern const int tool_n_flags;
+extern const hp_job_flag_def hp_job_flags[];
+extern const int hp_job_n_flags;
 
-static inline int tool_flag_is_key(const tool_flag_def *f) { return strchr(f->name, '.') != NULL; }
+static inline int hp_job_flag_is_key(const hp_job_flag_def *f) { return strchr(f->name, '.') != NULL; }
 // The job key row with id, or -1 (F_TT_ONLY and F_IGNORED rows are many: not looked up by id).
-int  tool_flag_key_row(int id);
+int  hp_job_flag_key_row(int id);
 // The row named name ("--training.steps", "--steps"; '-' and '_' alike), or -1. For a boolean
 // key spelt "--s.no_key" the key's row, with *negated = 1.
-int  tool_flag_find(const char *name, int *negated);
+int  hp_job_flag_find(const char *name, int *negated);
 // Sets job key `row` to the text value (a number, true/false, a string, a list a,b), checking it
 // as the command line does; label names it in errors ("--steps", "job.toml:3: training.steps").
-// from_file: the entry came from a job file. Returns 0 or HP_EXIT_CONFIG after one line.
-int  tool_cli_apply_key(tool_cli *cli, int row, const char *label, const char *value, int from_file);
-// Appends "name" to one of cli's note lists (comma-separated).
-void tool_cli_note(char *list, size_t cap, const char *name);
-// Keeps a string for the process's lifetime (or until tool_cli_release); NULL: out of memory exit.
-char *tool_cli_keep(const char *s);
+// from_file: the entry came from a job file. Returns 0 or HP_EXIT_CONFIG after one line. value
+// and label are kept by pointer (hp_job_keep them when they do not live as long as the job).
+int  hp_job_apply_key(hp_job *job, int row, const char *label, const char *value, int from_file);
+// The value of row id (a key's, or a plain flag's: --nproc, --verify) checked and set; flag names
+// it in errors. hp_job_apply_key's own step after its TorchTitan-only and ignored keys. Returns 0
+// or HP_EXIT_CONFIG after one line.
+int  hp_job_apply_value(hp_job *job, int id, const char *flag, const char *value);
+// Appends "name" to one of the job's note lists (comma-separated).
+void hp_job_note(char *list, size_t cap, const char *name);
+// Keeps a string for the process's lifetime (or until hp_job_release); NULL: out of memory exit.
+char *hp_job_keep(const char *s);
+// The same for a string already malloc'ed (owned from now on; NULL: out of memory exit).
+char *hp_job_keep_owned(char *s);
 
 #endif

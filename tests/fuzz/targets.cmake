@@ -28,7 +28,7 @@ hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench/bench_json.c)
 hp_fuzz_target(hf_config         SOURCES src/model_io/hf_config.c src/util/file_io.c)
 # src/dims/ is pure functions (no MPI) and grows (pp_layout.c): all of it, by glob
 file(GLOB HP_FUZZ_DIMS_SOURCES RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS src/dims/*.c)
-hp_fuzz_target(cli               SOURCES tools/hp/cli/cli_parse.c tools/hp/cli/cli_help.c
+hp_fuzz_target(cli               SOURCES tools/hp/cli/cli.c tools/hp/cli/cli_help.c
                                          src/job/job_keys.c src/job/job_file.c src/job/job_table.c
                                          src/util/toml.c src/model/config.c ${HP_FUZZ_DIMS_SOURCES}
                                          src/kernels/float8.c

@@ -76,7 +76,7 @@ static char *value_text(const hp_toml_value *v) {
     return kept;
 }
 
-int hp_job_apply_file(hp_job *cli, const char *path) {
+int hp_job_apply_file(hp_job *job, const char *path) {
     hp_toml t;
     char err[1024];
     if (hp_toml_load(path, &t, err, sizeof err) != 0) {
@@ -117,7 +117,7 @@ int hp_job_apply_file(hp_job *cli, const char *path) {
         }
         char label[4600];
         snprintf(label, sizeof label, "%s: %s", where, en->key);
-        e = hp_job_apply_key(cli, row, hp_job_keep(label), value_text(&en->value), 1);
+        e = hp_job_apply_key(job, row, hp_job_keep(label), value_text(&en->value), 1);
     }
     hp_toml_free(&t);
     return e;
@@ -147,15 +147,15 @@ static int file_hash(const char *path, char hex[17]) {
     return 0;
 }
 
-void hp_job_config_pin(const hp_job *cli, int argc, char **argv) {
-    if (!cli->config_file) return;
+void hp_job_config_pin(const hp_job *job, int argc, char **argv) {
+    if (!job->config_file) return;
     char hex[17], abs_path[4200];
-    if (file_hash(cli->config_file, hex) == 0) setenv("HP_CONFIG_HASH", hex, 1);
-    absolute(abs_path, sizeof abs_path, cli->config_file);
+    if (file_hash(job->config_file, hex) == 0) setenv("HP_CONFIG_HASH", hex, 1);
+    absolute(abs_path, sizeof abs_path, job->config_file);
     for (int i = 1; i < argc; i++) {   // the word that holds the path: FILE, or --config=FILE
         const char *eq = strchr(argv[i], '=');
-        if (argv[i] == cli->config_file) argv[i] = hp_job_keep(abs_path);
-        else if (eq && eq + 1 == cli->config_file) {
+        if (argv[i] == job->config_file) argv[i] = hp_job_keep(abs_path);
+        else if (eq && eq + 1 == job->config_file) {
             char word[4400];
             snprintf(word, sizeof word, "%.*s=%s", (int)(eq - argv[i]), argv[i], abs_path);
             argv[i] = hp_job_keep(word);
@@ -163,11 +163,11 @@ void hp_job_config_pin(const hp_job *cli, int argc, char **argv) {
     }
 }
 
-int hp_job_config_changed(const hp_job *cli) {
+int hp_job_config_changed(const hp_job *job) {
     const char *want = getenv("HP_CONFIG_HASH");
     char hex[17];
-    if (!cli->config_file || !want || !*want) return 0;
-    return file_hash(cli->config_file, hex) != 0 || strcmp(hex, want) != 0;
+    if (!job->config_file || !want || !*want) return 0;
+    return file_hash(job->config_file, hex) != 0 || strcmp(hex, want) != 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,35 +196,35 @@ static int toml_scalar(const char *text, hp_toml_type *type) {
 }
 
 // The value key row k has in this run, as text (NULL: none to write).
-static const char *effective(const hp_job *cli, int k, char *buf, size_t cap) {
+static const char *effective(const hp_job *job, int k, char *buf, size_t cap) {
     const hp_job_flag_def *f = &hp_job_flags[k];
     switch (f->id) {
     case F_SP:
-        return (cli->dims.sp < 0 ? cli->dims.tp > 1 : cli->dims.sp) ? "true" : "false";
-    case F_AC:             return cli->ac_mode;
-    case F_AC_OPTION:      return cli->ac_option;
-    case F_CKPT_ENABLE:    return cli->ckpt_enable ? "true" : "false";
-    case F_INIT_MODEL_ONLY: return cli->init_model_only ? "true" : "false";
-    case F_MODEL:          return cli->hf_config ? "" : cli->flavor;   // hf_config and flavor: one
-    case F_MODEL_NAME:     return cli->model_name;
+        return (job->dims.sp < 0 ? job->dims.tp > 1 : job->dims.sp) ? "true" : "false";
+    case F_AC:             return job->ac_mode;
+    case F_AC_OPTION:      return job->ac_option;
+    case F_CKPT_ENABLE:    return job->ckpt_enable ? "true" : "false";
+    case F_INIT_MODEL_ONLY: return job->init_model_only ? "true" : "false";
+    case F_MODEL:          return job->hf_config ? "" : job->flavor;   // hf_config and flavor: one
+    case F_MODEL_NAME:     return job->model_name;
     // the formats as read: --data's auto_bytes, the validation set's "" (the training data's)
-    case F_DATA_FORMAT:    return hp_data_format_name(cli->run.data_format);
-    case F_VAL_FORMAT:     return cli->val_format == HP_JOB_VAL_FORMAT_UNSET ? "" : hp_data_format_name(cli->val_format);
+    case F_DATA_FORMAT:    return hp_data_format_name(job->run.data_format);
+    case F_VAL_FORMAT:     return job->val_format == HP_JOB_VAL_FORMAT_UNSET ? "" : hp_data_format_name(job->val_format);
     // the batch resolved: TorchTitan's local batch and pp microbatch size are in these
     case F_LOCAL_BATCH:
     case F_PP_MB_SIZE:     return "-1";
-    case F_BATCH:          snprintf(buf, cap, "%d", cli->run.batch); return buf;
+    case F_BATCH:          snprintf(buf, cap, "%d", job->run.batch); return buf;
     case F_MICROBATCHES:
     case F_PP_MICROBATCHES:
-        snprintf(buf, cap, "%d", (cli->dims.pp > 1) == (f->id == F_PP_MICROBATCHES) ? cli->run.microbatches : 1);
+        snprintf(buf, cap, "%d", (job->dims.pp > 1) == (f->id == F_PP_MICROBATCHES) ? job->run.microbatches : 1);
         return buf;
     case F_CKPT_FOLDER:    // where the checkpoints go, whatever the dump folder of a rerun
-        if (cli->ckpt_dir) return cli->ckpt_dir;
-        if (!cli->dump_folder || cli->ckpt_folder[0] == '/') return cli->ckpt_folder;
-        snprintf(buf, cap, "%s/%s", cli->dump_folder, cli->ckpt_folder);
+        if (job->ckpt_dir) return job->ckpt_dir;
+        if (!job->dump_folder || job->ckpt_folder[0] == '/') return job->ckpt_folder;
+        snprintf(buf, cap, "%s/%s", job->dump_folder, job->ckpt_folder);
         return buf;
     default:
-        return cli->key_text[k] ? cli->key_text[k] : f->hp_def;
+        return job->key_text[k] ? job->key_text[k] : f->hp_def;
     }
 }
 
@@ -278,7 +278,7 @@ static int written_key(const hp_job_flag_def *f) {
            !strchr(f->name, '*');
 }
 
-void hp_job_write_config(const hp_job *cli, FILE *out, int argc, char **argv) {
+void hp_job_write_config(const hp_job *job, FILE *out, int argc, char **argv) {
     fprintf(out, "# the effective job file of this run, written by hp %s (docs/job_file.md):\n"
                  "# every key, defaults too; `hp run --config` on it trains the same losses bit for bit\n"
                  "# (same build, machine and world).\n#", HP_VERSION);
@@ -314,7 +314,7 @@ void hp_job_write_config(const hp_job *cli, FILE *out, int argc, char **argv) {
                 continue;
             if (hp_job_flag_key_row(f->id) != k) continue;   // a second name of a key
             char buf[4200];
-            const char *v = effective(cli, k, buf, sizeof buf);
+            const char *v = effective(job, k, buf, sizeof buf);
             if (!v) { fprintf(out, "# %s: hp's default\n", f->name + sl + 1); continue; }
             fprintf(out, "%s = ", f->name + sl + 1);
             write_value(out, f->type, v);
@@ -323,14 +323,14 @@ void hp_job_write_config(const hp_job *cli, FILE *out, int argc, char **argv) {
     }
 }
 
-int hp_job_save_config(const hp_job *cli, int argc, char **argv) {
-    if (!cli->dump_folder) return 0;
+int hp_job_save_config(const hp_job *job, int argc, char **argv) {
+    if (!job->dump_folder) return 0;
     char path[4200], tmp[4300];
-    snprintf(path, sizeof path, "%s/config.toml", cli->dump_folder);
+    snprintf(path, sizeof path, "%s/config.toml", job->dump_folder);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (f) {
-        hp_job_write_config(cli, f, argc, argv);
+        hp_job_write_config(job, f, argc, argv);
         if (fclose(f) == 0 && rename(tmp, path) == 0) return 0;
     }
     fprintf(stderr, "hp: job.dump_folder: cannot write '%s': %s\n", path, strerror(errno));
@@ -373,13 +373,13 @@ void hp_job_print_schema(FILE *out) {
     }
 }
 
-void hp_job_print_notes(const hp_job *cli, FILE *out) {
-    if (cli->note_tt[0])
-        fprintf(out, "hp: note: TorchTitan keys hp does not implement, at their defaults (off): %s\n", cli->note_tt);
-    if (cli->note_ignored[0])
-        fprintf(out, "hp: note: TorchTitan keys with no meaning in hp, accepted and ignored: %s\n", cli->note_ignored);
-    if (cli->note_resume[0]) fprintf(out, "hp: note: %s\n", cli->note_resume);
-    if (cli->note_defaults[0])
+void hp_job_print_notes(const hp_job *job, FILE *out) {
+    if (job->note_tt[0])
+        fprintf(out, "hp: note: TorchTitan keys hp does not implement, at their defaults (off): %s\n", job->note_tt);
+    if (job->note_ignored[0])
+        fprintf(out, "hp: note: TorchTitan keys with no meaning in hp, accepted and ignored: %s\n", job->note_ignored);
+    if (job->note_resume[0]) fprintf(out, "hp: note: %s\n", job->note_resume);
+    if (job->note_defaults[0])
         fprintf(out, "hp: note: %s leaves keys at hp defaults that differ from TorchTitan's (hp run "
-                "--help-config): %s\n", cli->config_file, cli->note_defaults);
+                "--help-config): %s\n", job->config_file, job->note_defaults);
 }

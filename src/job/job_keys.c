@@ -191,53 +191,53 @@ static int parse_schedule(const char *flag, const char *v, int *out) {
     return HP_EXIT_CONFIG;
 }
 
-int hp_job_apply_value(hp_job *cli, int id, const char *flag, const char *v) {
+int hp_job_apply_value(hp_job *job, int id, const char *flag, const char *v) {
     int e = 0, choice = 0;
     switch ((hp_job_flag_id)id) {
-    case F_DP_REPLICATE: return parse_int(flag, v, &cli->dims.dp_replicate);
-    case F_DP_SHARD:     return parse_int(flag, v, &cli->dims.dp_shard);
-    case F_CP:           return parse_int(flag, v, &cli->dims.cp);
-    case F_TP:           return parse_int(flag, v, &cli->dims.tp);
-    case F_PP:           return parse_int(flag, v, &cli->dims.pp);
-    case F_EP:           return parse_int(flag, v, &cli->dims.ep);
-    case F_ETP:          return parse_int(flag, v, &cli->dims.etp);
-    case F_SP:           return parse_bool(flag, v, &cli->dims.sp);
+    case F_DP_REPLICATE: return parse_int(flag, v, &job->dims.dp_replicate);
+    case F_DP_SHARD:     return parse_int(flag, v, &job->dims.dp_shard);
+    case F_CP:           return parse_int(flag, v, &job->dims.cp);
+    case F_TP:           return parse_int(flag, v, &job->dims.tp);
+    case F_PP:           return parse_int(flag, v, &job->dims.pp);
+    case F_EP:           return parse_int(flag, v, &job->dims.ep);
+    case F_ETP:          return parse_int(flag, v, &job->dims.etp);
+    case F_SP:           return parse_bool(flag, v, &job->dims.sp);
     case F_MODEL:
         if ((e = check_model_name(flag, v))) return e;
-        cli->flavor = v;
+        job->flavor = v;
         return 0;
     case F_MODEL_NAME:
-        if (same_ci(v, "hp")) cli->model_name = "hp";
-        else if (same_ci(v, "llama3")) cli->model_name = "llama3";
+        if (same_ci(v, "hp")) job->model_name = "hp";
+        else if (same_ci(v, "llama3")) job->model_name = "llama3";
         else {
             fprintf(stderr, "hp: %s expects hp (any hp model) or llama3 (TorchTitan's shapes), got '%s'\n", flag, v);
             return HP_EXIT_CONFIG;
         }
         return 0;
-    case F_SEQ_LEN:      return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->run.seq_len);
-    case F_BATCH:        return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->run.batch);
-    case F_LOCAL_BATCH:  return parse_int_or_unset(flag, v, 1, HP_JOB_MAX_SIZE, &cli->local_batch);
-    case F_SEED:         return parse_u64(flag, v, &cli->run.seed);
-    case F_STEPS:        return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &cli->run.steps);
-    case F_LR:           return parse_finite(flag, v, 1, &cli->run.lr);
-    case F_MAX_NORM:     return parse_finite(flag, v, 0, &cli->run.max_norm);
+    case F_SEQ_LEN:      return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->run.seq_len);
+    case F_BATCH:        return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->run.batch);
+    case F_LOCAL_BATCH:  return parse_int_or_unset(flag, v, 1, HP_JOB_MAX_SIZE, &job->local_batch);
+    case F_SEED:         return parse_u64(flag, v, &job->run.seed);
+    case F_STEPS:        return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &job->run.steps);
+    case F_LR:           return parse_finite(flag, v, 1, &job->run.lr);
+    case F_MAX_NORM:     return parse_finite(flag, v, 0, &job->run.max_norm);
     case F_DATA:   // --data keeps reading a headerless file as bytes (docs/data.md)
-        cli->run.data_path = or_null(v);
-        if (!strcmp(flag, "--data") && cli->run.data_format == HP_DATA_AUTO) cli->run.data_format = HP_DATA_AUTO_BYTES;
+        job->run.data_path = or_null(v);
+        if (!strcmp(flag, "--data") && job->run.data_format == HP_DATA_AUTO) job->run.data_format = HP_DATA_AUTO_BYTES;
         return 0;
     case F_DATA_FORMAT:
     case F_VAL_FORMAT: {
         char err[200];
-        if (id == F_VAL_FORMAT && !*v) { cli->val_format = HP_JOB_VAL_FORMAT_UNSET; return 0; }
-        if (hp_data_format_parse(flag, v, id == F_VAL_FORMAT ? &cli->val_format : &cli->run.data_format, err,
+        if (id == F_VAL_FORMAT && !*v) { job->val_format = HP_JOB_VAL_FORMAT_UNSET; return 0; }
+        if (hp_data_format_parse(flag, v, id == F_VAL_FORMAT ? &job->val_format : &job->run.data_format, err,
                                  sizeof err) == 0)
             return 0;
         fprintf(stderr, "hp: %s\n", err);
         return HP_EXIT_CONFIG;
     }
     case F_OPTIMIZER:
-        if (same_ci(v, "sgd")) cli->run.optimizer = HP_OPT_SGD;
-        else if (same_ci(v, "adamw")) cli->run.optimizer = HP_OPT_ADAMW;
+        if (same_ci(v, "sgd")) job->run.optimizer = HP_OPT_SGD;
+        else if (same_ci(v, "adamw")) job->run.optimizer = HP_OPT_ADAMW;
         else {
             fprintf(stderr, "hp: %s expects sgd or adamw, got '%s'%s\n", flag, v,
                     same_ci(v, "adam") ? " (TorchTitan's Adam is not implemented)" : "");
@@ -245,64 +245,64 @@ int hp_job_apply_value(hp_job *cli, int id, const char *flag, const char *v) {
         }
         return 0;
     case F_CP_ROTATE:   // TorchTitan's alltoall is hp's ring
-        if (!strcmp(v, "alltoall")) { cli->run.cp_rotate = HP_ROTATE_RING; return 0; }
+        if (!strcmp(v, "alltoall")) { job->run.cp_rotate = HP_ROTATE_RING; return 0; }
         if ((e = parse_choice(flag, v, "allgather", "ring", &choice))) return e;
-        cli->run.cp_rotate = choice ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
+        job->run.cp_rotate = choice ? HP_ROTATE_RING : HP_ROTATE_ALLGATHER;
         return 0;
-    case F_CP_BALANCE:   return parse_bool(flag, v, &cli->run.cp_load_balance);
-    case F_ASYNC_TP:     return parse_bool(flag, v, &cli->run.async_tp);
+    case F_CP_BALANCE:   return parse_bool(flag, v, &job->run.cp_load_balance);
+    case F_ASYNC_TP:     return parse_bool(flag, v, &job->run.async_tp);
     case F_DISPATCHER:
         if ((e = parse_choice(flag, v, "alltoall", "allgather", &choice))) return e;
-        cli->run.dispatcher = choice ? HP_DISPATCH_ALLGATHER : HP_DISPATCH_ALLTOALL;
+        job->run.dispatcher = choice ? HP_DISPATCH_ALLGATHER : HP_DISPATCH_ALLTOALL;
         return 0;
-    case F_NPROC:        return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->nproc);
-    case F_RANK:         return parse_int_in(flag, v, 0, HP_JOB_MAX_SIZE - 1, &cli->rank);
-    case F_VERIFY:       cli->verify = 1; return 0;
-    case F_VERIFY_STEPS: cli->verify_steps_given = 1; return parse_int_in(flag, v, 1, 1000, &cli->verify_steps);
-    case F_DUMP:         cli->dump_dir = v; return 0;
-    case F_JSON:         cli->json_out = v; return 0;
-    case F_QUIET:        cli->quiet = 1; return 0;
-    case F_TIMEOUT:      return parse_finite(flag, v, 1, &cli->timeout);
-    case F_MICROBATCHES: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->microbatches);
-    case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->pp_microbatches);
-    case F_PP_MB_SIZE:   return parse_int_or_unset(flag, v, 1, HP_JOB_MAX_SIZE, &cli->pp_mb_size);
+    case F_NPROC:        return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->nproc);
+    case F_RANK:         return parse_int_in(flag, v, 0, HP_JOB_MAX_SIZE - 1, &job->rank);
+    case F_VERIFY:       job->verify = 1; return 0;
+    case F_VERIFY_STEPS: job->verify_steps_given = 1; return parse_int_in(flag, v, 1, 1000, &job->verify_steps);
+    case F_DUMP:         job->dump_dir = v; return 0;
+    case F_JSON:         job->json_out = v; return 0;
+    case F_QUIET:        job->quiet = 1; return 0;
+    case F_TIMEOUT:      return parse_finite(flag, v, 1, &job->timeout);
+    case F_MICROBATCHES: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->microbatches);
+    case F_PP_MICROBATCHES: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->pp_microbatches);
+    case F_PP_MB_SIZE:   return parse_int_or_unset(flag, v, 1, HP_JOB_MAX_SIZE, &job->pp_mb_size);
     case F_PP_VIRTUAL:
-        if ((e = parse_int_or_unset(flag, v, 1, 64, &cli->dims.pp_virtual))) return e;
-        if (cli->dims.pp_virtual < 0) cli->dims.pp_virtual = 0;   // the schedule's own
+        if ((e = parse_int_or_unset(flag, v, 1, 64, &job->dims.pp_virtual))) return e;
+        if (job->dims.pp_virtual < 0) job->dims.pp_virtual = 0;   // the schedule's own
         return 0;
-    case F_LAYERS:       return parse_int_or_unset(flag, v, 1, 4096, &cli->layers);
-    case F_ULYSSES:      return parse_int(flag, v, &cli->dims.ulysses);
-    case F_PP_SCHEDULE:  return parse_schedule(flag, v, &cli->dims.pp_schedule);
-    case F_LIST_FAILPOINTS: cli->list_failpoints = 1; return 0;
-    case F_CKPT_ENABLE:  return parse_bool(flag, v, &cli->ckpt_enable);
+    case F_LAYERS:       return parse_int_or_unset(flag, v, 1, 4096, &job->layers);
+    case F_ULYSSES:      return parse_int(flag, v, &job->dims.ulysses);
+    case F_PP_SCHEDULE:  return parse_schedule(flag, v, &job->dims.pp_schedule);
+    case F_LIST_FAILPOINTS: job->list_failpoints = 1; return 0;
+    case F_CKPT_ENABLE:  return parse_bool(flag, v, &job->ckpt_enable);
     case F_CKPT_FOLDER:
         if (!*v) { fprintf(stderr, "hp: %s must name a folder\n", flag); return HP_EXIT_CONFIG; }
-        cli->ckpt_folder = v;
+        job->ckpt_folder = v;
         return 0;
-    case F_CKPT_EVERY:   return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &cli->ckpt_every);
-    case F_CKPT_KEEP:    return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &cli->ckpt_keep);
-    case F_LOAD_STEP:    return parse_int_or_unset(flag, v, 0, HP_JOB_MAX_STEPS, &cli->load_step);
-    case F_INIT_LOAD:    cli->init_load = or_null(v); return 0;
-    case F_INIT_MODEL_ONLY: return parse_bool(flag, v, &cli->init_model_only);
-    case F_MODEL_CONFIG: cli->hf_config = or_null(v); return 0;
-    case F_PLAN_MEMORY:  cli->plan_memory = 1; return 0;
+    case F_CKPT_EVERY:   return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &job->ckpt_every);
+    case F_CKPT_KEEP:    return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &job->ckpt_keep);
+    case F_LOAD_STEP:    return parse_int_or_unset(flag, v, 0, HP_JOB_MAX_STEPS, &job->load_step);
+    case F_INIT_LOAD:    job->init_load = or_null(v); return 0;
+    case F_INIT_MODEL_ONLY: return parse_bool(flag, v, &job->init_model_only);
+    case F_MODEL_CONFIG: job->hf_config = or_null(v); return 0;
+    case F_PLAN_MEMORY:  job->plan_memory = 1; return 0;
     case F_PLAN_PARAMS:
         if (strcmp(v, "all") && strcmp(v, "kinds")) {
             fprintf(stderr, "hp: --params expects kinds or all, got '%s'\n", v);
             return HP_EXIT_CONFIG;
         }
-        cli->plan_params_all = !strcmp(v, "all");
+        job->plan_params_all = !strcmp(v, "all");
         return 0;
-    case F_PLAN_SEARCH:  cli->plan_search = 1; return 0;
-    case F_PLAN_RANKS:   cli->plan_ranks = 1; return 0;
-    case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->plan_world);
-    case F_MEM_PER_RANK: cli->mem_per_rank = v; return 0;
-    case F_HW:           cli->hw = v; return 0;
+    case F_PLAN_SEARCH:  job->plan_search = 1; return 0;
+    case F_PLAN_RANKS:   job->plan_ranks = 1; return 0;
+    case F_PLAN_WORLD:   return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->plan_world);
+    case F_MEM_PER_RANK: job->mem_per_rank = v; return 0;
+    case F_HW:           job->hw = v; return 0;
     case F_AC: {   // none | full | selective (+ selective_ac_option) | hp's every:N
         char err[160];
         int every = 0;
-        cli->ac_given = 1;
-        if (!strcmp(v, "selective")) { cli->ac_mode = v; return 0; }
+        job->ac_given = 1;
+        if (!strcmp(v, "selective")) { job->ac_mode = v; return 0; }
         if (hp_run_config_parse_ac(v, &every, err, sizeof err) != 0) {
             fprintf(stderr, "hp: %s\n", err);
             return HP_EXIT_CONFIG;
@@ -310,95 +310,95 @@ int hp_job_apply_value(hp_job *cli, int id, const char *flag, const char *v) {
         if (every > 1) {   // every:N is TorchTitan's selective with option N
             char n[24];
             snprintf(n, sizeof n, "%d", every);
-            cli->ac_mode = "selective";
-            cli->ac_option = hp_job_keep(n);
+            job->ac_mode = "selective";
+            job->ac_option = hp_job_keep(n);
         } else {
-            cli->ac_mode = every ? "full" : "none";
+            job->ac_mode = every ? "full" : "none";
         }
         return 0;
     }
-    case F_AC_OPTION:    cli->ac_option = v; return 0;
+    case F_AC_OPTION:    job->ac_option = v; return 0;
     case F_RESHARD: {
         char err[160];
-        if (hp_run_config_parse_reshard(v, &cli->run.reshard_after_forward, err, sizeof err) == 0) return 0;
+        if (hp_run_config_parse_reshard(v, &job->run.reshard_after_forward, err, sizeof err) == 0) return 0;
         fprintf(stderr, "hp: %s\n", err);
         return HP_EXIT_CONFIG;
     }
     case F_MP_PARAM:
     case F_MP_REDUCE: {
         char err[160];
-        if (hp_mp_dtype_parse(flag, v, id == F_MP_PARAM ? &cli->run.mp_param : &cli->run.mp_reduce, err,
+        if (hp_mp_dtype_parse(flag, v, id == F_MP_PARAM ? &job->run.mp_param : &job->run.mp_reduce, err,
                            sizeof err) == 0)
             return 0;
         fprintf(stderr, "hp: %s\n", err);
         return HP_EXIT_CONFIG;
     }
-    case F_BETA1:        return parse_interval_f(flag, v, 0, 1, 1, &cli->run.beta1);
-    case F_BETA2:        return parse_interval_f(flag, v, 0, 1, 1, &cli->run.beta2);
-    case F_EPS:          return parse_finite(flag, v, 1, &cli->run.eps);
-    case F_WEIGHT_DECAY: return parse_finite(flag, v, 0, &cli->run.weight_decay);
-    case F_WARMUP:       return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &cli->run.warmup_steps);
-    case F_DECAY_RATIO:  return parse_interval(flag, v, 0, 1, 0, 1, &cli->run.decay_ratio);
-    case F_MIN_LR:       return parse_interval(flag, v, 0, 1, 0, 0, &cli->run.min_lr_factor);
-    case F_TOTAL_STEPS:  return parse_int_in(flag, v, -1, HP_JOB_MAX_STEPS, &cli->run.total_steps);
+    case F_BETA1:        return parse_interval_f(flag, v, 0, 1, 1, &job->run.beta1);
+    case F_BETA2:        return parse_interval_f(flag, v, 0, 1, 1, &job->run.beta2);
+    case F_EPS:          return parse_finite(flag, v, 1, &job->run.eps);
+    case F_WEIGHT_DECAY: return parse_finite(flag, v, 0, &job->run.weight_decay);
+    case F_WARMUP:       return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &job->run.warmup_steps);
+    case F_DECAY_RATIO:  return parse_interval(flag, v, 0, 1, 0, 1, &job->run.decay_ratio);
+    case F_MIN_LR:       return parse_interval(flag, v, 0, 1, 0, 0, &job->run.min_lr_factor);
+    case F_TOTAL_STEPS:  return parse_int_in(flag, v, -1, HP_JOB_MAX_STEPS, &job->run.total_steps);
     case F_DECAY_TYPE:
-        if (!strcmp(v, "linear")) cli->run.decay_type = HP_DECAY_LINEAR;
-        else if (!strcmp(v, "sqrt")) cli->run.decay_type = HP_DECAY_SQRT;
-        else if (!strcmp(v, "cosine")) cli->run.decay_type = HP_DECAY_COSINE;
+        if (!strcmp(v, "linear")) job->run.decay_type = HP_DECAY_LINEAR;
+        else if (!strcmp(v, "sqrt")) job->run.decay_type = HP_DECAY_SQRT;
+        else if (!strcmp(v, "cosine")) job->run.decay_type = HP_DECAY_COSINE;
         else {
             fprintf(stderr, "hp: %s expects linear, sqrt or cosine, got '%s'\n", flag, v);
             return HP_EXIT_CONFIG;
         }
         return 0;
-    case F_GEMM:   // the names of src/kernels/gemm.h's hp_gemm_backend_parse (cli.c links no kernels)
+    case F_GEMM:   // the names of src/kernels/gemm.h's hp_gemm_backend_parse (fuzz_cli links no kernels)
         if (strcmp(v, "openblas") && strcmp(v, "onednn") && strcmp(v, "auto")) {
             fprintf(stderr, "hp: --gemm expects openblas, onednn or auto, got '%s'\n", v);
             return HP_EXIT_CONFIG;
         }
-        cli->gemm = v;
+        job->gemm = v;
         return 0;
     // metrics + validation (docs/metrics.md)
-    case F_LOG_FREQ:     return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &cli->log_freq);
+    case F_LOG_FREQ:     return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &job->log_freq);
     case F_PEAK_TFLOPS:
-        if ((e = parse_float(flag, v, &cli->peak_tflops))) return e;
-        if (!isfinite(cli->peak_tflops) || cli->peak_tflops < 0.0f) {
+        if ((e = parse_float(flag, v, &job->peak_tflops))) return e;
+        if (!isfinite(job->peak_tflops) || job->peak_tflops < 0.0f) {
             fprintf(stderr, "hp: %s must be a finite number >= 0 (0 = measure), got '%s'\n", flag, v);
             return HP_EXIT_CONFIG;
         }
         return 0;
-    case F_VAL_ENABLE:   return parse_bool(flag, v, &cli->val_enable);
-    case F_VAL_PATH:     cli->val_path = or_null(v); return 0;
-    case F_VAL_FREQ:     return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &cli->val_freq);
+    case F_VAL_ENABLE:   return parse_bool(flag, v, &job->val_enable);
+    case F_VAL_PATH:     job->val_path = or_null(v); return 0;
+    case F_VAL_FREQ:     return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &job->val_freq);
     case F_VAL_STEPS:
-        if ((e = parse_int_in(flag, v, -1, HP_JOB_MAX_STEPS, &cli->val_steps))) return e;
-        if (cli->val_steps == 0) {
+        if ((e = parse_int_in(flag, v, -1, HP_JOB_MAX_STEPS, &job->val_steps))) return e;
+        if (job->val_steps == 0) {
             fprintf(stderr, "hp: %s must be -1 (every full batch once) or >= 1, got 0\n", flag);
             return HP_EXIT_CONFIG;
         }
         return 0;
-    case F_CONFIG:       cli->config_file = v; return 0;
-    case F_DUMP_FOLDER:  cli->dump_folder = or_null(v); return 0;
-    case F_DESCRIPTION:  cli->description = v; return 0;
-    case F_PRINT_CONFIG: return parse_bool(flag, v, &cli->print_config);
+    case F_CONFIG:       job->config_file = v; return 0;
+    case F_DUMP_FOLDER:  job->dump_folder = or_null(v); return 0;
+    case F_DESCRIPTION:  job->description = v; return 0;
+    case F_PRINT_CONFIG: return parse_bool(flag, v, &job->print_config);
     case F_DETERMINISTIC: { int b; return parse_bool(flag, v, &b); }   // hp is always bitwise repeatable
     case F_HELP: case F_HELP_CONFIG: case F_TT_ONLY: case F_IGNORED: case F_COUNT_: return 0;
     case F_FLOAT8: {
         hp_float8_recipe r;
-        if (hp_float8_recipe_parse(v, &r) == 0) { cli->run.float8 = (int)r; return 0; }
+        if (hp_float8_recipe_parse(v, &r) == 0) { job->run.float8 = (int)r; return 0; }
         fprintf(stderr, "hp: %s takes tensorwise, rowwise, rowwise-gw-hp or off (torchao's recipe "
                 "names): '%s'\n", flag, v);
         return HP_EXIT_CONFIG;
     }
     case F_FLOAT8_FILTER:
-        if (strlen(v) < sizeof cli->run.float8_filter) {
-            snprintf(cli->run.float8_filter, sizeof cli->run.float8_filter, "%s", v);
+        if (strlen(v) < sizeof job->run.float8_filter) {
+            snprintf(job->run.float8_filter, sizeof job->run.float8_filter, "%s", v);
             return 0;
         }
         fprintf(stderr, "hp: %s: the list is %zu characters, at most %zu\n", flag, strlen(v),
-                sizeof cli->run.float8_filter - 1);
+                sizeof job->run.float8_filter - 1);
         return HP_EXIT_CONFIG;
-    case F_FLOAT8_FSDP_AG: return parse_bool(flag, v, &cli->run.float8_fsdp_all_gather);
-    case F_RANKS_PER_NODE: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &cli->ranks_per_node);
+    case F_FLOAT8_FSDP_AG: return parse_bool(flag, v, &job->run.float8_fsdp_all_gather);
+    case F_RANKS_PER_NODE: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->ranks_per_node);
     }
     return 0;
 }
@@ -512,7 +512,7 @@ static int check_type(const hp_job_flag_def *f, const char *label, const char *v
     return HP_EXIT_CONFIG;
 }
 
-int hp_job_apply_key(hp_job *cli, int row, const char *label, const char *value, int from_file) {
+int hp_job_apply_key(hp_job *job, int row, const char *label, const char *value, int from_file) {
     const hp_job_flag_def *f = &hp_job_flags[row];
     const char *key = f->name + 2;
     const char *name = from_file ? strrchr(label, ' ') + 1 : label + 2;   // "job.toml:3: x.y", "--x.y"
@@ -530,150 +530,150 @@ int hp_job_apply_key(hp_job *cli, int row, const char *label, const char *value,
                     value, off);
             return HP_EXIT_CONFIG;
         }
-        hp_job_note(cli->note_tt, sizeof cli->note_tt, name);
+        hp_job_note(job->note_tt, sizeof job->note_tt, name);
         return 0;
     }
     if (f->id == F_IGNORED) {
-        hp_job_note(cli->note_ignored, sizeof cli->note_ignored, name);
+        hp_job_note(job->note_ignored, sizeof job->note_ignored, name);
         return 0;
     }
-    if ((e = hp_job_apply_value(cli, f->id, label, value))) return e;
-    cli->key_text[row] = value;
-    cli->key_label[row] = label;
+    if ((e = hp_job_apply_value(job, f->id, label, value))) return e;
+    job->key_text[row] = value;
+    job->key_label[row] = label;
     return 0;
 }
 
 // The model of model.name, model.flavor, model.hf_config and model.n_layers.
-static int resolve_model(hp_job *cli) {
+static int resolve_model(hp_job *job) {
     const int fr = hp_job_flag_key_row(F_MODEL), hr = hp_job_flag_key_row(F_MODEL_CONFIG);
-    if (cli->hf_config) {
-        if (cli->key_text[fr] && *cli->flavor) {
+    if (job->hf_config) {
+        if (job->key_text[fr] && *job->flavor) {
             fprintf(stderr, "hp: %s and %s: give one (a named model, or a Hugging Face config.json)\n",
-                    cli->key_label[fr], cli->key_label[hr]);
+                    job->key_label[fr], job->key_label[hr]);
             return HP_EXIT_CONFIG;
         }
         char err[512];
-        if (hp_model_config_from_hf_file(cli->hf_config, &cli->model, err, sizeof err) != 0) {
-            fprintf(stderr, "hp: %s %s\n", cli->key_label[hr], err);
+        if (hp_model_config_from_hf_file(job->hf_config, &job->model, err, sizeof err) != 0) {
+            fprintf(stderr, "hp: %s %s\n", job->key_label[hr], err);
             return HP_EXIT_CONFIG;
         }
     } else {
-        const char *label = cli->key_text[fr] ? cli->key_label[fr] : "model.flavor";
-        const int l3 = llama3_flavor(cli->flavor);
-        if (!strcmp(cli->model_name, "llama3")) {
+        const char *label = job->key_text[fr] ? job->key_label[fr] : "model.flavor";
+        const int l3 = llama3_flavor(job->flavor);
+        if (!strcmp(job->model_name, "llama3")) {
             if (l3 < 0) {
                 fprintf(stderr, "hp: %s '%s' is not a llama3 flavor (debugmodel, 8B, 70B, 405B; or model.name "
-                        "\"hp\")\n", label, cli->flavor);
+                        "\"hp\")\n", label, job->flavor);
                 return HP_EXIT_CONFIG;
             }
-            if (l3 == 0) llama3_debugmodel(&cli->model);
-            else hp_model_config_by_name(llama3_flavors[l3][1], &cli->model);
-        } else if (hp_model_config_by_name(cli->flavor, &cli->model) != 0) {
-            fprintf(stderr, "hp: %s '%s' is a llama3 flavor: set model.name = \"llama3\"\n", label, cli->flavor);
+            if (l3 == 0) llama3_debugmodel(&job->model);
+            else hp_model_config_by_name(llama3_flavors[l3][1], &job->model);
+        } else if (hp_model_config_by_name(job->flavor, &job->model) != 0) {
+            fprintf(stderr, "hp: %s '%s' is a llama3 flavor: set model.name = \"llama3\"\n", label, job->flavor);
             return HP_EXIT_CONFIG;
         }
     }
-    if (cli->layers > 0) cli->model.n_layers = cli->layers;   // --layers deepens any model
+    if (job->layers > 0) job->model.n_layers = job->layers;   // --layers deepens any model
     return 0;
 }
 
 // activation_checkpoint.mode and selective_ac_option -> run.ac_every.
-static int resolve_ac(hp_job *cli) {
-    if (!strcmp(cli->ac_mode, "none")) cli->run.ac_every = 0;
-    else if (!strcmp(cli->ac_mode, "full")) cli->run.ac_every = 1;
+static int resolve_ac(hp_job *job) {
+    if (!strcmp(job->ac_mode, "none")) job->run.ac_every = 0;
+    else if (!strcmp(job->ac_mode, "full")) job->run.ac_every = 1;
     else {
         char *end;
-        const long n = strtol(cli->ac_option, &end, 10);
+        const long n = strtol(job->ac_option, &end, 10);
         const int r = hp_job_flag_key_row(F_AC_OPTION);
-        const char *label = cli->key_text[r] ? cli->key_label[r] : "activation_checkpoint.selective_ac_option";
-        if (!strcmp(cli->ac_option, "op")) {
+        const char *label = job->key_text[r] ? job->key_label[r] : "activation_checkpoint.selective_ac_option";
+        if (!strcmp(job->ac_option, "op")) {
             fprintf(stderr, "hp: %s 'op' (per-op selective AC) is not implemented; give a block interval N\n", label);
             return HP_EXIT_CONFIG;
         }
-        if (!*cli->ac_option || *end || n < 1 || n > 1000000) {
+        if (!*job->ac_option || *end || n < 1 || n > 1000000) {
             fprintf(stderr, "hp: %s expects a block interval N in [1, 1000000] (every N-th block), got '%s'\n",
-                    label, cli->ac_option);
+                    label, job->ac_option);
             return HP_EXIT_CONFIG;
         }
-        cli->run.ac_every = (int)n;
+        job->run.ac_every = (int)n;
     }
     return 0;
 }
 
 // checkpoint.* -> the save folder, --load's model file or --resume's checkpoint.
-static void resolve_checkpoint(hp_job *cli) {
-    cli->ckpt_dir = NULL;
-    if (cli->ckpt_enable) {
-        const char *f = cli->ckpt_folder;
-        if (cli->dump_folder && f[0] != '/') {
-            char *joined = malloc(strlen(cli->dump_folder) + strlen(f) + 2);
-            if (joined) sprintf(joined, "%s/%s", cli->dump_folder, f);
-            cli->ckpt_dir = hp_job_keep_owned(joined);
+static void resolve_checkpoint(hp_job *job) {
+    job->ckpt_dir = NULL;
+    if (job->ckpt_enable) {
+        const char *f = job->ckpt_folder;
+        if (job->dump_folder && f[0] != '/') {
+            char *joined = malloc(strlen(job->dump_folder) + strlen(f) + 2);
+            if (joined) sprintf(joined, "%s/%s", job->dump_folder, f);
+            job->ckpt_dir = hp_job_keep_owned(joined);
         } else {
-            cli->ckpt_dir = f;
+            job->ckpt_dir = f;
         }
     }
-    cli->load_file = cli->resume = NULL;
+    job->load_file = job->resume = NULL;
     // TorchTitan's rule: a checkpoint folder that already holds checkpoints is resumed from
     // (load_step, else its latest) instead of initial_load_path. Only when checkpoint.enable is
     // a job key's: --checkpoint-dir D keeps hp's meaning (save into D, resume only by --resume).
     char latest[4200];
-    if (cli->ckpt_dir && cli->key_label[hp_job_flag_key_row(F_CKPT_ENABLE)] &&
-        snprintf(latest, sizeof latest, "%s/latest", cli->ckpt_dir) < (int)sizeof latest && access(latest, F_OK) == 0) {
-        char *at = malloc(strlen(cli->ckpt_dir) + 32);
-        if (at && cli->load_step >= 0) sprintf(at, "%s/step-%d", cli->ckpt_dir, cli->load_step);
-        else if (at) sprintf(at, "%s", cli->ckpt_dir);
-        cli->resume = hp_job_keep_owned(at);
-        snprintf(cli->note_resume, sizeof cli->note_resume, "checkpoint.folder %s holds checkpoints: resuming "
-                 "from %s%s (TorchTitan's rule)", cli->ckpt_dir, cli->resume,
-                 cli->init_load ? ", not checkpoint.initial_load_path" : "");
+    if (job->ckpt_dir && job->key_label[hp_job_flag_key_row(F_CKPT_ENABLE)] &&
+        snprintf(latest, sizeof latest, "%s/latest", job->ckpt_dir) < (int)sizeof latest && access(latest, F_OK) == 0) {
+        char *at = malloc(strlen(job->ckpt_dir) + 32);
+        if (at && job->load_step >= 0) sprintf(at, "%s/step-%d", job->ckpt_dir, job->load_step);
+        else if (at) sprintf(at, "%s", job->ckpt_dir);
+        job->resume = hp_job_keep_owned(at);
+        snprintf(job->note_resume, sizeof job->note_resume, "checkpoint.folder %s holds checkpoints: resuming "
+                 "from %s%s (TorchTitan's rule)", job->ckpt_dir, job->resume,
+                 job->init_load ? ", not checkpoint.initial_load_path" : "");
         return;
     }
-    if (!cli->init_load) return;
-    if (cli->init_model_only) { cli->load_file = cli->init_load; return; }
-    if (cli->load_step < 0) { cli->resume = cli->init_load; return; }
-    char *at = malloc(strlen(cli->init_load) + 32);
-    if (at) sprintf(at, "%s/step-%d", cli->init_load, cli->load_step);
-    cli->resume = hp_job_keep_owned(at);
+    if (!job->init_load) return;
+    if (job->init_model_only) { job->load_file = job->init_load; return; }
+    if (job->load_step < 0) { job->resume = job->init_load; return; }
+    char *at = malloc(strlen(job->init_load) + 32);
+    if (at) sprintf(at, "%s/step-%d", job->init_load, job->load_step);
+    job->resume = hp_job_keep_owned(at);
 }
 
 // training.local_batch_size and pipeline_parallel_microbatch_size (TorchTitan's way of giving the
 // batch and the pipeline's microbatches) against global_batch_size and the microbatch counts.
-static int resolve_batch(hp_job *cli) {
-    const hp_dims *d = &cli->dims;
+static int resolve_batch(hp_job *job) {
+    const hp_dims *d = &job->dims;
     const int others = d->dp_replicate * d->ulysses * d->cp * d->tp * d->pp;
-    const int shard = d->dp_shard > 0 ? d->dp_shard : (cli->nproc > 0 && others > 0 && cli->nproc % others == 0)
-                                                         ? cli->nproc / others : 1;
+    const int shard = d->dp_shard > 0 ? d->dp_shard : (job->nproc > 0 && others > 0 && job->nproc % others == 0)
+                                                         ? job->nproc / others : 1;
     const long dp = (long)d->dp_replicate * shard;
     const int gr = hp_job_flag_key_row(F_BATCH), lr = hp_job_flag_key_row(F_LOCAL_BATCH);
-    if (cli->local_batch > 0) {
-        const long M = d->pp > 1 ? 1 : (cli->microbatches ? cli->microbatches : 1);
-        const long want = (long)cli->local_batch * dp * M;
-        if (!cli->key_text[gr] && want <= HP_JOB_MAX_SIZE) {
-            cli->run.batch = (int)want;
-        } else if (cli->key_text[gr] && d->pp == 1 && !cli->microbatches && dp > 0 &&
-                   cli->run.batch % (cli->local_batch * dp) == 0) {
-            cli->microbatches = (int)(cli->run.batch / (cli->local_batch * dp));   // TT's accumulation
-        } else if (want != cli->run.batch) {
+    if (job->local_batch > 0) {
+        const long M = d->pp > 1 ? 1 : (job->microbatches ? job->microbatches : 1);
+        const long want = (long)job->local_batch * dp * M;
+        if (!job->key_text[gr] && want <= HP_JOB_MAX_SIZE) {
+            job->run.batch = (int)want;
+        } else if (job->key_text[gr] && d->pp == 1 && !job->microbatches && dp > 0 &&
+                   job->run.batch % (job->local_batch * dp) == 0) {
+            job->microbatches = (int)(job->run.batch / (job->local_batch * dp));   // TT's accumulation
+        } else if (want != job->run.batch) {
             fprintf(stderr, "hp: %s (%d) must be %s (%d) x dp (%ld) x microbatches (%ld) = %ld\n",
-                    cli->key_text[gr] ? cli->key_label[gr] : "training.global_batch_size", cli->run.batch,
-                    cli->key_label[lr], cli->local_batch, dp, M, want);
+                    job->key_text[gr] ? job->key_label[gr] : "training.global_batch_size", job->run.batch,
+                    job->key_label[lr], job->local_batch, dp, M, want);
             return HP_EXIT_CONFIG;
         }
     }
-    if (cli->pp_mb_size > 0 && d->pp > 1) {
+    if (job->pp_mb_size > 0 && d->pp > 1) {
         const int mr = hp_job_flag_key_row(F_PP_MB_SIZE);
-        const long local = dp > 0 ? cli->run.batch / dp : 0;
-        if (cli->pp_microbatches) {
-            fprintf(stderr, "hp: %s and parallelism.pipeline_parallel_microbatches: give one\n", cli->key_label[mr]);
+        const long local = dp > 0 ? job->run.batch / dp : 0;
+        if (job->pp_microbatches) {
+            fprintf(stderr, "hp: %s and parallelism.pipeline_parallel_microbatches: give one\n", job->key_label[mr]);
             return HP_EXIT_CONFIG;
         }
-        if (local < 1 || local % cli->pp_mb_size) {
+        if (local < 1 || local % job->pp_mb_size) {
             fprintf(stderr, "hp: %s (%d) must divide the local batch global_batch_size/dp = %d/%ld = %ld\n",
-                    cli->key_label[mr], cli->pp_mb_size, cli->run.batch, dp, local);
+                    job->key_label[mr], job->pp_mb_size, job->run.batch, dp, local);
             return HP_EXIT_CONFIG;
         }
-        cli->pp_microbatches = (int)(local / cli->pp_mb_size);
+        job->pp_microbatches = (int)(local / job->pp_mb_size);
     }
     return 0;
 }
@@ -687,60 +687,60 @@ static int same_value(const char *a, const char *b) {
 }
 
 // Flags that only mean something together, applied once all are read (any order).
-int hp_job_resolve(hp_job *cli) {
+int hp_job_resolve(hp_job *job) {
     int e;
-    if ((e = resolve_model(cli)) || (e = resolve_ac(cli)) || (e = resolve_batch(cli))) return e;
-    resolve_checkpoint(cli);
-    const int pp = cli->dims.pp;
-    if (cli->pp_microbatches > 1 && pp <= 1) {   // 1 is every job file's default: harmless
+    if ((e = resolve_model(job)) || (e = resolve_ac(job)) || (e = resolve_batch(job))) return e;
+    resolve_checkpoint(job);
+    const int pp = job->dims.pp;
+    if (job->pp_microbatches > 1 && pp <= 1) {   // 1 is every job file's default: harmless
         fprintf(stderr, "hp: --pp-microbatches needs --pp > 1 (pp = %d); use --microbatches for "
                 "gradient accumulation\n", pp);
         return HP_EXIT_CONFIG;
     }
-    if (cli->microbatches > 1 && pp > 1) {
+    if (job->microbatches > 1 && pp > 1) {
         fprintf(stderr, "hp: --microbatches is gradient accumulation at pp 1; with --pp %d use "
                 "--pp-microbatches\n", pp);
         return HP_EXIT_CONFIG;
     }
-    const int T = cli->run.total_steps;
-    if (T != -1 && T < cli->run.steps) {
+    const int T = job->run.total_steps;
+    if (T != -1 && T < job->run.steps) {
         fprintf(stderr, "hp: --lr_scheduler.total_steps (%d) must be -1 (= steps) or >= --steps (%d)\n", T,
-                cli->run.steps);
+                job->run.steps);
         return HP_EXIT_CONFIG;
     }
-    cli->run.microbatches = pp > 1 ? (cli->pp_microbatches ? cli->pp_microbatches : 1)
-                                   : (cli->microbatches ? cli->microbatches : 1);
-    if (cli->config_file)   // the file's keys left at hp defaults that differ from TorchTitan's
+    job->run.microbatches = pp > 1 ? (job->pp_microbatches ? job->pp_microbatches : 1)
+                                   : (job->microbatches ? job->microbatches : 1);
+    if (job->config_file)   // the file's keys left at hp defaults that differ from TorchTitan's
         for (int k = 0; k < hp_job_n_flags; k++) {
             const hp_job_flag_def *f = &hp_job_flags[k];
-            if (hp_job_flag_is_key(f) && f->hp_def && f->tt_def && !cli->key_text[k] && f->id != F_CONFIG &&
-                !(f->id == F_BATCH && cli->local_batch > 0) &&   // derived from the local batch
+            if (hp_job_flag_is_key(f) && f->hp_def && f->tt_def && !job->key_text[k] && f->id != F_CONFIG &&
+                !(f->id == F_BATCH && job->local_batch > 0) &&   // derived from the local batch
                 !same_value(f->hp_def, f->tt_def))
-                hp_job_note(cli->note_defaults, sizeof cli->note_defaults, f->name + 2);
+                hp_job_note(job->note_defaults, sizeof job->note_defaults, f->name + 2);
         }
     return 0;
 }
 
-void hp_job_defaults(hp_job *cli) {
-    memset(cli, 0, sizeof *cli);
-    cli->dims = hp_dims_default();
-    hp_model_config_by_name("tiny", &cli->model);
-    hp_run_config_default(&cli->run);
-    cli->verify_steps = 5;
-    cli->model_name = "hp";
-    cli->flavor = "tiny";
-    cli->local_batch = -1;
-    cli->pp_mb_size = -1;
-    cli->layers = -1;
-    cli->ckpt_folder = "checkpoint";
-    cli->ckpt_every = 500;
-    cli->ckpt_keep = 10;
-    cli->load_step = -1;
-    cli->init_model_only = 1;
-    cli->ac_mode = "none";
-    cli->ac_option = "2";
-    cli->log_freq = 1;        // metrics + validation: TorchTitan's defaults (docs/job_file.md)
-    cli->val_freq = 10;
-    cli->val_steps = -1;
-    cli->val_format = HP_JOB_VAL_FORMAT_UNSET;
+void hp_job_defaults(hp_job *job) {
+    memset(job, 0, sizeof *job);
+    job->dims = hp_dims_default();
+    hp_model_config_by_name("tiny", &job->model);
+    hp_run_config_default(&job->run);
+    job->verify_steps = 5;
+    job->model_name = "hp";
+    job->flavor = "tiny";
+    job->local_batch = -1;
+    job->pp_mb_size = -1;
+    job->layers = -1;
+    job->ckpt_folder = "checkpoint";
+    job->ckpt_every = 500;
+    job->ckpt_keep = 10;
+    job->load_step = -1;
+    job->init_model_only = 1;
+    job->ac_mode = "none";
+    job->ac_option = "2";
+    job->log_freq = 1;        // metrics + validation: TorchTitan's defaults (docs/job_file.md)
+    job->val_freq = 10;
+    job->val_steps = -1;
+    job->val_format = HP_JOB_VAL_FORMAT_UNSET;
 }

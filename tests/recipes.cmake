@@ -39,7 +39,6 @@ set_tests_properties(recipes_bad_files PROPERTIES LABELS L0 TIMEOUT 30 FIXTURES_
 add_executable(test_recipes ${CMAKE_CURRENT_LIST_DIR}/test_recipes.c
                ${CMAKE_SOURCE_DIR}/tools/hp/matrix/report.c ${CMAKE_SOURCE_DIR}/tools/hp/matrix/report_md.c
                ${CMAKE_SOURCE_DIR}/tools/hp/matrix/report_json.c ${CMAKE_SOURCE_DIR}/tools/hp/matrix/report_svg.c
-               ${CMAKE_SOURCE_DIR}/tools/hp/matrix/svg.c
                ${CMAKE_SOURCE_DIR}/tools/hp/cli/cli.c ${CMAKE_SOURCE_DIR}/tools/hp/cli/cli_help.c)
 target_include_directories(test_recipes PRIVATE ${CMAKE_SOURCE_DIR}/tools/hp ${CMAKE_SOURCE_DIR}/src ${CJSON_INCLUDE_DIR})
 target_link_libraries(test_recipes PRIVATE hyperpar)

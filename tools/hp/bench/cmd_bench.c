@@ -30,9 +30,9 @@
 #include "util/file_io.h"
 #include "bench_json.h"
 #include "cli/cli.h"
-#include "fma_peak.h"
 #include "gemm_bench.h"
 #include "launch/launch.h"
+#include "metrics/fma_peak.h"
 #include "run/gemm_choice.h"
 #include "hyperpar/blas.h"
 #include "hyperpar/recipes.h"
@@ -187,11 +187,11 @@ static char gemm_why[256];   // the reason of --gemm auto's pick, printed under 
 // at its best over calls: the machine may be shared. The widest loop is timed only when it is
 // another loop than the kernels'.
 static void measure_peaks(int threads, const char *kernel_isa, step_result *res, char *isa, char *machine_isa) {
-    const double kernels = tool_fma_peak(threads, kernel_isa, isa, 16);
+    const double kernels = hp_fma_peak(threads, kernel_isa, isa, 16);
     if (kernels > res->peak) res->peak = kernels;
-    snprintf(machine_isa, 16, "%s", tool_fma_isa(NULL));
+    snprintf(machine_isa, 16, "%s", hp_fma_isa(NULL));
     if (strcmp(machine_isa, isa)) {
-        const double widest = tool_fma_peak(threads, NULL, machine_isa, 16);
+        const double widest = hp_fma_peak(threads, NULL, machine_isa, 16);
         if (widest > res->machine_peak) res->machine_peak = widest;
     }
     if (res->machine_peak < res->peak) res->machine_peak = res->peak;

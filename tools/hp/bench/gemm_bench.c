@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "fma_peak.h"
 #include "gemm_bench.h"
+#include "metrics/fma_peak.h"
 #include "hyperpar/bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_onednn.h"
@@ -69,7 +69,7 @@ void tool_gemm_measure(int threads, tool_gemm_rates *r) {
     free(x); free(w); free(y);
     hp_gemm_onednn_impl(0, M, N, K, threads, r->onednn_f32_impl, sizeof r->onednn_f32_impl);
     hp_gemm_onednn_impl(1, M, N, K, threads, r->onednn_bf16_impl, sizeof r->onednn_bf16_impl);
-    r->bf16_peak = tool_bf16_peak(threads, r->bf16_peak_isa, sizeof r->bf16_peak_isa);
+    r->bf16_peak = hp_fma_bf16_peak(threads, r->bf16_peak_isa, sizeof r->bf16_peak_isa);
     // AMX: its tiles outrun any vector loop; oneDNN's bf16 matmul is the measure there
     if (!strcmp(hp_gemm_onednn_isa(), "avx512_core_amx") && r->onednn_bf16_packed > r->bf16_peak) {
         r->bf16_peak = r->onednn_bf16_packed;

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "report.h"
-#include "svg.h"
+#include "metrics/svg.h"
 
 #define C_PASS      "#1a7f37"
 #define C_FAIL      "#cf222e"
@@ -33,13 +33,13 @@ static void svg_panel(FILE *f, const tool_recipe_result *x, double px, double py
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" rx=\"4\" fill=\"%s\" stroke=\"%s\" stroke-width=\"%s\"/>\n",
             px, py, pw, ph, ok ? C_PASS_BG : C_FAIL_BG, ok ? C_PASS : C_FAIL, ok ? "1" : "2");
     snprintf(buf, sizeof buf, "%s", x->r->id);
-    tool_svg_text(f, px + 6, py + 15, "font-size=\"12\" font-weight=\"bold\"", buf);
+    hp_svg_text(f, px + 6, py + 15, "font-size=\"12\" font-weight=\"bold\"", buf);
     snprintf(buf, sizeof buf, "%s %s", hp_level_name(x->r->level), tool_verdict_name(x->verdict));
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"bold\" text-anchor=\"end\" fill=\"%s\">%s</text>\n",
             px + pw - 6, py + 15, ok ? C_PASS : C_FAIL, buf);
     tool_recipe_dims_text(x->r, dims, sizeof dims);
     snprintf(buf, sizeof buf, "%s w%d%s", dims, x->world, x->r->EP == 1 && strcmp(x->r->model, "tiny") ? " moe" : "");
-    tool_svg_text(f, px + 6, py + 28, "font-size=\"9.5\" fill=\"#444\"", buf);
+    hp_svg_text(f, px + 6, py + 28, "font-size=\"9.5\" fill=\"#444\"", buf);
 
     // plot area
     const double ax = px + 44, ay = py + 36, aw = pw - 52, ah = ph - 62;
@@ -47,10 +47,10 @@ static void svg_panel(FILE *f, const tool_recipe_result *x, double px, double py
         if (x->verdict == TOOL_V_TIMEOUT) snprintf(buf, sizeof buf, "no result (timed out)");
         else if (x->exit_code > 128) snprintf(buf, sizeof buf, "no result (signal %d)", x->exit_code - 128);
         else snprintf(buf, sizeof buf, "no result (exit %d)", x->exit_code);
-        tool_svg_text(f, px + pw / 2, ay + ah / 2, "font-size=\"11\" text-anchor=\"middle\" fill=\"" C_FAIL "\"", buf);
+        hp_svg_text(f, px + pw / 2, ay + ah / 2, "font-size=\"11\" text-anchor=\"middle\" fill=\"" C_FAIL "\"", buf);
         char why[48];
         snprintf(why, sizeof why, "%.44s", x->failure);
-        tool_svg_text(f, px + pw / 2, ay + ah / 2 + 14, "font-size=\"8.5\" text-anchor=\"middle\" fill=\"#444\"", why);
+        hp_svg_text(f, px + pw / 2, ay + ah / 2 + 14, "font-size=\"8.5\" text-anchor=\"middle\" fill=\"#444\"", why);
         return;
     }
     double lo = x->losses[0], hi = x->losses[0];
@@ -64,14 +64,14 @@ static void svg_panel(FILE *f, const tool_recipe_result *x, double px, double py
     lo -= pad; hi += pad;
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" stroke=\"#bbb\"/>\n", ax, ay, aw, ah);
     snprintf(buf, sizeof buf, "%.4f", hi);
-    tool_svg_text(f, ax - 3, ay + 8, "font-size=\"8\" text-anchor=\"end\" fill=\"#555\"", buf);
+    hp_svg_text(f, ax - 3, ay + 8, "font-size=\"8\" text-anchor=\"end\" fill=\"#555\"", buf);
     snprintf(buf, sizeof buf, "%.4f", lo);
-    tool_svg_text(f, ax - 3, ay + ah, "font-size=\"8\" text-anchor=\"end\" fill=\"#555\"", buf);
-    tool_svg_text(f, ax - 3, ay + ah / 2 + 3, "font-size=\"8\" text-anchor=\"end\" fill=\"#555\"", "loss");
+    hp_svg_text(f, ax - 3, ay + ah, "font-size=\"8\" text-anchor=\"end\" fill=\"#555\"", buf);
+    hp_svg_text(f, ax - 3, ay + ah / 2 + 3, "font-size=\"8\" text-anchor=\"end\" fill=\"#555\"", "loss");
     for (int s = 0; s < x->steps; s++) {
         double gx = ax + (x->steps > 1 ? aw * s / (x->steps - 1) : aw / 2);
         snprintf(buf, sizeof buf, "%d", s + 1);
-        tool_svg_text(f, gx, ay + ah + 10, "font-size=\"8\" text-anchor=\"middle\" fill=\"#555\"", buf);
+        hp_svg_text(f, gx, ay + ah + 10, "font-size=\"8\" text-anchor=\"middle\" fill=\"#555\"", buf);
     }
     // the parallel run wide and light, the reference thin and dashed on top: where they agree
     // the dashes run along the middle of the wide line
@@ -88,7 +88,7 @@ static void svg_panel(FILE *f, const tool_recipe_result *x, double px, double py
     tool_fmt_err(e1, sizeof e1, tool_recipe_worst_rel(x));
     tool_fmt_err(e2, sizeof e2, x->traj_worst);
     snprintf(buf, sizeof buf, "worst rel %s  traj %s  det %s", e1, e2, tool_det_text(x->deterministic));
-    tool_svg_text(f, px + 6, py + ph - 5, "font-size=\"8.5\" fill=\"#333\"", buf);
+    hp_svg_text(f, px + 6, py + ph - 5, "font-size=\"8.5\" fill=\"#333\"", buf);
 }
 
 // One block per pipeline recipe: a lane per pp rank, a box per action of the last step (F
@@ -99,7 +99,7 @@ static void svg_pp_timelines(FILE *f, const tool_matrix_report *m, double x0, do
     static const char *const fill[4] = { "#4c78a8", "#54a24b", "#f58518", "#b279a2" };
     static const char *const name[4] = { "F", "B", "I", "W" };
     char buf[256];
-    tool_svg_text(f, x0, y0, "font-size=\"14\" font-weight=\"bold\"",
+    hp_svg_text(f, x0, y0, "font-size=\"14\" font-weight=\"bold\"",
              "pipeline recipes: the measured last step, pp rank x time (F forward, B backward, I / W the split backward)");
     double y = y0 + 20;
     const double lx = x0 + 150, lw = w - 160;
@@ -111,11 +111,11 @@ static void svg_pp_timelines(FILE *f, const tool_matrix_report *m, double x0, do
             for (int a = 0; a < x->pp_n[p]; a++) if (x->pp_t1[p][a] > end) end = x->pp_t1[p][a];
         if (end <= 0) end = 1;
         snprintf(buf, sizeof buf, "%s (%.1f ms)", x->r->id, end);
-        tool_svg_text(f, x0, y + 10, "font-size=\"11\" font-weight=\"bold\"", buf);
+        hp_svg_text(f, x0, y + 10, "font-size=\"11\" font-weight=\"bold\"", buf);
         for (int p = 0; p < x->pp_ranks; p++) {
             const double ly = y + 14 + p * lane_h;
             snprintf(buf, sizeof buf, "pp rank %d", p);
-            tool_svg_text(f, lx - 6, ly + lane_h - 3, "font-size=\"9\" text-anchor=\"end\" fill=\"#444\"", buf);
+            hp_svg_text(f, lx - 6, ly + lane_h - 3, "font-size=\"9\" text-anchor=\"end\" fill=\"#444\"", buf);
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f3f3f3\"/>\n",
                     lx, ly, lw, lane_h - 2);
             for (int a = 0; a < x->pp_n[p]; a++) {
@@ -159,29 +159,29 @@ int tool_report_svg(const char *path, const tool_matrix_report *m) {
     // title: the counts a person needs first
     snprintf(buf, sizeof buf, "hyperpar completeness matrix: %s", all_ok ? "ALL PASS" : "FAILURES");
     fprintf(f, "<text x=\"%.1f\" y=\"30\" font-size=\"20\" font-weight=\"bold\" fill=\"%s\">", margin, all_ok ? C_PASS : C_FAIL);
-    tool_svg_escaped(f, buf);
+    hp_svg_escaped(f, buf);
     fputs("</text>\n", f);
     snprintf(buf, sizeof buf, "%d passed, %d failed of %d recipes  |  %d of %d negative cases refused%s  |  %s, %d run%s each, %.0f s",
              m->n_pass, m->n_fail, m->n_rec, m->n_neg_ok, m->n_neg, m->n_neg_wrong ? " (WRONG ones in red)" : "",
              m->selection, m->repeat, m->repeat == 1 ? "" : "s", m->seconds);
-    tool_svg_text(f, margin, 50, "font-size=\"13\" fill=\"#222\"", buf);
+    hp_svg_text(f, margin, 50, "font-size=\"13\" fill=\"#222\"", buf);
     // legend
     double lx = margin, ly = 66;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" C_PARALLEL "\" stroke-width=\"4\" stroke-opacity=\"0.75\"/>\n",
             lx, ly - 4, lx + 26, ly - 4);
-    tool_svg_text(f, lx + 31, ly, "font-size=\"11\"", "parallel run (loss per step)");
+    hp_svg_text(f, lx + 31, ly, "font-size=\"11\"", "parallel run (loss per step)");
     lx += 200;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" C_REFERENCE "\" stroke-width=\"1.3\" stroke-dasharray=\"4,3\"/>\n",
             lx, ly - 4, lx + 26, ly - 4);
-    tool_svg_text(f, lx + 31, ly, "font-size=\"11\"", "single-process reference");
+    hp_svg_text(f, lx + 31, ly, "font-size=\"11\"", "single-process reference");
     lx += 190;
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"10\" fill=\"" C_PASS_BG "\" stroke=\"" C_PASS "\"/>\n", lx, ly - 9);
-    tool_svg_text(f, lx + 16, ly, "font-size=\"11\"", "pass");
+    hp_svg_text(f, lx + 16, ly, "font-size=\"11\"", "pass");
     lx += 50;
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"10\" fill=\"" C_FAIL_BG "\" stroke=\"" C_FAIL "\" stroke-width=\"2\"/>\n", lx, ly - 9);
-    tool_svg_text(f, lx + 16, ly, "font-size=\"11\"", "fail");
+    hp_svg_text(f, lx + 16, ly, "font-size=\"11\"", "fail");
     lx += 50;
-    tool_svg_text(f, lx, ly, "font-size=\"11\" fill=\"#444\"",
+    hp_svg_text(f, lx, ly, "font-size=\"11\" fill=\"#444\"",
              "worst rel = max(loss, gradient, parameter) relative error of step 1; traj = 5-step loss; det = bit-identical reruns");
 
     for (int i = 0; i < m->n_rec; i++) {
@@ -192,14 +192,14 @@ int tool_report_svg(const char *path, const tool_matrix_report *m) {
     // bar chart: worst relative error per recipe, log scale, tolerance line
     const double bx = margin + 52, bw = W - bx - margin - 110;
     const int dec_lo = -13, dec_hi = -1;   // 1e-13 .. 1e-1
-    tool_svg_text(f, margin, bar_y - 14, "font-size=\"14\" font-weight=\"bold\"",
+    hp_svg_text(f, margin, bar_y - 14, "font-size=\"14\" font-weight=\"bold\"",
              "worst relative error of step 1 per recipe (log scale) against the tolerance");
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#bbb\"/>\n", bx, bar_y, bw, bar_h);
     for (int e = dec_lo; e <= dec_hi; e++) {
         double y = bar_y + bar_h - bar_h * (e - dec_lo) / (double)(dec_hi - dec_lo);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e2e2e2\"/>\n", bx, y, bx + bw, y);
         snprintf(buf, sizeof buf, "1e%d", e);
-        tool_svg_text(f, bx - 4, y + 3, "font-size=\"9\" text-anchor=\"end\" fill=\"#555\"", buf);
+        hp_svg_text(f, bx - 4, y + 3, "font-size=\"9\" text-anchor=\"end\" fill=\"#555\"", buf);
     }
     const double tol_y = bar_y + bar_h - bar_h * (log10(hp_verify_tol.grad) - dec_lo) / (double)(dec_hi - dec_lo);
     const int n = m->n_rec > 0 ? m->n_rec : 1;
@@ -220,25 +220,25 @@ int tool_report_svg(const char *path, const tool_matrix_report *m) {
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%s\"><title>",
                 cx - barw / 2, top, barw, bar_y + bar_h - top, ok ? C_PASS : C_FAIL, v < 0 ? "0.35" : "0.85");
         snprintf(buf, sizeof buf, "%s: %s %.3g", x->r->id, tool_verdict_name(x->verdict), v);
-        tool_svg_escaped(f, buf);
+        hp_svg_escaped(f, buf);
         fputs("</title></rect>\n", f);
-        if (v < 0) tool_svg_text(f, cx, bar_y + 12, "font-size=\"8\" text-anchor=\"middle\" fill=\"white\"", "n/a");
-        if (v == 0) tool_svg_text(f, cx, bar_y + bar_h - 4, "font-size=\"9\" text-anchor=\"middle\" fill=\"#222\"", "0");
+        if (v < 0) hp_svg_text(f, cx, bar_y + 12, "font-size=\"8\" text-anchor=\"middle\" fill=\"white\"", "n/a");
+        if (v == 0) hp_svg_text(f, cx, bar_y + bar_h - 4, "font-size=\"9\" text-anchor=\"middle\" fill=\"#222\"", "0");
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\" fill=\"%s\" transform=\"rotate(-55 %.1f %.1f)\">",
                 cx + 3, bar_y + bar_h + 12, ok ? "#222" : C_FAIL, cx + 3, bar_y + bar_h + 12);
-        tool_svg_escaped(f, x->r->id);
+        hp_svg_escaped(f, x->r->id);
         fputs("</text>\n", f);
     }
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" C_FAIL "\" stroke-width=\"1.5\" stroke-dasharray=\"6,3\"/>\n",
             bx, tol_y, bx + bw, tol_y);
     snprintf(buf, sizeof buf, "tolerance %.0e", hp_verify_tol.grad);
-    tool_svg_text(f, bx + bw + 6, tol_y + 4, "font-size=\"11\" fill=\"" C_FAIL "\"", buf);
+    hp_svg_text(f, bx + bw + 6, tol_y + 4, "font-size=\"11\" fill=\"" C_FAIL "\"", buf);
 
     // negative cases: one mark each
     if (m->n_neg) {
         snprintf(buf, sizeof buf, "negative cases (must exit 2 with one line naming the rule): %d of %d refused correctly",
                  m->n_neg_ok, m->n_neg);
-        tool_svg_text(f, margin, neg_y, "font-size=\"14\" font-weight=\"bold\"", buf);
+        hp_svg_text(f, margin, neg_y, "font-size=\"14\" font-weight=\"bold\"", buf);
         const double cw = (W - 2 * margin) / neg_cols;
         for (int i = 0; i < m->n_neg; i++) {
             const tool_negative_result *g = &m->neg[i];
@@ -247,10 +247,10 @@ int tool_report_svg(const char *path, const tool_matrix_report *m) {
                     g->ok ? C_PASS : C_FAIL);
             fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10.5\" fill=\"%s\"><title>", x0 + 16, y0 + 12,
                     g->ok ? "#222" : C_FAIL);
-            tool_svg_escaped(f, g->line);
+            hp_svg_escaped(f, g->line);
             fputs("</title>", f);
             snprintf(buf, sizeof buf, "%s  %s", g->n->id, g->ok ? "refused-ok" : "WRONG");
-            tool_svg_escaped(f, buf);
+            hp_svg_escaped(f, buf);
             fputs("</text>\n", f);
         }
     }

@@ -11,13 +11,13 @@
 #include "job/job_table.h"
 #include "gemm_choice.h"
 #include "launch/launch.h"
-#include "metrics.h"
 #include "run_checkpoint.h"
 #include "hyperpar/blas.h"
 #include "hyperpar/optim.h"
 #include "hyperpar/data.h"
 #include "hyperpar/dump.h"
 #include "hyperpar/failpoint.h"
+#include "hyperpar/metrics.h"
 #include "hyperpar/train.h"
 #include "hyperpar/verify.h"
 #include "kernels/gemm.h"
@@ -218,19 +218,19 @@ static double now_s(void) {
 }
 
 // A validation round after step k (docs/metrics.md): every rank runs it, rank 0 logs it.
-static void validate(const tool_val *val, hp_trainer *tr, tool_metrics *mt, int step) {
+static void validate(const hp_validation *val, hp_trainer *tr, hp_metrics *mt, int step) {
     int64_t tokens = 0;
     double seconds = 0.0;
-    const double loss = tool_val_round(val, tr, &tokens, &seconds);
-    tool_metrics_val(mt, step, loss, tokens, seconds);
+    const double loss = hp_validation_round(val, tr, &tokens, &seconds);
+    hp_metrics_val(mt, step, loss, tokens, seconds);
 }
 
 static int train(const tool_cli *cli, const float *init, int rank) {
     char err[256];
-    tool_val val;   // every rank opens the set; all see the same verdict, rank 0 says it
-    if (tool_val_open(&val, cli, rank == 0) != 0) return HP_EXIT_CONFIG;
+    hp_validation val;   // every rank opens the set; all see the same verdict, rank 0 says it
+    if (hp_validation_open(&val, cli, rank == 0) != 0) return HP_EXIT_CONFIG;
     hp_trainer *tr = hp_trainer_init(MPI_COMM_WORLD, &cli->model, &cli->dims, &cli->run, err, sizeof err);
-    if (!tr) { if (rank == 0) fprintf(stderr, "hp: %s\n", err); tool_val_close(&val); return HP_EXIT_CONFIG; }
+    if (!tr) { if (rank == 0) fprintf(stderr, "hp: %s\n", err); hp_validation_close(&val); return HP_EXIT_CONFIG; }
     if (init) hp_trainer_set_params(tr, init);
     double *losses = calloc((size_t)cli->run.steps + 1, sizeof(double));
     const int64_t full_n = hp_trainer_params(tr)->full_numel;
@@ -239,10 +239,10 @@ static int train(const tool_cli *cli, const float *init, int rank) {
     if (cli->resume && (first = tool_run_ckpt_resume(tr, cli, rank)) < 0) {
         free(losses);
         hp_trainer_free(tr);
-        tool_val_close(&val);
+        hp_validation_close(&val);
         return HP_EXIT_CONFIG;
     }
-    tool_metrics *mt = tool_metrics_open(cli, tr, &val, first + 1, conditions.info.threads, MPI_COMM_WORLD);
+    hp_metrics *mt = hp_metrics_open(cli, tr, &val, first + 1, conditions.info.threads, MPI_COMM_WORLD);
     if (!mt) {
         if (rank == 0) fprintf(stderr, "hp: out of memory (metrics)\n");
         rc = HP_EXIT_FAIL;
@@ -277,14 +277,14 @@ static int train(const tool_cli *cli, const float *init, int rank) {
         // --dump: its gathers and writes too)
         const double seconds = (s == 0 && cli->dump_dir) ? now_s() - t0 : st.ms * 1e-3;
         const int finite = hp_step_finite(st.loss, st.grad_norm);
-        tool_metrics_step(mt, &st, seconds, !finite);   // a stopping step is logged, whatever log_freq
+        hp_metrics_step(mt, &st, seconds, !finite);   // a stopping step is logged, whatever log_freq
         if (!finite) report_nonfinite(&st, rank);
-        if (rc == HP_EXIT_OK && tool_val_due(&val, st.step, cli->run.steps)) validate(&val, tr, mt, st.step);
+        if (rc == HP_EXIT_OK && hp_validation_due(&val, st.step, cli->run.steps)) validate(&val, tr, mt, st.step);
         if (rc == HP_EXIT_OK) rc = tool_run_ckpt_after_step(tr, cli, st.step, rank);
     }
-    const int mrc = tool_metrics_close(mt);
+    const int mrc = hp_metrics_close(mt);
     if (rc == HP_EXIT_OK) rc = mrc;
-    tool_val_close(&val);
+    hp_validation_close(&val);
     pp_measured pm = { 0, NULL };
     if (cli->dims.pp > 1) pm = measure_pp(tr, rank, cli->quiet);
     hp_plan_measured meas;
@@ -308,9 +308,9 @@ static int check_metrics_inputs(const tool_cli *cli) {
         return HP_EXIT_CONFIG;
     }
     if (cli->dump_folder && tool_cli_check_dir("--job.dump_folder", cli->dump_folder)) return HP_EXIT_CONFIG;
-    tool_val v;
-    const int e = tool_val_open(&v, cli, 1);
-    tool_val_close(&v);
+    hp_validation v;
+    const int e = hp_validation_open(&v, cli, 1);
+    hp_validation_close(&v);
     return e;
 }
 

@@ -1,6 +1,6 @@
 // fma_peak.c - the fp32 FMA-throughput microbenchmark behind `hp bench`'s peak figure, and its
 // bf16 twin (AVX512_BF16's VDPBF16PS: per lane two bf16 products added to an fp32 accumulator).
-// defines: tool_fma_peak, tool_fma_isa, tool_bf16_peak
+// defines: hp_fma_peak, hp_fma_isa, hp_fma_bf16_peak
 //
 // Why 16 accumulators: an FMA has a latency of about 4 cycles and a core issues up to 2 per
 // cycle, so at least 8 independent chains keep both ports busy; 16 leave room for cores with
@@ -195,7 +195,7 @@ static double timed(loop_fn fn, int threads, long iters) {
     return t1 > t0 ? flops / (t1 - t0) * 1e-9 : 0.0;
 }
 
-const char *tool_fma_isa(const char *want) {
+const char *hp_fma_isa(const char *want) {
     const char *name;
     pick_loop(want, &name);
     return name;
@@ -203,14 +203,14 @@ const char *tool_fma_isa(const char *want) {
 
 static double peak_of(loop_fn fn, int threads, int reps, double seconds);
 
-double tool_fma_peak(int threads, const char *want, char *isa, size_t isa_len) {
+double hp_fma_peak(int threads, const char *want, char *isa, size_t isa_len) {
     const char *name;
     loop_fn fn = pick_loop(want, &name);
     if (isa && isa_len) snprintf(isa, isa_len, "%s", name);
     return peak_of(fn, threads, 10, 0.03);
 }
 
-double tool_bf16_peak(int threads, char *isa, size_t isa_len) {
+double hp_fma_bf16_peak(int threads, char *isa, size_t isa_len) {
     if (isa && isa_len) isa[0] = '\0';
 #ifdef HP_X86
     if (hp_cpu_has(HP_CPU_AVX512BF16) && hp_cpu_has(HP_CPU_AVX512F)) {

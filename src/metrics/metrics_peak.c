@@ -1,6 +1,6 @@
 // metrics_peak.c - the peak the step line's mfu divides by, one that does not move with the
 // machine's load (docs/metrics.md, "peak").
-// defines: tool_metrics_peak, tool_peak_cache_path
+// defines: hp_metrics_peak, hp_metrics_peak_path
 //
 // A peak measured at every start on a shared machine is the share of it that start happened
 // to get: one job read mfu 46.6 % at 498 tok/s and 29.5 % at 780 tok/s, implied peaks of 41
@@ -22,15 +22,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "bench/fma_peak.h"
-#include "metrics.h"
+#include "fma_peak.h"
+#include "hyperpar/metrics.h"
 #include "hyperpar/blas.h"
 #include "kernels/gemm.h"
 
 #define PEAK_FILE_LINE 512
 #define PEAK_FILE_MAX_LINES 256   // more lines than CPUs x ISAs x thread counts anyone runs
 
-int tool_peak_cache_path(char *buf, size_t n) {
+int hp_metrics_peak_path(char *buf, size_t n) {
     const char *dir = getenv("HP_CACHE_DIR");
     if (dir && *dir) return snprintf(buf, n, "%s/fma_peak", dir) < (int)n ? 0 : -1;
     const char *xdg = getenv("XDG_CACHE_HOME");
@@ -132,7 +132,7 @@ static const char *gemm_vectors(void) {
     return hp_gemm_get_backend() == HP_GEMM_ONEDNN ? NULL : hp_blas_core_isa(blas.core);
 }
 
-double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_len, char *source,
+double hp_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_len, char *source,
                          size_t source_len) {
     if (peak_tflops > 0.0f) {
         snprintf(isa, isa_len, "given");
@@ -140,10 +140,10 @@ double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_l
         return (double)peak_tflops * 1e12;
     }
     const char *want = gemm_vectors();
-    snprintf(isa, isa_len, "%s", tool_fma_isa(want));
+    snprintf(isa, isa_len, "%s", hp_fma_isa(want));
     char path[1024], model[256];
     cpu_model(model, sizeof model);
-    const int have_path = tool_peak_cache_path(path, sizeof path) == 0;
+    const int have_path = hp_metrics_peak_path(path, sizeof path) == 0;
     const double kept = have_path ? peak_lookup(path, isa, threads, model) : 0.0;
     if (kept > 0.0) {
         snprintf(source, source_len, "kept");
@@ -151,7 +151,7 @@ double tool_metrics_peak(float peak_tflops, int threads, char *isa, size_t isa_l
     }
     // as the file will hold it, so that this run and the next divide by the same number
     char text[48];
-    snprintf(text, sizeof text, "%.4f", tool_fma_peak(threads, want, isa, isa_len));
+    snprintf(text, sizeof text, "%.4f", hp_fma_peak(threads, want, isa, isa_len));
     const double gflops = strtod(text, NULL);
     const int stored = have_path && gflops > 0.0 && peak_store(path, isa, threads, model, gflops) == 0;
     snprintf(source, source_len, stored ? "measured" : "measured, not kept");

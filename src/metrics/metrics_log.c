@@ -2,30 +2,30 @@
 // TorchTitan's line on rank 0 (torchtitan/components/metrics.py) and a "train" record of
 // metrics.jsonl; after each validation round its line and "val" record; loss.svg rewritten
 // each time.
-// defines: tool_metrics_open, tool_metrics_logs, tool_metrics_step, tool_metrics_val,
-//          tool_metrics_close
+// defines: hp_metrics_open, hp_metrics_logs, hp_metrics_step, hp_metrics_val,
+//          hp_metrics_close
 //
 // Every figure is rank 0's but the memory high-water over the ranks (memory_gib_max), reduced on
 // the logged steps, which every rank knows alike (the step number, or a stopped run's step).
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "metrics.h"
+#include "hyperpar/metrics.h"
 #include "util/file_io.h"
 #include "hyperpar/memtrack.h"
 #include "hyperpar/optim.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-struct tool_metrics {
-    const tool_cli *cli;
+struct hp_metrics {
+    const hp_job *cli;
     MPI_Comm world;
     int rank, nranks;
     int active;                 // a line is printed or a file written (no --quiet, or a dump folder)
     int first_step;             // the run's first step (after --resume: the checkpoint's + 1)
     int curve_first;            // the curve's first step (after --resume: the earlier records')
     int64_t tokens_per_step;    // B x S, global
-    tool_flops flops;
+    hp_flops flops;
     double peak;                // FLOP/s of one rank
     char isa[16];
     char peak_source[32];       // given, kept, measured (metrics_peak.c)
@@ -37,7 +37,7 @@ struct tool_metrics {
     char jsonl_path[4096], svg_path[4096], title[192];
     FILE *jsonl;
     int failed;                 // a write failed (said once)
-    tool_svg_point *loss, *lr, *val;
+    hp_svg_point *loss, *lr, *val;
     int n_train, cap_train, n_lr, cap_lr, n_val, cap_val;   // (n_lr = n_train)
 };
 
@@ -59,14 +59,14 @@ static double mem_total_bytes(void) {
     return kib * 1024.0;
 }
 
-static void fail_once(tool_metrics *mt, const char *path) {
+static void fail_once(hp_metrics *mt, const char *path) {
     if (!mt->failed) fprintf(stderr, "hp: cannot write '%s'\n", path);
     mt->failed = 1;
 }
 
 // "hp run: tiny, world 4 (dp_shard 2, tp 2), batch 8 x seq_len 32"
-static void make_title(tool_metrics *mt) {
-    const tool_cli *cli = mt->cli;
+static void make_title(hp_metrics *mt) {
+    const hp_job *cli = mt->cli;
     const hp_dims *d = &cli->dims;
     const struct { const char *name; int v; } deg[] = {
         { "dp_replicate", d->dp_replicate }, { "dp_shard", d->dp_shard }, { "ulysses", d->ulysses },
@@ -82,10 +82,10 @@ static void make_title(tool_metrics *mt) {
              mt->nranks, *layout ? " (" : "", layout, *layout ? ")" : "", cli->run.batch, cli->run.seq_len);
 }
 
-static int push(tool_svg_point **p, int *n, int *cap, tool_svg_point x) {
+static int push(hp_svg_point **p, int *n, int *cap, hp_svg_point x) {
     if (*n == *cap) {
         const int c = *cap ? 2 * *cap : 64;
-        tool_svg_point *q = realloc(*p, (size_t)c * sizeof *q);
+        hp_svg_point *q = realloc(*p, (size_t)c * sizeof *q);
         if (!q) return -1;
         *p = q;
         *cap = c;
@@ -96,28 +96,28 @@ static int push(tool_svg_point **p, int *n, int *cap, tool_svg_point x) {
 
 // An earlier run's record, kept by a resume: a point of the curve, which then starts at its step
 static void carry_point(void *ctx, char kind, int step, double loss, double lr) {
-    tool_metrics *mt = ctx;
+    hp_metrics *mt = ctx;
     int bad = 0;
     if (kind == 't')
-        bad = push(&mt->loss, &mt->n_train, &mt->cap_train, (tool_svg_point){ step, loss }) != 0 ||
-              push(&mt->lr, &mt->n_lr, &mt->cap_lr, (tool_svg_point){ step, lr }) != 0;
+        bad = push(&mt->loss, &mt->n_train, &mt->cap_train, (hp_svg_point){ step, loss }) != 0 ||
+              push(&mt->lr, &mt->n_lr, &mt->cap_lr, (hp_svg_point){ step, lr }) != 0;
     else
-        bad = push(&mt->val, &mt->n_val, &mt->cap_val, (tool_svg_point){ step, loss }) != 0;
+        bad = push(&mt->val, &mt->n_val, &mt->cap_val, (hp_svg_point){ step, loss }) != 0;
     if (bad) fail_once(mt, mt->svg_path);
     if (step < mt->curve_first) mt->curve_first = step;
 }
 
-static void write_svg(tool_metrics *mt) {
+static void write_svg(hp_metrics *mt) {
     if (!mt->jsonl || mt->rank != 0) return;
     const int n = mt->n_train < mt->n_lr ? mt->n_train : mt->n_lr;
-    if (tool_metrics_svg(mt->svg_path, mt->title, mt->curve_first, mt->cli->run.steps, mt->loss, mt->lr, n,
+    if (hp_metrics_svg(mt->svg_path, mt->title, mt->curve_first, mt->cli->run.steps, mt->loss, mt->lr, n,
                          mt->val, mt->n_val) != 0)
         fail_once(mt, mt->svg_path);
 }
 
-tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_val *val, int first_step,
+hp_metrics *hp_metrics_open(const hp_job *cli, hp_trainer *tr, const hp_validation *val, int first_step,
                                 int blas_threads, MPI_Comm world) {
-    tool_metrics *mt = calloc(1, sizeof *mt);
+    hp_metrics *mt = calloc(1, sizeof *mt);
     if (!mt) return NULL;
     mt->cli = cli;
     mt->world = world;
@@ -126,14 +126,14 @@ tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_
     mt->first_step = first_step;
     mt->tokens_per_step = (int64_t)cli->run.batch * cli->run.seq_len;
     mt->active = !cli->quiet || cli->dump_folder;
-    tool_metrics_flops(&mt->flops, &cli->model, hp_trainer_params(tr), cli->run.seq_len);
+    hp_metrics_flops(&mt->flops, &cli->model, hp_trainer_params(tr), cli->run.seq_len);
     snprintf(mt->isa, sizeof mt->isa, "none");
     snprintf(mt->peak_source, sizeof mt->peak_source, "none");
     // one figure for the machine, not the share of it this start got: rank 0's, given, kept or
     // measured once while the other ranks sleep in the broadcast (metrics_peak.c)
     if (mt->active) {
         if (mt->rank == 0)
-            mt->peak = tool_metrics_peak(cli->peak_tflops, blas_threads, mt->isa, sizeof mt->isa,
+            mt->peak = hp_metrics_peak(cli->peak_tflops, blas_threads, mt->isa, sizeof mt->isa,
                                          mt->peak_source, sizeof mt->peak_source);
         hp_mpi_broadcast(world, &mt->peak, 1, MPI_DOUBLE, 0, "metrics-peak");
     }
@@ -142,7 +142,7 @@ tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_
         make_title(mt);
         snprintf(mt->jsonl_path, sizeof mt->jsonl_path, "%s/metrics.jsonl", cli->dump_folder);
         snprintf(mt->svg_path, sizeof mt->svg_path, "%s/loss.svg", cli->dump_folder);
-        tool_metrics_job j = { cli, mt->nranks, first_step, blas_threads, mt->flops, mt->peak, mt->isa,
+        hp_metrics_job j = { cli, mt->nranks, first_step, blas_threads, mt->flops, mt->peak, mt->isa,
                                mt->peak_source, mt->mem_total / GIB, val };
         // a resumed run continues the earlier records (those before its first step) and curve
         unsigned char *earlier = NULL;
@@ -151,9 +151,9 @@ tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_
         if (first_step > 1 && hp_file_read(mt->jsonl_path, &earlier, &earlier_len, &why) != 0) earlier = NULL;
         mt->curve_first = first_step;
         if (!(mt->jsonl = fopen(mt->jsonl_path, "w")) ||
-            (earlier && tool_metrics_jsonl_carry(mt->jsonl, (const char *)earlier, earlier_len, first_step,
+            (earlier && hp_metrics_jsonl_carry(mt->jsonl, (const char *)earlier, earlier_len, first_step,
                                                  carry_point, mt) < 0) ||
-            tool_metrics_jsonl_job(mt->jsonl, &j) != 0)
+            hp_metrics_jsonl_job(mt->jsonl, &j) != 0)
             fail_once(mt, mt->jsonl_path);
         free(earlier);
     }
@@ -164,7 +164,7 @@ tool_metrics *tool_metrics_open(const tool_cli *cli, hp_trainer *tr, const tool_
 
 // "eta: 5m12s (10.0%)": the steps left at the mean step time of this run so far (as nanochat's
 // line has it), and the share of the job's steps done
-static const char *progress(const tool_metrics *mt, int step, char *buf, size_t n) {
+static const char *progress(const hp_metrics *mt, int step, char *buf, size_t n) {
     const int done = step - mt->first_step + 1, total = mt->cli->run.steps;
     const double left = done > 0 ? mt->seconds / done * (total - step) : 0.0;
     const long s = (long)(left + 0.5);
@@ -175,14 +175,14 @@ static const char *progress(const tool_metrics *mt, int step, char *buf, size_t 
     return buf;
 }
 
-int tool_metrics_logs(const tool_metrics *mt, int step) {
+int hp_metrics_logs(const hp_metrics *mt, int step) {
     return step == mt->first_step || step % mt->cli->log_freq == 0 || step == mt->cli->run.steps;
 }
 
-void tool_metrics_step(tool_metrics *mt, const hp_step_stats *st, double seconds, int force) {
+void hp_metrics_step(hp_metrics *mt, const hp_step_stats *st, double seconds, int force) {
     mt->tokens += mt->tokens_per_step;
     mt->seconds += seconds;
-    if (!mt->active || !(force || tool_metrics_logs(mt, st->step))) return;
+    if (!mt->active || !(force || hp_metrics_logs(mt, st->step))) return;
     hp_mem_stats ms;
     hp_mem_get_stats(&ms);
     const double mine = (double)ms.interval_peak;
@@ -190,7 +190,7 @@ void tool_metrics_step(tool_metrics *mt, const hp_step_stats *st, double seconds
     MPI_Reduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, 0, mt->world);
     hp_mem_reset_interval_peak();
     if (mt->rank == 0) {
-        tool_metrics_train t = { 0 };
+        hp_metrics_train t = { 0 };
         t.step = st->step;
         t.loss = st->loss;
         t.grad_norm = st->grad_norm;
@@ -207,13 +207,13 @@ void tool_metrics_step(tool_metrics *mt, const hp_step_stats *st, double seconds
             char tps[32], eta[48];
             printf("step: %3d  loss: %8.5f  grad_norm: %7.4f  lr: %.4e  memory: %5.2fGiB(%.2f%%)  tps: %s  "
                    "tflops: %.2f  mfu: %.2f%%  %s\n", t.step, t.loss, t.grad_norm, t.lr, t.memory_gib, t.memory_pct,
-                   tool_fmt_thousands(tps, sizeof tps, t.tps), t.tflops, t.mfu_pct, progress(mt, t.step, eta, sizeof eta));
+                   hp_fmt_thousands(tps, sizeof tps, t.tps), t.tflops, t.mfu_pct, progress(mt, t.step, eta, sizeof eta));
             fflush(stdout);
         }
         if (mt->jsonl) {
-            if (tool_metrics_jsonl_train(mt->jsonl, &t) != 0) fail_once(mt, mt->jsonl_path);
-            if (push(&mt->loss, &mt->n_train, &mt->cap_train, (tool_svg_point){ t.step, t.loss }) != 0 ||
-                push(&mt->lr, &mt->n_lr, &mt->cap_lr, (tool_svg_point){ t.step, t.lr }) != 0)
+            if (hp_metrics_jsonl_train(mt->jsonl, &t) != 0) fail_once(mt, mt->jsonl_path);
+            if (push(&mt->loss, &mt->n_train, &mt->cap_train, (hp_svg_point){ t.step, t.loss }) != 0 ||
+                push(&mt->lr, &mt->n_lr, &mt->cap_lr, (hp_svg_point){ t.step, t.lr }) != 0)
                 fail_once(mt, mt->svg_path);
             write_svg(mt);
         }
@@ -222,24 +222,24 @@ void tool_metrics_step(tool_metrics *mt, const hp_step_stats *st, double seconds
     mt->seconds = 0.0;
 }
 
-void tool_metrics_val(tool_metrics *mt, int step, double loss, int64_t tokens, double seconds) {
+void hp_metrics_val(hp_metrics *mt, int step, double loss, int64_t tokens, double seconds) {
     if (mt->rank != 0 || !mt->active) return;
-    tool_metrics_valrec v = { step, loss, tokens, 0, 0.0, now_s() - mt->t_start };
+    hp_metrics_valrec v = { step, loss, tokens, 0, 0.0, now_s() - mt->t_start };
     v.batches = tokens / mt->tokens_per_step;
     v.tps = seconds > 0 ? (double)tokens / (seconds * mt->nranks) : 0.0;
     if (!mt->cli->quiet) {
         char tps[32];
-        printf("validate step: %3d  loss: %8.5f  tps: %s\n", step, loss, tool_fmt_thousands(tps, sizeof tps, v.tps));
+        printf("validate step: %3d  loss: %8.5f  tps: %s\n", step, loss, hp_fmt_thousands(tps, sizeof tps, v.tps));
         fflush(stdout);
     }
     if (mt->jsonl) {
-        if (tool_metrics_jsonl_val(mt->jsonl, &v) != 0) fail_once(mt, mt->jsonl_path);
-        if (push(&mt->val, &mt->n_val, &mt->cap_val, (tool_svg_point){ step, loss }) != 0) fail_once(mt, mt->svg_path);
+        if (hp_metrics_jsonl_val(mt->jsonl, &v) != 0) fail_once(mt, mt->jsonl_path);
+        if (push(&mt->val, &mt->n_val, &mt->cap_val, (hp_svg_point){ step, loss }) != 0) fail_once(mt, mt->svg_path);
         write_svg(mt);
     }
 }
 
-int tool_metrics_close(tool_metrics *mt) {
+int hp_metrics_close(hp_metrics *mt) {
     if (!mt) return 0;
     write_svg(mt);
     if (mt->jsonl && fclose(mt->jsonl) != 0) fail_once(mt, mt->jsonl_path);

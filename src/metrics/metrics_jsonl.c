@@ -1,7 +1,7 @@
 // metrics_jsonl.c - the records of {job.dump_folder}/metrics.jsonl: one JSON object a line,
 // written whole and flushed, so that a reader (or a crash) sees only complete lines.
-// defines: tool_metrics_jsonl_job, tool_metrics_jsonl_train, tool_metrics_jsonl_val,
-//          tool_metrics_jsonl_carry
+// defines: hp_metrics_jsonl_job, hp_metrics_jsonl_train, hp_metrics_jsonl_val,
+//          hp_metrics_jsonl_carry
 //
 // Numbers are written at round-trip precision: the shortest of %.15g, %.16g and %.17g that
 // strtod reads back to the same double, bit for bit; a non-finite one is written as null. (Not
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
-#include "metrics.h"
+#include "hyperpar/metrics.h"
 
 // o[key] = v, exactly (above).
 static void add_number(cJSON *o, const char *key, double v) {
@@ -34,8 +34,8 @@ static int put_line(FILE *f, cJSON *o) {
     return bad ? -1 : 0;
 }
 
-int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j) {
-    const tool_cli *cli = j->cli;
+int hp_metrics_jsonl_job(FILE *f, const hp_metrics_job *j) {
+    const hp_job *cli = j->cli;
     const hp_model_config *m = &cli->model;
     const hp_dims *d = &cli->dims;
     cJSON *o = cJSON_CreateObject();
@@ -84,7 +84,7 @@ int tool_metrics_jsonl_job(FILE *f, const tool_metrics_job *j) {
     return put_line(f, o);
 }
 
-int tool_metrics_jsonl_train(FILE *f, const tool_metrics_train *t) {
+int hp_metrics_jsonl_train(FILE *f, const hp_metrics_train *t) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "train");
     add_number(o, "step", t->step);
@@ -102,7 +102,7 @@ int tool_metrics_jsonl_train(FILE *f, const tool_metrics_train *t) {
     return put_line(f, o);
 }
 
-int tool_metrics_jsonl_val(FILE *f, const tool_metrics_valrec *v) {
+int hp_metrics_jsonl_val(FILE *f, const hp_metrics_valrec *v) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "val");
     add_number(o, "step", v->step);
@@ -119,7 +119,7 @@ static double number_of(const cJSON *o, const char *key) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-int tool_metrics_jsonl_carry(FILE *f, const char *text, size_t len, int first_step, tool_metrics_point_fn point,
+int hp_metrics_jsonl_carry(FILE *f, const char *text, size_t len, int first_step, hp_metrics_point_fn point,
                              void *ctx) {
     int kept = 0;
     for (size_t at = 0; at < len;) {

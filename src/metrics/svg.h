@@ -1,14 +1,14 @@
 // svg.h - the few pieces of hand-written SVG that hp's pictures share (report.svg of hp matrix,
 // loss.svg of hp run).
-// defines: tool_svg_escaped, tool_svg_text
+// defines: hp_svg_escaped, hp_svg_text
 #ifndef HP_TOOL_SVG_H
 #define HP_TOOL_SVG_H
 #include <stdio.h>
 
 // s with XML's five special characters escaped (& < > " as entities; ' is left: attributes
 // are double-quoted).
-void tool_svg_escaped(FILE *f, const char *s);
+void hp_svg_escaped(FILE *f, const char *s);
 // <text x y attrs>s</text>, s escaped; attrs is raw SVG attribute text.
-void tool_svg_text(FILE *f, double x, double y, const char *attrs, const char *s);
+void hp_svg_text(FILE *f, double x, double y, const char *attrs, const char *s);
 
 #endif

@@ -1,6 +1,6 @@
 // metrics_val.c - the validation set of `hp run --validation.enable` and its rounds
 // (docs/metrics.md).
-// defines: tool_val_open, tool_val_close, tool_val_due, tool_val_round
+// defines: hp_validation_open, hp_validation_close, hp_validation_due, hp_validation_round
 //
 // A round reads the same batches every time: batch b of the set is windows b*B .. b*B+B-1, from
 // window 0, in order, never shuffled, never carried over from the last round (TorchTitan before
@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "metrics.h"
+#include "hyperpar/metrics.h"
 
-int tool_val_open(tool_val *v, const tool_cli *cli, int say) {
+int hp_validation_open(hp_validation *v, const hp_job *cli, int say) {
     memset(v, 0, sizeof *v);
     if (!cli->val_enable) return 0;
     v->path = cli->val_path ? cli->val_path : cli->run.data_path;   // NULL: synthetic
@@ -60,18 +60,18 @@ int tool_val_open(tool_val *v, const tool_cli *cli, int say) {
         bad = 1;
     }
     if (bad) {
-        tool_val_close(v);
+        hp_validation_close(v);
         return HP_EXIT_CONFIG;
     }
     return 0;
 }
 
-void tool_val_close(tool_val *v) {
+void hp_validation_close(hp_validation *v) {
     if (v->data) hp_data_close(v->data);
     v->data = NULL;
 }
 
-int tool_val_due(const tool_val *v, int step, int last_step) {
+int hp_validation_due(const hp_validation *v, int step, int last_step) {
     return v->data && (step % v->freq == 0 || step == last_step);
 }
 
@@ -81,7 +81,7 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-double tool_val_round(const tool_val *v, hp_trainer *tr, int64_t *tokens, double *seconds) {
+double hp_validation_round(const hp_validation *v, hp_trainer *tr, int64_t *tokens, double *seconds) {
     hp_comm *c = hp_trainer_comm(tr);
     hp_barrier(c, HP_G_WORLD);   // timed as a step is: from every rank ready to every rank done
     const double t0 = now_s();

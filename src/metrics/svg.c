@@ -1,8 +1,8 @@
 // svg.c - the shared SVG pieces of svg.h.
-// defines: tool_svg_escaped, tool_svg_text
+// defines: hp_svg_escaped, hp_svg_text
 #include "svg.h"
 
-void tool_svg_escaped(FILE *f, const char *s) {
+void hp_svg_escaped(FILE *f, const char *s) {
     for (; *s; s++) {
         switch (*s) {
         case '&': fputs("&amp;", f); break;
@@ -14,8 +14,8 @@ void tool_svg_escaped(FILE *f, const char *s) {
     }
 }
 
-void tool_svg_text(FILE *f, double x, double y, const char *attrs, const char *s) {
+void hp_svg_text(FILE *f, double x, double y, const char *attrs, const char *s) {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" %s>", x, y, attrs);
-    tool_svg_escaped(f, s);
+    hp_svg_escaped(f, s);
     fputs("</text>\n", f);
 }

@@ -1,6 +1,6 @@
 // metrics_flops.c - the FLOPs of a trained token, for the step line's tflops and mfu
 // (docs/metrics.md; the peak mfu divides by: metrics_peak.c).
-// defines: tool_metrics_flops, tool_fmt_thousands
+// defines: hp_metrics_flops, hp_fmt_thousands
 //
 // F follows TorchTitan (torchtitan/models/utils.py get_dense_model_nparams_and_flops, llama3's
 // head_dims = 2 hd): 6 per parameter a token multiplies, forward and backward (2 + 4), without
@@ -10,9 +10,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "metrics.h"
+#include "hyperpar/metrics.h"
 
-void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_param_table *t, int seq_len) {
+void hp_metrics_flops(hp_flops *out, const hp_model_config *m, const hp_param_table *t, int seq_len) {
     memset(out, 0, sizeof *out);
     // a routed expert's weights are multiplied by K of every E tokens' worth (the shared
     // expert's, by all): TorchTitan counts the experts' parameters at K/E
@@ -28,7 +28,7 @@ void tool_metrics_flops(tool_flops *out, const hp_model_config *m, const hp_para
     out->F = 6.0 * out->active + 12.0 * L * H * hd * (double)seq_len;
 }
 
-char *tool_fmt_thousands(char *buf, size_t cap, double n) {
+char *hp_fmt_thousands(char *buf, size_t cap, double n) {
     char digits[32];
     if (!isfinite(n)) { snprintf(buf, cap, "%g", n); return buf; }
     snprintf(digits, sizeof digits, "%.0f", fabs(n) < 9e18 ? n : (n < 0 ? -9e18 : 9e18));

@@ -2,11 +2,11 @@
 // the logged steps as a line and each validation round's loss as a point in the upper panel, the
 // lr below, both on one step axis. Written whole to a temporary file and renamed over the old
 // one, so that a viewer (or a crash) never sees half a picture.
-// defines: tool_metrics_svg
+// defines: hp_metrics_svg
 #include <math.h>
 #include <stdio.h>
-#include "metrics.h"
-#include "matrix/svg.h"
+#include "hyperpar/metrics.h"
+#include "svg.h"
 
 #define C_TRAIN "#1c3f94"
 #define C_VAL   "#f08c00"
@@ -28,7 +28,7 @@ static double y_of(double v, double y0, double h, double lo, double hi) {
 }
 
 // The finite range of the points' y (a flat series: +-1e-3 around it), padded by 2 %.
-static int range_of(const tool_svg_point *a, int na, const tool_svg_point *b, int nb, double *lo, double *hi) {
+static int range_of(const hp_svg_point *a, int na, const hp_svg_point *b, int nb, double *lo, double *hi) {
     int any = 0;
     for (int k = 0; k < na + nb; k++) {
         const double v = k < na ? a[k].y : b[k - na].y;
@@ -46,7 +46,7 @@ static int range_of(const tool_svg_point *a, int na, const tool_svg_point *b, in
 }
 
 // A line through the finite points; a non-finite one breaks it.
-static void polyline(FILE *f, const axis *a, const tool_svg_point *p, int n, double y0, double h, double lo,
+static void polyline(FILE *f, const axis *a, const hp_svg_point *p, int n, double y0, double h, double lo,
                      double hi, const char *color) {
     int open = 0;
     for (int k = 0; k <= n; k++) {
@@ -77,11 +77,11 @@ static void panel(FILE *f, double y0, double h, double lo, double hi, double tic
         const double v = lo + tick * t, y = y_of(v, y0, h, lo, hi);
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", AX, y, AX + AW, y);
         snprintf(buf, sizeof buf, fmt, fabs(v) < 1e-12 * tick ? 0.0 : v);
-        tool_svg_text(f, AX - 5, y + 3, "font-size=\"10\" text-anchor=\"end\" fill=\"" C_AXIS "\"", buf);
+        hp_svg_text(f, AX - 5, y + 3, "font-size=\"10\" text-anchor=\"end\" fill=\"" C_AXIS "\"", buf);
     }
     fprintf(f, "<text x=\"16\" y=\"%.1f\" font-size=\"11\" fill=\"" C_AXIS "\" text-anchor=\"middle\" "
             "transform=\"rotate(-90 16 %.1f)\">", y0 + h / 2, y0 + h / 2);
-    tool_svg_escaped(f, name);
+    hp_svg_escaped(f, name);
     fputs("</text>\n", f);
 }
 
@@ -91,7 +91,7 @@ static void step_tick(FILE *f, const axis *a, int s) {
     fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#bbb\"/>\n", x, LR_Y + LR_H, x,
             LR_Y + LR_H + 4);
     snprintf(buf, sizeof buf, "%d", s);
-    tool_svg_text(f, x, LR_Y + LR_H + 15, "font-size=\"10\" text-anchor=\"middle\" fill=\"" C_AXIS "\"", buf);
+    hp_svg_text(f, x, LR_Y + LR_H + 15, "font-size=\"10\" text-anchor=\"middle\" fill=\"" C_AXIS "\"", buf);
 }
 
 // Step ticks under the lr panel: the first and last steps, and the multiples of 1, 2 or 5 x 10^n
@@ -108,26 +108,26 @@ static void step_axis(FILE *f, const axis *a) {
     for (long s = ((long)a->first / every + 1) * every; s < a->last; s += every)
         if (a->last - s >= every / 2 && s - a->first >= every / 2) step_tick(f, a, (int)s);
     if (span > 0) step_tick(f, a, a->last);
-    tool_svg_text(f, AX + AW / 2.0, LR_Y + LR_H + 32, "font-size=\"11\" text-anchor=\"middle\" fill=\"" C_AXIS "\"",
+    hp_svg_text(f, AX + AW / 2.0, LR_Y + LR_H + 32, "font-size=\"11\" text-anchor=\"middle\" fill=\"" C_AXIS "\"",
                   "step");
 }
 
-static void write_svg(FILE *f, const char *title, const axis *a, const tool_svg_point *loss, const tool_svg_point *lr,
-                      int n_train, const tool_svg_point *val, int n_val) {
+static void write_svg(FILE *f, const char *title, const axis *a, const hp_svg_point *loss, const hp_svg_point *lr,
+                      int n_train, const hp_svg_point *val, int n_val) {
     char buf[96];
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, HGT, W, HGT);
-    tool_svg_text(f, AX, 22, "font-size=\"14\" font-weight=\"bold\"", title);
+    hp_svg_text(f, AX, 22, "font-size=\"14\" font-weight=\"bold\"", title);
     // legend
     fprintf(f, "<line x1=\"%d\" y1=\"38\" x2=\"%d\" y2=\"38\" stroke=\"" C_TRAIN "\" stroke-width=\"2\"/>\n", AX, AX + 18);
-    tool_svg_text(f, AX + 22, 42, "font-size=\"11\"", "train loss");
+    hp_svg_text(f, AX + 22, 42, "font-size=\"11\"", "train loss");
     fprintf(f, "<circle cx=\"%d\" cy=\"38\" r=\"3.5\" fill=\"" C_VAL "\"/>\n", AX + 110);
-    tool_svg_text(f, AX + 118, 42, "font-size=\"11\"", "validation loss");
+    hp_svg_text(f, AX + 118, 42, "font-size=\"11\"", "validation loss");
     fprintf(f, "<line x1=\"%d\" y1=\"38\" x2=\"%d\" y2=\"38\" stroke=\"" C_LR "\" stroke-width=\"2\"/>\n", AX + 230,
             AX + 248);
-    tool_svg_text(f, AX + 252, 42, "font-size=\"11\"", "lr");
+    hp_svg_text(f, AX + 252, 42, "font-size=\"11\"", "lr");
 
     double lo = 0, hi = 1;
     const int have_loss = range_of(loss, n_train, val, n_val, &lo, &hi);
@@ -141,7 +141,7 @@ static void write_svg(FILE *f, const char *title, const axis *a, const tool_svg_
                     y_of(val[k].y, LOSS_Y, LOSS_H, lo, hi));
             snprintf(buf, sizeof buf, "step %d: validation loss %.5f", val[k].step, val[k].y);
             fputs("<title>", f);
-            tool_svg_escaped(f, buf);
+            hp_svg_escaped(f, buf);
             fputs("</title></circle>\n", f);
         }
     }
@@ -157,8 +157,8 @@ static void write_svg(FILE *f, const char *title, const axis *a, const tool_svg_
     fputs("</svg>\n", f);
 }
 
-int tool_metrics_svg(const char *path, const char *title, int first, int last, const tool_svg_point *loss,
-                     const tool_svg_point *lr, int n_train, const tool_svg_point *val, int n_val) {
+int hp_metrics_svg(const char *path, const char *title, int first, int last, const hp_svg_point *loss,
+                     const hp_svg_point *lr, int n_train, const hp_svg_point *val, int n_val) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return -1;
     FILE *f = fopen(tmp, "w");

@@ -67,11 +67,11 @@ typedef struct hp_validation {
     int         freq;
     int         batch, seq_len;  // the training shape, B x S
 } hp_validation;
-// Opens the validation set of cli (--validation.dataset_path, else the training data) when
+// Opens the validation set of job (--validation.dataset_path, else the training data) when
 // --validation.enable is given, and checks that `steps` batches of the training shape fit in its
 // windows. Returns 0, or HP_EXIT_CONFIG after one line on stderr (when say) naming the rule and
 // the numbers. The only caller of hp_data_open for validation.
-int  hp_validation_open(hp_validation *v, const hp_job *cli, int say);
+int  hp_validation_open(hp_validation *v, const hp_job *job, int say);
 void hp_validation_close(hp_validation *v);
 // 1 when a round follows step `step`: step % freq == 0, or the last step.
 int  hp_validation_due(const hp_validation *v, int step, int last_step);
@@ -83,7 +83,7 @@ typedef struct hp_metrics hp_metrics;
 // Collective over world. Takes the peak (world rank 0's: given, kept or measured once; nothing
 // when nothing is printed nor written), opens {dump_folder}/metrics.jsonl on rank 0 and writes the job record. NULL
 // only when out of memory.
-hp_metrics *hp_metrics_open(const hp_job *cli, hp_trainer *tr, const hp_validation *val, int first_step,
+hp_metrics *hp_metrics_open(const hp_job *job, hp_trainer *tr, const hp_validation *val, int first_step,
                                 int blas_threads, MPI_Comm world);
 // 1 when step logs: the run's first step, every log_freq-th, the last.
 int  hp_metrics_logs(const hp_metrics *mt, int step);
@@ -99,7 +99,7 @@ int  hp_metrics_close(hp_metrics *mt);
 
 // ---- metrics_jsonl.c: the records (one JSON object a line, flushed) --------------------------
 typedef struct hp_metrics_job {
-    const hp_job *cli;
+    const hp_job *job;
     int world, first_step, blas_threads;
     hp_flops flops;
     double peak;                 // FLOP/s of one rank

@@ -35,9 +35,9 @@ static int put_line(FILE *f, cJSON *o) {
 }
 
 int hp_metrics_jsonl_job(FILE *f, const hp_metrics_job *j) {
-    const hp_job *cli = j->cli;
-    const hp_model_config *m = &cli->model;
-    const hp_dims *d = &cli->dims;
+    const hp_job *job = j->job;
+    const hp_model_config *m = &job->model;
+    const hp_dims *d = &job->dims;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "job");
     cJSON_AddStringToObject(o, "model", m->name);
@@ -61,11 +61,11 @@ int hp_metrics_jsonl_job(FILE *f, const hp_metrics_job *j) {
     add_number(o, "top_k", m->top_k);
     add_number(o, "moe_hidden", m->moe_hidden);
     add_number(o, "n_dense_layers", m->n_dense_layers);
-    add_number(o, "seq_len", cli->run.seq_len);
-    add_number(o, "global_batch_size", cli->run.batch);
-    add_number(o, "steps", cli->run.steps);
+    add_number(o, "seq_len", job->run.seq_len);
+    add_number(o, "global_batch_size", job->run.batch);
+    add_number(o, "steps", job->run.steps);
     add_number(o, "first_step", j->first_step);
-    add_number(o, "log_freq", cli->log_freq);
+    add_number(o, "log_freq", job->log_freq);
     cJSON *par = cJSON_AddObjectToObject(o, "parallelism");
     add_number(par, "dp_replicate", d->dp_replicate);
     add_number(par, "dp_shard", d->dp_shard);
@@ -75,7 +75,7 @@ int hp_metrics_jsonl_job(FILE *f, const hp_metrics_job *j) {
     add_number(par, "ep", d->ep);
     add_number(par, "etp", d->etp);
     add_number(par, "ulysses", d->ulysses);
-    cJSON_AddStringToObject(o, "dataset", cli->run.data_path ? cli->run.data_path : "");
+    cJSON_AddStringToObject(o, "dataset", job->run.data_path ? job->run.data_path : "");
     if (j->val && j->val->data) {
         cJSON_AddStringToObject(o, "val_dataset", j->val->path ? j->val->path : "");
         add_number(o, "val_batches", (double)j->val->batches);

@@ -18,7 +18,7 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 struct hp_metrics {
-    const hp_job *cli;
+    const hp_job *job;
     MPI_Comm world;
     int rank, nranks;
     int active;                 // a line is printed or a file written (no --quiet, or a dump folder)
@@ -66,8 +66,8 @@ static void fail_once(hp_metrics *mt, const char *path) {
 
 // "hp run: tiny, world 4 (dp_shard 2, tp 2), batch 8 x seq_len 32"
 static void make_title(hp_metrics *mt) {
-    const hp_job *cli = mt->cli;
-    const hp_dims *d = &cli->dims;
+    const hp_job *job = mt->job;
+    const hp_dims *d = &job->dims;
     const struct { const char *name; int v; } deg[] = {
         { "dp_replicate", d->dp_replicate }, { "dp_shard", d->dp_shard }, { "ulysses", d->ulysses },
         { "cp", d->cp }, { "tp", d->tp }, { "pp", d->pp }, { "ep", d->ep }, { "etp", d->etp },
@@ -78,8 +78,8 @@ static void make_title(hp_metrics *mt) {
         const size_t n = strlen(layout);
         snprintf(layout + n, sizeof layout - n, "%s%s %d", n ? ", " : "", deg[i].name, deg[i].v);
     }
-    snprintf(mt->title, sizeof mt->title, "hp run: %s, world %d%s%s%s, batch %d x seq_len %d", cli->model.name,
-             mt->nranks, *layout ? " (" : "", layout, *layout ? ")" : "", cli->run.batch, cli->run.seq_len);
+    snprintf(mt->title, sizeof mt->title, "hp run: %s, world %d%s%s%s, batch %d x seq_len %d", job->model.name,
+             mt->nranks, *layout ? " (" : "", layout, *layout ? ")" : "", job->run.batch, job->run.seq_len);
 }
 
 static int push(hp_svg_point **p, int *n, int *cap, hp_svg_point x) {
@@ -110,39 +110,39 @@ static void carry_point(void *ctx, char kind, int step, double loss, double lr) 
 static void write_svg(hp_metrics *mt) {
     if (!mt->jsonl || mt->rank != 0) return;
     const int n = mt->n_train < mt->n_lr ? mt->n_train : mt->n_lr;
-    if (hp_metrics_svg(mt->svg_path, mt->title, mt->curve_first, mt->cli->run.steps, mt->loss, mt->lr, n,
+    if (hp_metrics_svg(mt->svg_path, mt->title, mt->curve_first, mt->job->run.steps, mt->loss, mt->lr, n,
                          mt->val, mt->n_val) != 0)
         fail_once(mt, mt->svg_path);
 }
 
-hp_metrics *hp_metrics_open(const hp_job *cli, hp_trainer *tr, const hp_validation *val, int first_step,
+hp_metrics *hp_metrics_open(const hp_job *job, hp_trainer *tr, const hp_validation *val, int first_step,
                                 int blas_threads, MPI_Comm world) {
     hp_metrics *mt = calloc(1, sizeof *mt);
     if (!mt) return NULL;
-    mt->cli = cli;
+    mt->job = job;
     mt->world = world;
     MPI_Comm_rank(world, &mt->rank);
     MPI_Comm_size(world, &mt->nranks);
     mt->first_step = first_step;
-    mt->tokens_per_step = (int64_t)cli->run.batch * cli->run.seq_len;
-    mt->active = !cli->quiet || cli->dump_folder;
-    hp_metrics_flops(&mt->flops, &cli->model, hp_trainer_params(tr), cli->run.seq_len);
+    mt->tokens_per_step = (int64_t)job->run.batch * job->run.seq_len;
+    mt->active = !job->quiet || job->dump_folder;
+    hp_metrics_flops(&mt->flops, &job->model, hp_trainer_params(tr), job->run.seq_len);
     snprintf(mt->isa, sizeof mt->isa, "none");
     snprintf(mt->peak_source, sizeof mt->peak_source, "none");
     // one figure for the machine, not the share of it this start got: rank 0's, given, kept or
     // measured once while the other ranks sleep in the broadcast (metrics_peak.c)
     if (mt->active) {
         if (mt->rank == 0)
-            mt->peak = hp_metrics_peak(cli->peak_tflops, blas_threads, mt->isa, sizeof mt->isa,
+            mt->peak = hp_metrics_peak(job->peak_tflops, blas_threads, mt->isa, sizeof mt->isa,
                                          mt->peak_source, sizeof mt->peak_source);
         hp_mpi_broadcast(world, &mt->peak, 1, MPI_DOUBLE, 0, "metrics-peak");
     }
     mt->mem_total = mem_total_bytes();
-    if (mt->rank == 0 && cli->dump_folder) {
+    if (mt->rank == 0 && job->dump_folder) {
         make_title(mt);
-        snprintf(mt->jsonl_path, sizeof mt->jsonl_path, "%s/metrics.jsonl", cli->dump_folder);
-        snprintf(mt->svg_path, sizeof mt->svg_path, "%s/loss.svg", cli->dump_folder);
-        hp_metrics_job j = { cli, mt->nranks, first_step, blas_threads, mt->flops, mt->peak, mt->isa,
+        snprintf(mt->jsonl_path, sizeof mt->jsonl_path, "%s/metrics.jsonl", job->dump_folder);
+        snprintf(mt->svg_path, sizeof mt->svg_path, "%s/loss.svg", job->dump_folder);
+        hp_metrics_job j = { job, mt->nranks, first_step, blas_threads, mt->flops, mt->peak, mt->isa,
                                mt->peak_source, mt->mem_total / GIB, val };
         // a resumed run continues the earlier records (those before its first step) and curve
         unsigned char *earlier = NULL;
@@ -165,7 +165,7 @@ hp_metrics *hp_metrics_open(const hp_job *cli, hp_trainer *tr, const hp_validati
 // "eta: 5m12s (10.0%)": the steps left at the mean step time of this run so far (as nanochat's
 // line has it), and the share of the job's steps done
 static const char *progress(const hp_metrics *mt, int step, char *buf, size_t n) {
-    const int done = step - mt->first_step + 1, total = mt->cli->run.steps;
+    const int done = step - mt->first_step + 1, total = mt->job->run.steps;
     const double left = done > 0 ? mt->seconds / done * (total - step) : 0.0;
     const long s = (long)(left + 0.5);
     const double pct = total > 0 ? 100.0 * step / total : 100.0;
@@ -176,7 +176,7 @@ static const char *progress(const hp_metrics *mt, int step, char *buf, size_t n)
 }
 
 int hp_metrics_logs(const hp_metrics *mt, int step) {
-    return step == mt->first_step || step % mt->cli->log_freq == 0 || step == mt->cli->run.steps;
+    return step == mt->first_step || step % mt->job->log_freq == 0 || step == mt->job->run.steps;
 }
 
 void hp_metrics_step(hp_metrics *mt, const hp_step_stats *st, double seconds, int force) {
@@ -194,7 +194,7 @@ void hp_metrics_step(hp_metrics *mt, const hp_step_stats *st, double seconds, in
         t.step = st->step;
         t.loss = st->loss;
         t.grad_norm = st->grad_norm;
-        t.lr = (double)hp_lr_at(&mt->cli->run, st->step);   // lr_k: the one step k used
+        t.lr = (double)hp_lr_at(&mt->job->run, st->step);   // lr_k: the one step k used
         t.tokens_seen = (int64_t)st->step * mt->tokens_per_step;
         t.elapsed_s = now_s() - mt->t_start;
         t.memory_gib = mine / GIB;
@@ -203,7 +203,7 @@ void hp_metrics_step(hp_metrics *mt, const hp_step_stats *st, double seconds, in
         t.tps = mt->seconds > 0 ? (double)mt->tokens / (mt->seconds * mt->nranks) : 0.0;   // per rank, as TT
         t.tflops = mt->flops.F * t.tps / 1e12;
         t.mfu_pct = mt->peak > 0 ? 100.0 * mt->flops.F * t.tps / mt->peak : 0.0;
-        if (!mt->cli->quiet) {
+        if (!mt->job->quiet) {
             char tps[32], eta[48];
             printf("step: %3d  loss: %8.5f  grad_norm: %7.4f  lr: %.4e  memory: %5.2fGiB(%.2f%%)  tps: %s  "
                    "tflops: %.2f  mfu: %.2f%%  %s\n", t.step, t.loss, t.grad_norm, t.lr, t.memory_gib, t.memory_pct,
@@ -227,7 +227,7 @@ void hp_metrics_val(hp_metrics *mt, int step, double loss, int64_t tokens, doubl
     hp_metrics_valrec v = { step, loss, tokens, 0, 0.0, now_s() - mt->t_start };
     v.batches = tokens / mt->tokens_per_step;
     v.tps = seconds > 0 ? (double)tokens / (seconds * mt->nranks) : 0.0;
-    if (!mt->cli->quiet) {
+    if (!mt->job->quiet) {
         char tps[32];
         printf("validate step: %3d  loss: %8.5f  tps: %s\n", step, loss, hp_fmt_thousands(tps, sizeof tps, v.tps));
         fflush(stdout);

@@ -11,46 +11,46 @@
 #include <time.h>
 #include "hyperpar/metrics.h"
 
-int hp_validation_open(hp_validation *v, const hp_job *cli, int say) {
+int hp_validation_open(hp_validation *v, const hp_job *job, int say) {
     memset(v, 0, sizeof *v);
-    if (!cli->val_enable) return 0;
-    v->path = cli->val_path ? cli->val_path : cli->run.data_path;   // NULL: synthetic
-    v->freq = cli->val_freq;
-    v->batch = cli->run.batch;
-    v->seq_len = cli->run.seq_len;
+    if (!job->val_enable) return 0;
+    v->path = job->val_path ? job->val_path : job->run.data_path;   // NULL: synthetic
+    v->freq = job->val_freq;
+    v->batch = job->run.batch;
+    v->seq_len = job->run.seq_len;
     const char *name = v->path ? v->path : "synthetic data";
     char err[384];
     // the training data keep their format. A set of its own takes --validation.dataset_format,
     // else the training data's, where auto also reads a headerless file as bytes, as --data does
-    hp_data_format format = cli->run.data_format;
-    if (cli->val_path && cli->val_format != HP_JOB_VAL_FORMAT_UNSET) format = cli->val_format;
-    else if (cli->val_path && format == HP_DATA_AUTO) format = HP_DATA_AUTO_BYTES;
-    v->data = hp_data_open(v->path, format, cli->model.vocab_size, err, sizeof err);
+    hp_data_format format = job->run.data_format;
+    if (job->val_path && job->val_format != HP_JOB_VAL_FORMAT_UNSET) format = job->val_format;
+    else if (job->val_path && format == HP_DATA_AUTO) format = HP_DATA_AUTO_BYTES;
+    v->data = hp_data_open(v->path, format, job->model.vocab_size, err, sizeof err);
     if (!v->data) {
         if (say) fprintf(stderr, "hp: --validation.dataset_path: %s\n", err);
         return HP_EXIT_CONFIG;
     }
-    const int64_t B = cli->run.batch, windows = hp_data_windows(v->data, cli->run.seq_len);
+    const int64_t B = job->run.batch, windows = hp_data_windows(v->data, job->run.seq_len);
     int bad = 0;
-    if (cli->val_steps == -1 && !v->path) {
+    if (job->val_steps == -1 && !v->path) {
         if (say) fprintf(stderr, "hp: --validation.steps -1 (every full batch once) needs a validation "
                          "dataset: synthetic data has no end; give --validation.steps N\n");
         bad = 1;
-    } else if (cli->val_steps == -1) {
+    } else if (job->val_steps == -1) {
         v->batches = windows / B;
         if (v->batches < 1) {
             if (say) fprintf(stderr, "hp: validation: '%s' holds %lld windows of seq_len+1 = %d tokens, "
                              "fewer than one batch of global_batch_size %lld\n", name, (long long)windows,
-                             cli->run.seq_len + 1, (long long)B);
+                             job->run.seq_len + 1, (long long)B);
             bad = 1;
         }
     } else {
-        v->batches = cli->val_steps;
+        v->batches = job->val_steps;
         if (v->batches * B > windows) {
             if (say) fprintf(stderr, "hp: validation.steps %lld x global_batch_size %lld = %lld windows, but "
                              "'%s' holds %lld windows of seq_len+1 = %d tokens\n", (long long)v->batches,
                              (long long)B, (long long)(v->batches * B), name, (long long)windows,
-                             cli->run.seq_len + 1);
+                             job->run.seq_len + 1);
             bad = 1;
         }
     }

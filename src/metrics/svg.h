@@ -1,8 +1,8 @@
-// svg.h - the few pieces of hand-written SVG that hp's pictures share (report.svg of hp matrix,
-// loss.svg of hp run).
+// svg.h - the few pieces of hand-written SVG that hp's pictures share (loss.svg of the metrics,
+// metrics_svg.c; report.svg of hp matrix, tools/hp/matrix/report_svg.c).
 // defines: hp_svg_escaped, hp_svg_text
-#ifndef HP_TOOL_SVG_H
-#define HP_TOOL_SVG_H
+#ifndef HP_METRICS_SVG_H
+#define HP_METRICS_SVG_H
 #include <stdio.h>
 
 // s with XML's five special characters escaped (& < > " as entities; ' is left: attributes

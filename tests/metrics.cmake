@@ -34,3 +34,10 @@ add_test(NAME metrics_resume_keeps_history
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_metrics_resume.sh $<TARGET_FILE:hp>
                  ${CMAKE_CURRENT_BINARY_DIR}/metrics_resume)
 set_tests_properties(metrics_resume_keeps_history PROPERTIES LABELS L0 TIMEOUT 120)
+# the job file and the metrics as a program embedding libhyperpar calls them (public headers only):
+# hp_job_load, config.toml read back, a 3-step loop writing metrics.jsonl and loss.svg
+add_executable(test_job_metrics ${CMAKE_CURRENT_LIST_DIR}/test_job_metrics.c)
+target_link_libraries(test_job_metrics PRIVATE hyperpar)
+add_test(NAME metrics_library_api COMMAND ${HP_MPIEXEC} -np 1 $<TARGET_FILE:test_job_metrics>
+                                          ${CMAKE_CURRENT_BINARY_DIR}/metrics_library_api)
+set_tests_properties(metrics_library_api PROPERTIES LABELS L0 TIMEOUT 60)

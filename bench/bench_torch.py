@@ -141,7 +141,7 @@ class Model(torch.nn.Module):
 
 
 def step_flops(V, D, L, H, Hkv, Fh, B, S):
-    """The same count as hp bench (tools/hp/cmd_bench.c, bench/README.md)."""
+    """The same count as hp bench (tools/hp/bench/cmd_bench.c, bench/README.md)."""
     hd = D // H
     P = V * D + L * (D * H * hd * 2 + D * Hkv * hd * 2 + 3 * D * Fh)
     matmul = 6.0 * P * B * S

@@ -2,7 +2,7 @@
 """check_bench.py - runs `hp bench` on the tiny model and checks what it reports (not how fast).
 
 usage: check_bench.py step|blas|gemm|launch|memory|recipes|scaling HP JSON_OUT
-  step:   the single-rank bench: FLOPs/step equal the formula of tools/hp/cmd_bench.c, the rates
+  step:   the single-rank bench: FLOPs/step equal the formula of tools/hp/bench/cmd_bench.c, the rates
           and ratios (step, sgemm, FMA peak) are positive and consistent with each other
   blas:   `hp bench` and `hp run` name the BLAS, its core and the thread count on their first
           line; on a CPU with AVX2 or AVX-512 the core is never a generic one; a user's

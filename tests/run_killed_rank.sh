@@ -12,7 +12,7 @@
 # group and step) must be in stderr.
 # Either way the job ends with hp's lines and the launcher's signal line only: no Open MPI
 # teardown noise (ORTE_ERROR_LOG, show_help.c, "Data unpack would read past end of buffer",
-# PMIx errors), no MPI_ABORT banner after hp's line, no "PID 0" (tools/hp/launch_banner.c).
+# PMIx errors), no MPI_ABORT banner after hp's line, no "PID 0" (tools/hp/launch/launch_banner.c).
 hp=$1
 sig=${2:-KILL}
 [ -x "$hp" ] && { [ "$sig" = KILL ] || [ "$sig" = STOP ]; } ||

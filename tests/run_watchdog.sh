@@ -8,7 +8,7 @@
 # With WATCHDOG_HP_LINES_ONLY=1 (a job started by hp's own launcher) every stderr line must be
 # one of hp's ("hp: ..."): the launcher's MPI_ABORT banner that repeats hp's line and Open MPI's
 # teardown noise (ORTE_ERROR_LOG ... show_help.c, "Data unpack would read past end of buffer")
-# are filtered out by hp (tools/hp/launch_banner.c).
+# are filtered out by hp (tools/hp/launch/launch_banner.c).
 # Prints the job's output, its exit code and the time it took.
 if [ $# -lt 3 ]; then echo "usage: run_watchdog.sh ERR_REGEX CODE cmd..." >&2; exit 2; fi
 re=$1; code=$2; shift 2

@@ -78,7 +78,7 @@ typedef struct hp_job {
     int   ranks_per_node;        // --ranks-per-node N (plan: nodes of N consecutive ranks; 0 = not given)
     int   ac_given;              // --ac was given (run.ac_every holds it; --search tries only it)
     const char *gemm;            // --gemm openblas|onednn|auto (run, bench; NULL: HP_GEMM, else
-                                 // openblas; gemm_choice.c)
+                                 // openblas; tools/hp/run/gemm_choice.c)
     // metrics + validation (metrics branch): docs/metrics.md
     int   log_freq;              // --metrics.log_freq N: the step line every N steps (default 1)
     float peak_tflops;           // --metrics.peak_tflops X: one rank's peak for mfu (0 = measured once, kept)

@@ -223,7 +223,7 @@ int hp_plan_check_run(const hp_model_config *m, const hp_dims *d, const hp_run_c
 
 // What one rank of a job will allocate, in bytes, computed before allocating: the planner's
 // prediction (hp_plan_memory_predict, exact against the tracking allocator) in four
-// sums. `hp run` refuses a run whose busiest rank does not fit (tools/hp/cli_check.c).
+// sums. `hp run` refuses a run whose busiest rank does not fit (tools/hp/cli/cli_check.c).
 typedef struct hp_memory_estimate_t {
     double persistent_bytes;   // parameter, gradient and AdamW shards
     double working_bytes;      // one gathered FSDP unit, its grads, gather/reduce staging, and

@@ -31,7 +31,7 @@ PUBLIC = {  # include/hyperpar/<name>: the layer that implements it
     "checkpoint.h": "checkpoint",
     "verify.h": "verify", "verify_record.h": "verify", "dump.h": "verify", "inspect.h": "verify",
     "recipes.h": "verify",
-    "hf.h": "model_io",
+    "hf.h": "model_io", "gguf.h": "model_io",
     "job.h": "job", "metrics.h": "metrics",
 }
 # Edges that point up, each with the reason it is tolerated (issue 11 removed the last ones:

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include "hyperpar/bf16.h"
 #include "hyperpar/dims.h"
+#include "hyperpar/gguf.h"
 #include "hyperpar/hf.h"
 #include "hyperpar/safetensors.h"
 #include "test_check.h"
@@ -101,6 +102,16 @@ int main(int argc, char **argv) {
         const int rc = hp_hf_export(argv[2], &m, argv[4], argc > 5 && !strcmp(argv[5], "bf16") ? HP_DTYPE_BFLOAT16
                                     : HP_DTYPE_FLOAT32, 0, -1, -1, e, sizeof e);
         if (rc) printf("test_hf export: %s\n", e);
+        return rc;
+    }
+    // test_hf gguf IN MODEL OUT [f32|f16|bf16]: the GGUF export alone (tests/check_gguf_llamacpp.py)
+    if (argc >= 5 && !strcmp(argv[1], "gguf")) {
+        char e[512];
+        if (hp_model_config_by_name(argv[3], &m) != 0) { printf("test_hf: no model %s\n", argv[3]); return 2; }
+        const char *t = argc > 5 ? argv[5] : "f32";
+        const hp_gguf_dtype d = !strcmp(t, "f16") ? HP_GGUF_F16 : !strcmp(t, "bf16") ? HP_GGUF_BF16 : HP_GGUF_F32;
+        const int rc = hp_gguf_export(argv[2], &m, argv[4], d, NULL, e, sizeof e);
+        if (rc) printf("test_hf gguf: %s\n", e);
         return rc;
     }
     hp_model_config_by_name("tiny", &m);

@@ -13,70 +13,10 @@
 #include "hyperpar/dims.h"
 #include "hyperpar/hf.h"
 #include "hyperpar/safetensors.h"
+#include "model_io/model_tensors.h"
 #include "util/file_io.h"
 
-// hp's names of a layer's tensors and HF's, in HF's order of a layer.
-static const char *const layer_names[][2] = {
-    { "attention.wq.weight", "self_attn.q_proj.weight" },
-    { "attention.wk.weight", "self_attn.k_proj.weight" },
-    { "attention.wv.weight", "self_attn.v_proj.weight" },
-    { "attention.wo.weight", "self_attn.o_proj.weight" },
-    { "feed_forward.w1.weight", "mlp.gate_proj.weight" },
-    { "feed_forward.w3.weight", "mlp.up_proj.weight" },
-    { "feed_forward.w2.weight", "mlp.down_proj.weight" },
-    { "attention_norm.weight", "input_layernorm.weight" },
-    { "ffn_norm.weight", "post_attention_layernorm.weight" },
-};
-enum { N_LAYER = sizeof layer_names / sizeof *layer_names };
-static const char *const top_names[][2] = {
-    { "tok_embeddings.weight", "model.embed_tokens.weight" },
-    { "norm.weight", "model.norm.weight" },
-    { "output.weight", "lm_head.weight" },
-};
-
-int hp_hf_name(const char *name, char *out, size_t n) {
-    for (size_t i = 0; i < sizeof top_names / sizeof *top_names; i++)
-        if (!strcmp(name, top_names[i][0])) return snprintf(out, n, "%s", top_names[i][1]) < (int)n ? 0 : -1;
-    int l = -1, at = 0;
-    if (sscanf(name, "layers.%d.%n", &l, &at) != 1 || at == 0 || l < 0) return -1;
-    for (int k = 0; k < N_LAYER; k++)
-        if (!strcmp(name + at, layer_names[k][0]))
-            return snprintf(out, n, "model.layers.%d.%s", l, layer_names[k][1]) < (int)n ? 0 : -1;
-    return -1;
-}
-
-// One tensor of the model: both names, its shape, and the heads of a q/k permutation (0: none).
-typedef struct { char hp[96], hf[96]; int64_t shape[2]; int ndim, perm_heads; } tensor_spec;
-
-// The model's tensors in HF's order (embeddings, each layer, norm, head). Returns their count.
-static int model_specs(const hp_model_config *m, tensor_spec **out) {
-    const int n = 3 + m->n_layers * N_LAYER;
-    tensor_spec *t = calloc((size_t)n, sizeof *t);
-    if (!t) return -1;
-    const int64_t D = m->dim, V = m->vocab_size, F = m->ffn_hidden, hd = m->dim / m->n_heads;
-    const int64_t q = (int64_t)m->n_heads * hd, kv = (int64_t)m->n_kv_heads * hd;
-    int i = 0;
-    const int64_t shapes[N_LAYER][2] = { { q, D }, { kv, D }, { kv, D }, { D, q }, { F, D },
-                                         { F, D }, { D, F }, { D, 0 }, { D, 0 } };
-    snprintf(t[i].hp, sizeof t[i].hp, "%s", top_names[0][0]);
-    t[i].shape[0] = V; t[i].shape[1] = D; t[i++].ndim = 2;
-    for (int l = 0; l < m->n_layers; l++)
-        for (int k = 0; k < N_LAYER; k++, i++) {
-            snprintf(t[i].hp, sizeof t[i].hp, "layers.%d.%s", l, layer_names[k][0]);
-            t[i].shape[0] = shapes[k][0]; t[i].shape[1] = shapes[k][1];
-            t[i].ndim = shapes[k][1] ? 2 : 1;
-            t[i].perm_heads = k == 0 ? m->n_heads : k == 1 ? m->n_kv_heads : 0;
-        }
-    snprintf(t[i].hp, sizeof t[i].hp, "%s", top_names[1][0]);
-    t[i].shape[0] = D; t[i++].ndim = 1;
-    snprintf(t[i].hp, sizeof t[i].hp, "%s", top_names[2][0]);
-    t[i].shape[0] = V; t[i].shape[1] = D; t[i++].ndim = 2;
-    for (int j = 0; j < n; j++) hp_hf_name(t[j].hp, t[j].hf, sizeof t[j].hf);
-    *out = t;
-    return n;
-}
-
-static int64_t spec_numel(const tensor_spec *s) { return s->ndim == 2 ? s->shape[0] * s->shape[1] : s->shape[0]; }
+int hp_hf_name(const char *name, char *out, size_t n) { return hp_tensor_name_map(name, 1, out, n); }
 
 // Rows of a (heads * hd, cols) weight of es-byte elements, from hp's order to HF's (to_hf) or
 // back: hp row h*hd + 2i + s is HF row h*hd + s*hd/2 + i.
@@ -94,38 +34,6 @@ static void permute_rows(unsigned char *dst, const unsigned char *src, int heads
 }
 
 static size_t dtype_bytes(hp_dtype d) { return d == HP_DT_BF16 ? 2 : 4; }
-
-// The tensor `want` names in f, checked: F32 or BF16, want's shape. NULL with one line in err.
-static const hp_st_tensor *checked(const hp_st *f, const char *file, const char *name,
-                                   const tensor_spec *want, char *err, size_t errlen) {
-    const hp_st_tensor *t = hp_st_get(f, name);
-    if (!t) {
-        snprintf(err, errlen, "%s has no tensor %s: the model's weights are missing", file, name);
-        return NULL;
-    }
-    if (t->dtype != HP_DT_F32 && t->dtype != HP_DT_BF16) {
-        snprintf(err, errlen, "%s: tensor %s is neither F32 nor BF16", file, name);
-        return NULL;
-    }
-    const int ok = t->ndim == want->ndim && t->shape[0] == want->shape[0] &&
-                   (want->ndim == 1 || t->shape[1] == want->shape[1]);
-    if (!ok) {
-        char have[64] = "", need[64];
-        for (int d = 0; d < t->ndim && d < 4; d++)
-            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld", d ? " x " : "", (long long)t->shape[d]);
-        if (want->ndim == 2) snprintf(need, sizeof need, "%lld x %lld", (long long)want->shape[0], (long long)want->shape[1]);
-        else snprintf(need, sizeof need, "%lld", (long long)want->shape[0]);
-        snprintf(err, errlen, "%s: tensor %s is %s, the model's is %s", file, name, have, need);
-        return NULL;
-    }
-    return t;
-}
-
-static int make_dir(const char *dir, char *err, size_t errlen) {
-    if (mkdir(dir, 0777) == 0 || errno == EEXIST) return 0;
-    snprintf(err, errlen, "cannot make %s: %s", dir, strerror(errno));
-    return -1;
-}
 
 static cJSON *config_json(const hp_model_config *m, hp_mp_dtype dtype, int bos, int eos) {
     cJSON *c = cJSON_CreateObject();
@@ -172,8 +80,8 @@ static int save_json(cJSON *j, const char *dir, const char *name, char *err, siz
 }
 
 // One HF tensor in dtype: the hp tensor t widened to floats, permuted, then cast (RNE) or kept.
-static void *to_hf(const hp_st_tensor *t, const tensor_spec *s, hp_mp_dtype dtype) {
-    const int64_t n = spec_numel(s);
+static void *to_hf(const hp_st_tensor *t, const hp_tensor_spec *s, hp_mp_dtype dtype) {
+    const int64_t n = hp_tensor_spec_numel(s);
     float *f = malloc((size_t)n * sizeof(float) + 1), *p = malloc((size_t)n * sizeof(float) + 1);
     if (!f || !p) { free(f); free(p); return NULL; }
     if (t->dtype == HP_DT_BF16) {
@@ -204,19 +112,19 @@ int hp_hf_export(const char *hp_file, const hp_model_config *m, const char *out_
     }
     hp_st *f = hp_st_open(hp_file, err, errlen);
     if (!f) return HP_EXIT_CONFIG;
-    tensor_spec *specs = NULL;
-    const int n = model_specs(m, &specs);
+    hp_tensor_spec *specs = NULL;
+    const int n = hp_model_tensor_specs(m, &specs);
     int rc = n < 0 ? HP_EXIT_FAIL : 0;
     for (int i = 0; rc == 0 && i < n; i++)
-        if (!checked(f, hp_file, specs[i].hp, &specs[i], err, errlen)) rc = HP_EXIT_CONFIG;
-    if (rc == 0 && make_dir(out_dir, err, errlen) != 0) rc = HP_EXIT_FAIL;
+        if (!hp_tensor_checked(f, hp_file, specs[i].hp, &specs[i], err, errlen)) rc = HP_EXIT_CONFIG;
+    if (rc == 0 && hp_make_dir(out_dir, err, errlen) != 0) rc = HP_EXIT_FAIL;
     // shards: tensors in order, a new shard when the next would pass the size (never empty)
     const size_t es = dtype == HP_DTYPE_BFLOAT16 ? 2 : 4, limit = shard_bytes ? shard_bytes : HP_HF_SHARD_BYTES;
     int *shard = rc == 0 ? calloc((size_t)n, sizeof *shard) : NULL;
     int n_shards = 1;
     size_t in_shard = 0, total = 0;
     for (int i = 0; shard && i < n; i++) {
-        const size_t b = (size_t)spec_numel(&specs[i]) * es;
+        const size_t b = (size_t)hp_tensor_spec_numel(&specs[i]) * es;
         if (in_shard > 0 && in_shard + b > limit) { n_shards++; in_shard = 0; }
         shard[i] = n_shards - 1;
         in_shard += b;
@@ -348,8 +256,8 @@ int hp_hf_import(const char *hf_dir, const hp_model_config *m, const char *out_f
     char **names = NULL;
     int n_files = 0;
     int rc = open_weights(hf_dir, &files, &names, &n_files, err, errlen) == 0 ? 0 : HP_EXIT_CONFIG;
-    tensor_spec *specs = NULL;
-    const int n = rc == 0 ? model_specs(m, &specs) : 0;
+    hp_tensor_spec *specs = NULL;
+    const int n = rc == 0 ? hp_model_tensor_specs(m, &specs) : 0;
     if (n < 0) rc = HP_EXIT_FAIL;
     hp_st_writer *w = hp_st_writer_init();
     for (int i = 0; rc == 0 && i < n; i++) {
@@ -358,8 +266,8 @@ int hp_hf_import(const char *hf_dir, const hp_model_config *m, const char *out_f
         for (int k = 0; k < n_files && !t; k++)
             if (hp_st_get(files[k], specs[i].hf)) { t = hp_st_get(files[k], specs[i].hf); in = k; }
         snprintf(path, sizeof path, "%s/%s", hf_dir, in >= 0 ? names[in] : names[0]);
-        if (!checked(in >= 0 ? files[in] : files[0], path, specs[i].hf, &specs[i], err, errlen)) { rc = HP_EXIT_CONFIG; break; }
-        const size_t es = dtype_bytes(t->dtype), bytes = (size_t)spec_numel(&specs[i]) * es;
+        if (!hp_tensor_checked(in >= 0 ? files[in] : files[0], path, specs[i].hf, &specs[i], err, errlen)) { rc = HP_EXIT_CONFIG; break; }
+        const size_t es = dtype_bytes(t->dtype), bytes = (size_t)hp_tensor_spec_numel(&specs[i]) * es;
         unsigned char *data = malloc(bytes + 1);
         if (!data) { snprintf(err, errlen, "out of memory (hf import)"); rc = HP_EXIT_FAIL; break; }
         if (specs[i].perm_heads) permute_rows(data, t->data, specs[i].perm_heads, specs[i].shape[0], specs[i].shape[1], es, 0);

@@ -1,0 +1,28 @@
+// model_tensors.h - the full tensors of a dense model, as the interchange writers see them
+// (model_tensors.c): hp's name, Hugging Face's, llama.cpp's, the shape, the q/k permutation's
+// heads; and the checks every reader of a full model makes.
+#ifndef HP_MODEL_IO_MODEL_TENSORS_H
+#define HP_MODEL_IO_MODEL_TENSORS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "hyperpar/config.h"
+#include "hyperpar/safetensors.h"
+
+// One tensor of the model: its names, its shape (ndim 1 or 2), and the heads of a q/k
+// permutation between hp's interleaved RoPE pairs and HF's halves (0: none).
+typedef struct { char hp[96], hf[96], gguf[96]; int64_t shape[2]; int ndim, perm_heads; } hp_tensor_spec;
+
+// The dense model m's tensors in HF's order (embeddings, each layer, norm, head) into a fresh
+// array (free it). Returns their count, or -1 (memory).
+int     hp_model_tensor_specs(const hp_model_config *m, hp_tensor_spec **out);
+int64_t hp_tensor_spec_numel(const hp_tensor_spec *s);
+// HF's name (hf != 0) or llama.cpp's of hp's tensor `name` into out; 0, or -1: it has none.
+int     hp_tensor_name_map(const char *name, int hf, char *out, size_t n);
+// The tensor `name` of f (file names it in err), checked against want: F32 or BF16, want's
+// shape. NULL with one line in err.
+const hp_st_tensor *hp_tensor_checked(const hp_st *f, const char *file, const char *name,
+                                      const hp_tensor_spec *want, char *err, size_t errlen);
+// Makes dir if missing; 0, or -1 with one line in err.
+int     hp_make_dir(const char *dir, char *err, size_t errlen);
+
+#endif

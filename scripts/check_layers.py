@@ -7,7 +7,8 @@ of src/, include/hyperpar/ and tools/hp/, gives each file the layer of its folde
 the layer of what it declares), and fails on an include of a higher layer or of a sibling, and on
 a cycle of includes, unless the edge is one of KNOWN_BACK_EDGES (debts, each with its reason;
 removing one from the code makes this script ask for its removal here too; today there is none).
-Exit 0 clean, 1 with one line per problem.
+It also fails on a folder under src/ or tools/ whose own .c/.h files hold more than
+MAX_FOLDER_LINES lines. Exit 0 clean, 1 with one line per problem.
 """
 import os, re, sys
 
@@ -38,6 +39,7 @@ PUBLIC = {  # include/hyperpar/<name>: the layer that implements it
 # the model reaches the styles only through the hooks of src/model/model_hooks.h, which the
 # train layer fills from the style states).
 KNOWN_BACK_EDGES = set()
+MAX_FOLDER_LINES = 2600   # the lines of one folder's own .c/.h files (docs/architecture.md)
 
 def layer_of_path(rel):
     if rel.startswith("include/hyperpar/"):
@@ -99,6 +101,14 @@ def main():
     for node in sorted(graph):
         if not state.get(node):
             visit(node, [node])
+    # a folder is one purpose: its own .c and .h files (not its subfolders') stay under the bar
+    for top in ("src", "tools"):
+        for dirpath, _, names in os.walk(os.path.join(ROOT, top)):
+            lines = sum(sum(1 for _ in open(os.path.join(dirpath, n), encoding="utf-8", errors="replace"))
+                        for n in names if n.endswith((".c", ".h")))
+            if lines > MAX_FOLDER_LINES:
+                problems.append(f"{os.path.relpath(dirpath, ROOT)}: {lines} lines of .c/.h, more than "
+                                f"{MAX_FOLDER_LINES}: split it into folders of one purpose each")
     for p in problems:
         print("check_layers: " + p)
     print(f"check_layers: {len(files)} files, {sum(len(v) for v in graph.values())} includes, "

@@ -39,8 +39,15 @@ sys.exit(0 if (major, minor) >= (2, 4) and dist.is_gloo_available() else 1)
 PY
 }
 
+stamp=$venv/.hp_torch2_ready   # written after a full check: later calls skip the 8 s import
+if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$stamp" -nt "$venv/bin/python" ]; then
+  say "setup_torch2: ready: $venv/bin/python (torch $(cat "$stamp"))"
+  [ $quiet = 1 ] && echo "$venv/bin/python"
+  exit 0
+fi
 if ready; then
   v=$("$venv/bin/python" -c "import torch; print(torch.__version__)" 2>/dev/null)
+  echo "$v" >"$stamp"
   say "setup_torch2: ready: $venv/bin/python (torch $v)"
   [ $quiet = 1 ] && echo "$venv/bin/python"
   exit 0
@@ -76,6 +83,7 @@ if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torc
 fi
 ready || { say "setup_torch2: torch $ver installed but does not import with gloo, FSDP2, DTensor and pipelining"; exit 1; }
 v=$("$venv/bin/python" -c "import torch; print(torch.__version__)")
+echo "$v" >"$stamp"
 size=$(du -sh "$venv" | cut -f1)
 say "setup_torch2: ready: $venv/bin/python (torch $v, $size, $(( $(date +%s) - start )) s)"
 [ $quiet = 1 ] && echo "$venv/bin/python"

@@ -64,9 +64,9 @@ BUGS = {
     "fsdp-divide": "dp: FSDP's default gradient mean (divide factor = dp degree) kept while the loss is "
                    "already divided by the global token count",
     "bf16-reduce": "bf16: MixedPrecisionPolicy(reduce_dtype=bfloat16) where the policy says float32",
-    "norm-replicate": "tp+sp: the final norm's output declared Replicate to the output projection "
-                      "while it is Shard(1): no all-gather, each rank's logits see only its tokens' "
-                      "hidden states, repeated (a Replicate/Shard(1) mismatch around the norms)",
+    "norm-replicate": "tp+sp: the final norm left out of the plan (a plain weight on the Shard(1) "
+                      "activation) and the output projection told its input is Replicate: DTensor keeps "
+                      "the logits right, but norm.weight's gradient is one rank's tokens only",
     "cp-loss": "cp: the loss of each cp rank divided by its own tokens, the cp ranks' gradients "
                "then summed (the CP loss reduction skipped; TorchTitan #3280, #3329)",
     "pp-microbatch": "pp: the schedule's default scale_grads=True kept with a loss already divided by "
@@ -180,11 +180,17 @@ def apply_tp(model, tp_mesh, sp, bug):
         parallelize_module(block, tp_mesh, plan)
 
 
-class LocalNorm:
+def _local_norm_style():
+    from torch.distributed.tensor.parallel.style import ParallelStyle
+    return ParallelStyle
+
+
+class LocalNorm(_local_norm_style()):
     """A ParallelStyle of the faults: the norm runs on the local tensor, its weight a plain
     parameter, its output wrapped again as a Shard(1) DTensor (from_local, no check)."""
 
     def __init__(self, mesh):
+        super().__init__()
         self.mesh = mesh
 
     def _apply(self, module, mesh):
@@ -266,6 +272,10 @@ def main():
         fail2("the dump's model rescales RoPE; layout_model.py has plain RoPE only")
     if a.ep > 1 or a.etp > 1:
         fail2("--ep/--etp: TorchTitan's ExpertParallel (all-to-all dispatch) is not written in torch_layout.py")
+    if a.cp > 1 and os.environ.get("HP_TORCH_TRY_CP") != "1":   # HP_TORCH_TRY_CP=1 runs it anyway
+        fail2(f"cp {a.cp}: context_parallel's ring attention covers CUDA's SDPA kernels only; on CPU torch "
+              f"{torch.__version__} raises 'NotImplementedError: Operator "
+              "aten._scaled_dot_product_flash_attention_for_cpu.default does not have a sharding strategy registered'")
     if a.mixed_precision_param == "bfloat16" and a.pp > 1:
         fail2("bf16 under pp is not written here")
     if a.ac != "none" and a.pp > 1:

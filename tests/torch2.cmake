@@ -1,0 +1,44 @@
+# torch2.cmake - PyTorch's own parallelisms proven by hp (docs/torch.md, issue 39):
+# examples/torch/check_layout.sh runs hp's one-process dump, the layout under torchrun (FSDP2,
+# HSDP, DTensor TP/SP, MixedPrecisionPolicy, pipelining; torch_layout.py) and hp compare.
+# torch 2 lives in its own venv (scripts/setup_torch2.sh, installed from PyPI when missing); where
+# pip cannot reach PyPI every test here is skipped (77), never passed. The build and the C tests
+# never need it. Each test runs at most 4 ranks of the tiny model on gloo, one thread each.
+set(HP_TORCH2_RUN sh ${CMAKE_SOURCE_DIR}/tests/run_torch2_layout.sh $<TARGET_FILE:hp>)
+# NAME:LABEL:WANT:TENSOR:FLAGS (FLAGS with ',' for ' '; TENSOR a grep -E pattern or '-')
+set(HP_TORCH2_CASES
+  "torch2_fsdp2:L0:0:-:--dp-shard,2"
+  "torch2_not_expressible:L0:2:-:--model,tiny-moe,--tp,2"
+  "torch2_tp2_sp:L1:0:-:--tp,2"
+  "torch2_tp2_nosp:L1:0:-:--tp,2,--no-sp"
+  "torch2_fsdp2_tp2:L1:0:-:--dp-shard,2,--tp,2"
+  "torch2_hsdp:L1:0:-:--dp-replicate,2,--dp-shard,2"
+  "torch2_ddp:L1:0:-:--dp-replicate,2"
+  "torch2_fsdp2_bf16:L1:0:-:--dp-shard,2,--mixed-precision-param,bfloat16"
+  "torch2_fsdp2_ac:L1:0:-:--dp-shard,2,--ac,full"
+  "torch2_moe_fsdp2:L1:0:-:--model,tiny-moe,--dp-shard,2"
+  "torch2_pp_gpipe:L1:0:-:--pp,2,--pp-schedule,gpipe,--pp-microbatches,2"
+  "torch2_pp_1f1b:L1:0:-:--pp,2,--pp-schedule,1f1b,--pp-microbatches,4"
+  "torch2_cp_not_expressible:L1:2:-:--cp,2"
+  "torch2_bug_pp_microbatch:L1:1:output\\.weight:--pp,2,--pp-microbatches,2,--bug,pp-microbatch"
+  "torch2_bug_sp_norm_grad:L1:1:layers\\.[01]\\.(attention|ffn)_norm\\.weight:--tp,2,--bug,sp-norm-grad"
+  "torch2_bug_loss_per_rank:L1:1:output\\.weight:--dp-shard,2,--bug,loss-per-rank"
+  "torch2_bug_fsdp_divide:L1:1:output\\.weight:--dp-shard,2,--bug,fsdp-divide"
+  "torch2_bug_norm_replicate:L1:1:norm\\.weight:--tp,2,--bug,norm-replicate")
+foreach(case ${HP_TORCH2_CASES})
+  string(REPLACE ":" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 label)
+  list(GET parts 2 want)
+  list(GET parts 3 tensor)
+  list(GET parts 4 flags)
+  string(REPLACE "," ";" flags "${flags}")
+  if(tensor STREQUAL "-")
+    set(tensor "")
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${HP_TORCH2_RUN} ${CMAKE_CURRENT_BINARY_DIR}/${name} ${want} ${tensor} -- ${flags})
+  # the first test on a fresh machine installs torch 2 (about 3 minutes): the timeout covers it
+  set_tests_properties(${name} PROPERTIES LABELS "${label};torch2" TIMEOUT 900 PROCESSORS 2
+                       SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv)
+endforeach()

@@ -47,21 +47,26 @@ echo "+ $MPICC main.c $flags"
 ldd train_shared | grep -q "$P/$LIBDIR/libhyperpar.so" || fail "train_shared does not load $P/$LIBDIR/libhyperpar.so"
 ! ldd train_static | grep -q libhyperpar || fail "train_static loads a libhyperpar.so"
 
-# 4. both train on 4 ranks, one loss line per step, and agree to the last digit
-# run_train EXE NP: runs it, checks exit 0 and 5 loss lines, leaves the losses in $losses
+# 4. both train on 4 ranks, one step line per step (the library's metrics: TorchTitan's line),
+# and agree to the last digit
+# run_train EXE NP [DIR]: runs it, checks exit 0 and 5 step lines, leaves the losses in $losses
 run_train() {
   # shellcheck disable=SC2086
-  out=$($MPIEXEC -np "$2" "./$1" 2>&1); rc=$?
+  out=$($MPIEXEC -np "$2" "./$1" ${3:-} 2>&1); rc=$?
   echo "$out"
   [ "$rc" = 0 ] || fail "$1 on $2 ranks exited $rc"
-  steps=$(echo "$out" | grep -cE '^step [0-9]+ \| loss [0-9]+\.[0-9]+ ')
-  [ "$steps" = 5 ] || fail "$1 on $2 ranks printed $steps loss lines, want 5"
-  losses=$(echo "$out" | grep -E '^step ' | cut -d'|' -f1-2)
+  steps=$(echo "$out" | grep -cE '^step: +[0-9]+ +loss: +[0-9]+\.[0-9]+ ')
+  [ "$steps" = 5 ] || fail "$1 on $2 ranks printed $steps step lines, want 5"
+  losses=$(echo "$out" | grep -E '^step: ' | sed 's/ *grad_norm:.*//')
 }
 run_train train_shared 4; shared=$losses
 run_train train_static 4; static=$losses
 [ "$shared" = "$static" ] || fail "the shared and the static build trained to different losses"
 run_train train_shared 3   # any world size: dp_shard = 3
+# with a folder: the library's metrics.jsonl (a job record, then one train record a step) and loss.svg
+run_train train_shared 2 "$WORK/metrics_run"
+[ "$(grep -c '"type":"train"' "$WORK/metrics_run/metrics.jsonl")" = 5 ] && [ -s "$WORK/metrics_run/loss.svg" ] \
+  || fail "train with a folder wrote no metrics.jsonl of 5 train records and loss.svg"
 
 # 5. the same folder as a CMake project: find_package(hyperpar) -> hyperpar::hyperpar
 "$CMAKE" -S "$EX" -B "$WORK/cmake_build" -DCMAKE_PREFIX_PATH="$P" -DMPI_C_COMPILER="$MPICC" \

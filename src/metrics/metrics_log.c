@@ -150,7 +150,7 @@ hp_metrics *hp_metrics_open(const hp_job *job, hp_trainer *tr, const hp_validati
         const char *why = NULL;
         if (first_step > 1 && hp_file_read(mt->jsonl_path, &earlier, &earlier_len, &why) != 0) earlier = NULL;
         mt->curve_first = first_step;
-        if (!(mt->jsonl = fopen(mt->jsonl_path, "w")) ||
+        if (hp_make_parent_dir(mt->jsonl_path) != 0 || !(mt->jsonl = fopen(mt->jsonl_path, "w")) ||
             (earlier && hp_metrics_jsonl_carry(mt->jsonl, (const char *)earlier, earlier_len, first_step,
                                                  carry_point, mt) < 0) ||
             hp_metrics_jsonl_job(mt->jsonl, &j) != 0)

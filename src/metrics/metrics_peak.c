@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include "fma_peak.h"
 #include "hyperpar/metrics.h"
+#include "util/file_io.h"
 #include "hyperpar/blas.h"
 #include "kernels/gemm.h"
 
@@ -84,26 +85,11 @@ static double peak_lookup(const char *path, const char *isa, int threads, const 
     return found;
 }
 
-// mkdir -p of the folder that holds path. 0, or -1.
-static int make_parent(const char *path) {
-    char dir[1024];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return -1;
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir) return 0;
-    *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
 
 // The file again with the key's line replaced by the new figure: written to a temporary file and
 // renamed over the old one, so that a reader (another job starting) sees one or the other.
 static int peak_store(const char *path, const char *isa, int threads, const char *model, double gflops) {
-    if (make_parent(path) != 0) return -1;
+    if (hp_make_parent_dir(path) != 0) return -1;
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *out = fopen(tmp, "w");

@@ -1,4 +1,4 @@
-// file_io.c - whole-file reads and JSON files (see file_io.h).
+// file_io.c - whole-file reads, JSON files and the folders they go in (see file_io.h).
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -63,4 +63,20 @@ cJSON *hp_json_load(const char *path) {
     cJSON *j = cJSON_Parse((const char *)text);
     free(text);
     return j;
+}
+
+// mkdir -p of the folder that holds path. 0, or -1.
+int hp_make_parent_dir(const char *path) {
+    char dir[1024];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return -1;
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }

@@ -1,6 +1,6 @@
 // file_io.h - whole-file reads and JSON files, shared by the library (data, safetensors,
 // dump) and the tool (run, matrix, bench reports). Internal: not part of the public API.
-// defines: hp_file_read, hp_json_save, hp_json_load
+// defines: hp_file_read, hp_json_save, hp_json_load, hp_make_parent_dir
 #ifndef HP_UTIL_FILE_IO_H
 #define HP_UTIL_FILE_IO_H
 #include <stddef.h>
@@ -14,5 +14,8 @@ int hp_file_read(const char *path, unsigned char **out, size_t *len, const char 
 int hp_json_save(const cJSON *j, const char *path);
 // Reads and parses a JSON file; NULL when it cannot be read or does not parse.
 cJSON *hp_json_load(const char *path);
+
+// mkdir -p of the folder that holds path ("D/metrics.jsonl" -> D). 0, or -1 (errno tells why).
+int hp_make_parent_dir(const char *path);
 
 #endif

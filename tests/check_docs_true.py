@@ -29,11 +29,12 @@ OTHER_TOOLS = {
     "--allow-run-as-root": "mpirun", "--oversubscribe": "mpirun", "--bind-to": "mpirun",
     "--hostfile": "mpirun", "--map-by": "mpirun",
     "--deterministic": "Megatron-LM (docs/precision.md)", "--grad-reduce-in-bf16": "Megatron-LM",
-    "--ddp": "examples/torch/torch_dump.py", "--export": "srun", "--mpi": "srun", "--ntasks-per-node": "sbatch", "--cpus-per-task": "sbatch",
+    "--ddp": "examples/torch/torch_dump.py", "--bug": "examples/torch/torch_layout.py",
+    "--list-bugs": "examples/torch/torch_layout.py", "--export": "srun", "--mpi": "srun", "--ntasks-per-node": "sbatch", "--cpus-per-task": "sbatch",
 }
 # a span holding one of these is another program's command line (its flags are its own)
 OTHER_COMMANDS = re.compile(r"\b(mpirun|mpiexec|srun|cmake|ctest|pkg-config|mpicc|python3?|pip)\b|scripts/|examples/torch/|"
-                            r"torch_dump\.py")
+                            r"torch_dump\.py|torch_layout\.py|pp_layout\.py|check_layout\.sh")
 # the words the documents use for a feature -> a part of its row's name in the implemented table
 ALIASES = {
     "async TP": "async TP", "Float8": "Float8 linears", "Ulysses": "Ulysses",

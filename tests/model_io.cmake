@@ -12,3 +12,7 @@ add_test(NAME hf_transformers COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_hf_transf
          $<TARGET_FILE:test_hf> ${CMAKE_CURRENT_BINARY_DIR}/hf_transformers)
 set_tests_properties(hf_transformers PROPERTIES LABELS L1 TIMEOUT 900 SKIP_RETURN_CODE 77
                      RESOURCE_LOCK torch2_venv)
+# hp export --format hf|gguf and hp run --load DIR: the same losses as the hp file, one process
+# and tp 2 x dp_shard 2; --verify from the folder
+add_test(NAME hf_cli COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_hf_cli.sh $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/hf_cli)
+set_tests_properties(hf_cli PROPERTIES LABELS L1 TIMEOUT 300)

@@ -88,5 +88,7 @@ int hp_ckpt_check_env(char *err, size_t errlen);
 // out) with one line in err.
 int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, hp_mp_dtype export_dtype,
                    char *err, size_t errlen);
+// The model the checkpoint in step_dir holds (its index's config). 0, or HP_EXIT_CONFIG.
+int hp_ckpt_model(const char *step_dir, hp_model_config *m, char *err, size_t errlen);
 
 #endif

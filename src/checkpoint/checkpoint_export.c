@@ -110,3 +110,12 @@ int hp_ckpt_export(const char *step_dir, const char *out, int with_optimizer, hp
     hp_ck_index_free(&ix);
     return e;
 }
+
+int hp_ckpt_model(const char *step_dir, hp_model_config *m, char *err, size_t errlen) {
+    hp_ck_index ix;
+    const int e = hp_ck_index_load(step_dir, &ix, err, errlen);
+    if (e != 0) return e;
+    *m = ix.model;
+    hp_ck_index_free(&ix);
+    return 0;
+}

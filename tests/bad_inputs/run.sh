@@ -40,6 +40,30 @@ b = bytearray(open(sys.argv[2], "rb").read()); b[-1] ^= 0x40; open(sys.argv[2], 
 PY
 sed -i 's/"output.weight"/"output.weigth"/g' "$FILES/ck-names/index.json"
 sed -i '0,/\[256, 64\]/s//[512, 64]/' "$FILES/ck-shape/index.json"
+# bad Hugging Face folders (hf.h): the good checkpoint exported, then one with another layer
+# count in config.json, one missing a tensor, one whose q_proj has half its rows
+"$hp" export "$FILES/ck/step-1" --format hf --out "$FILES/hf" >/dev/null 2>&1
+for c in layers missing shape; do cp -r "$FILES/hf" "$FILES/hf-$c"; done
+sed -i 's/"num_hidden_layers":[[:space:]]*2/"num_hidden_layers": 3/' "$FILES/hf-layers/config.json"
+python3 - "$FILES/hf-missing/model.safetensors" "$FILES/hf-shape/model.safetensors" <<'PY'
+import json, struct, sys
+def rewrite(path, edit):   # a safetensors file with one tensor dropped or cut to its first half
+    raw = open(path, "rb").read(); n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n]); data = raw[8 + n:]; out, blobs, at = {}, [], 0
+    for name, t in head.items():
+        if name == "__metadata__": out[name] = t; continue
+        b = data[t["data_offsets"][0]:t["data_offsets"][1]]
+        t, b = edit(name, t, b)
+        if t is None: continue
+        out[name] = dict(t, data_offsets=[at, at + len(b)]); blobs.append(b); at += len(b)
+    h = json.dumps(out).encode(); h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+rewrite(sys.argv[1], lambda n, t, b: (None, b) if n == "model.layers.1.mlp.down_proj.weight" else (t, b))
+def half(n, t, b):
+    if n != "model.layers.0.self_attn.q_proj.weight": return t, b
+    return dict(t, shape=[t["shape"][0] // 2, t["shape"][1]]), b[:len(b) // 2]
+rewrite(sys.argv[2], half)
+PY
 # bad job files (docs/job_file.md): one refused key or TOML construct each
 J=$FILES/job; mkdir -p "$J"
 printf '[training]\nstepz = 3\n' >"$J/unknown_key.toml"

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "job/job_table.h"
 #include "gemm_choice.h"
@@ -16,6 +18,7 @@
 #include "hyperpar/optim.h"
 #include "hyperpar/data.h"
 #include "hyperpar/dump.h"
+#include "hyperpar/hf.h"
 #include "hyperpar/failpoint.h"
 #include "hyperpar/metrics.h"
 #include "hyperpar/train.h"
@@ -143,17 +146,28 @@ static int write_json(const char *path, const tool_cli *cli, const hp_verify_res
     return e ? HP_EXIT_FAIL : 0;
 }
 
-// Every rank reads --load itself (a small file; no broadcast needed), after validation.
+// Every rank reads --load itself (a small file; no broadcast needed), after validation. A
+// folder is a Hugging Face one (hf.h): converted to hp's names first, into a file of the rank's.
 static float *load_model(const tool_cli *cli, int rank) {
     hp_param_table t;
     hp_params_build(&t, &cli->model, &cli->dims, rank);
     float *full = malloc((size_t)t.full_numel * sizeof(float));
-    char err[512];
-    if (hp_load_full(cli->load_file, &t, full, err, sizeof err) != 0) {
+    char err[4600], tmp[4200] = "";
+    const char *path = cli->load_file;
+    struct stat sb;
+    int e = 0;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        const char *td = getenv("TMPDIR");
+        snprintf(tmp, sizeof tmp, "%s/hp-load-%d-%d.safetensors", td && *td ? td : "/tmp", (int)getpid(), rank);
+        e = hp_hf_import(path, &cli->model, tmp, err, sizeof err);
+        path = tmp;
+    }
+    if (e != 0 || hp_load_full(path, &t, full, err, sizeof err) != 0) {
         if (rank == 0) fprintf(stderr, "hp: --load: %s\n", err);
         free(full);
         full = NULL;
     }
+    if (tmp[0]) unlink(tmp);
     hp_params_free(&t);
     return full;
 }

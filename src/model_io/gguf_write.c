@@ -96,13 +96,11 @@ int hp_gguf_export(const char *hp_file, const hp_model_config *m, const char *ou
                  "is %d (a byte vocabulary needs 256; give the tokenizer)", vocab ? vocab->n : 256, m->vocab_size);
         return HP_EXIT_CONFIG;
     }
-    hp_st *f = hp_st_open(hp_file, err, errlen);
-    if (!f) return HP_EXIT_CONFIG;
     hp_tensor_spec *specs = NULL;
-    const int n = hp_model_tensor_specs(m, &specs);
-    int rc = n < 0 ? HP_EXIT_FAIL : 0;
-    for (int i = 0; rc == 0 && i < n; i++)
-        if (!hp_tensor_checked(f, hp_file, specs[i].hp, &specs[i], err, errlen)) rc = HP_EXIT_CONFIG;
+    int n = 0;
+    hp_st *f = NULL;
+    int rc = hp_model_file_open(hp_file, m, &f, &specs, &n, err, errlen);
+    if (rc != 0) return rc;
     out_t o = { rc == 0 ? fopen(out_path, "wb") : NULL, 0 };
     if (rc == 0 && !o.f) { snprintf(err, errlen, "cannot write %s", out_path); rc = HP_EXIT_FAIL; }
     if (rc == 0) {

@@ -110,13 +110,11 @@ int hp_hf_export(const char *hp_file, const hp_model_config *m, const char *out_
                  "hp's router, so only dense models are exported", m->name);
         return HP_EXIT_CONFIG;
     }
-    hp_st *f = hp_st_open(hp_file, err, errlen);
-    if (!f) return HP_EXIT_CONFIG;
     hp_tensor_spec *specs = NULL;
-    const int n = hp_model_tensor_specs(m, &specs);
-    int rc = n < 0 ? HP_EXIT_FAIL : 0;
-    for (int i = 0; rc == 0 && i < n; i++)
-        if (!hp_tensor_checked(f, hp_file, specs[i].hp, &specs[i], err, errlen)) rc = HP_EXIT_CONFIG;
+    int n = 0;
+    hp_st *f = NULL;
+    int rc = hp_model_file_open(hp_file, m, &f, &specs, &n, err, errlen);
+    if (rc != 0) return rc;
     if (rc == 0 && hp_make_dir(out_dir, err, errlen) != 0) rc = HP_EXIT_FAIL;
     // shards: tensors in order, a new shard when the next would pass the size (never empty)
     const size_t es = dtype == HP_DTYPE_BFLOAT16 ? 2 : 4, limit = shard_bytes ? shard_bytes : HP_HF_SHARD_BYTES;

@@ -1,12 +1,13 @@
 // model_tensors.c - the full tensors of a dense model under hp's, Hugging Face's and llama.cpp's
 // names (model_tensors.h), and the checks a reader of a full model makes.
 // defines: hp_model_tensor_specs, hp_tensor_spec_numel, hp_tensor_name_map, hp_tensor_checked,
-//          hp_make_dir
+//          hp_model_file_open, hp_make_dir
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "hyperpar/dims.h"
 #include "model_io/model_tensors.h"
 
 // A layer's tensors: hp's, HF's and llama.cpp's names, in HF's order of a layer.
@@ -104,3 +105,18 @@ int hp_make_dir(const char *dir, char *err, size_t errlen) {
     return -1;
 }
 
+int hp_model_file_open(const char *path, const hp_model_config *m, hp_st **f, hp_tensor_spec **specs,
+                       int *n, char *err, size_t errlen) {
+    *f = hp_st_open(path, err, errlen);
+    if (!*f) return HP_EXIT_CONFIG;
+    *n = hp_model_tensor_specs(m, specs);
+    int rc = *n < 0 ? HP_EXIT_FAIL : 0;
+    for (int i = 0; rc == 0 && i < *n; i++)
+        if (!hp_tensor_checked(*f, path, (*specs)[i].hp, &(*specs)[i], err, errlen)) rc = HP_EXIT_CONFIG;
+    if (rc == 0) return 0;
+    if (*n >= 0) free(*specs);
+    *specs = NULL;
+    hp_st_close(*f);
+    *f = NULL;
+    return rc;
+}

@@ -22,6 +22,11 @@ int     hp_tensor_name_map(const char *name, int hf, char *out, size_t n);
 // shape. NULL with one line in err.
 const hp_st_tensor *hp_tensor_checked(const hp_st *f, const char *file, const char *name,
                                       const hp_tensor_spec *want, char *err, size_t errlen);
+// Opens hp's full-model file path and checks every tensor of m in it (hp_tensor_checked):
+// 0 with *f and the specs (*n of them; free them, close f), or HP_EXIT_CONFIG / HP_EXIT_FAIL
+// with one line in err and nothing to free.
+int     hp_model_file_open(const char *path, const hp_model_config *m, hp_st **f, hp_tensor_spec **specs,
+                           int *n, char *err, size_t errlen);
 // Makes dir if missing; 0, or -1 with one line in err.
 int     hp_make_dir(const char *dir, char *err, size_t errlen);
 

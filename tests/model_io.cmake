@@ -16,3 +16,7 @@ set_tests_properties(hf_transformers PROPERTIES LABELS L1 TIMEOUT 900 SKIP_RETUR
 # and tp 2 x dp_shard 2; --verify from the folder
 add_test(NAME hf_cli COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_hf_cli.sh $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/hf_cli)
 set_tests_properties(hf_cli PROPERTIES LABELS L1 TIMEOUT 300)
+# hp eval: a checkpoint's and its HF export's loss on a dataset = the training run's validation
+# round there, bit for bit; under tp 2 x dp_shard 2 within 1e-5
+add_test(NAME eval_loss COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_eval.sh $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/eval_loss)
+set_tests_properties(eval_loss PROPERTIES LABELS L1 TIMEOUT 300)

@@ -36,6 +36,10 @@ int tool_cli_check_memory(const tool_cli *cli, const hp_dims *dims, int local_ra
 // Subcommands (each its own file).
 int tool_cmd_plan(int argc, char **argv);
 int tool_cmd_run(int argc, char **argv);
+int tool_cmd_eval(int argc, char **argv);     // cmd_run.c: hp run with its validation round alone
+// cmd_eval.c: hp eval's argv as hp run's, and the evaluation on every rank
+char **tool_eval_argv(int argc, char **argv, int *out_argc);
+int tool_eval(const tool_cli *cli, const float *init, int rank);
 int tool_cmd_matrix(int argc, char **argv);
 int tool_cmd_bench(int argc, char **argv);
 int tool_cmd_export(int argc, char **argv);   // cmd_export.c: checkpoint -> safetensors

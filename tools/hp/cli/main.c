@@ -25,10 +25,11 @@ static void usage(FILE *out) {
           "           --memory / --json / --search: memory, traffic and layouts for real models (no MPI)\n"
           "  run      train (launches itself under mpiexec with --nproc N); --verify compares to the\n"
           "           reference; --checkpoint-dir / --resume save and resume under any layout\n"
-          "  export   the consolidated full model of a checkpoint (hp export D/step-K --out F)\n"
+          "  export   a checkpoint's full model: hp's file, a Hugging Face folder (--format hf), GGUF\n"
           "  matrix   run the completeness matrix (recipes, negative cases, faults) and write a report\n"
           "  bench    measure step time, the BLAS core and the FMA peak, bytes moved per recipe\n"
           "  compare  two dumps of step 1 (hp run --dump, PyTorch, ...) under the verifier's rules\n"
+          "  eval     a model's loss, perplexity and bits per byte on a dataset, under any layout\n"
           "\n"
           "  hp <command> --help   flags of one command\n"
           "  hp --version          the version, and the BLAS, core and threads a process gets here\n",
@@ -85,6 +86,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "plan"))   return tool_cmd_plan(argc, argv);
     if (!strcmp(cmd, "run"))    return tool_cmd_run(argc, argv);
+    if (!strcmp(cmd, "eval"))   return tool_cmd_eval(argc, argv);     // a model's loss on a dataset
     if (!strcmp(cmd, "matrix")) return tool_cmd_matrix(argc, argv);
     if (!strcmp(cmd, "bench"))  return tool_cmd_bench(argc, argv);
     if (!strcmp(cmd, "export")) return tool_cmd_export(argc, argv);   // checkpoint -> one safetensors file

@@ -17,6 +17,7 @@
 #include "hyperpar/blas.h"
 #include "hyperpar/optim.h"
 #include "hyperpar/data.h"
+#include "hyperpar/checkpoint.h"
 #include "hyperpar/dump.h"
 #include "hyperpar/hf.h"
 #include "hyperpar/failpoint.h"
@@ -147,7 +148,8 @@ static int write_json(const char *path, const tool_cli *cli, const hp_verify_res
 }
 
 // Every rank reads --load itself (a small file; no broadcast needed), after validation. A
-// folder is a Hugging Face one (hf.h): converted to hp's names first, into a file of the rank's.
+// folder is a Hugging Face one (hf.h, with a config.json) or a checkpoint (its model alone,
+// consolidated as hp export does): converted to hp's file first, a file of the rank's.
 static float *load_model(const tool_cli *cli, int rank) {
     hp_param_table t;
     hp_params_build(&t, &cli->model, &cli->dims, rank);
@@ -156,10 +158,14 @@ static float *load_model(const tool_cli *cli, int rank) {
     const char *path = cli->load_file;
     struct stat sb;
     int e = 0;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {   // an HF folder, or a checkpoint
         const char *td = getenv("TMPDIR");
+        char cfg[4200], step_dir[4096];
         snprintf(tmp, sizeof tmp, "%s/hp-load-%d-%d.safetensors", td && *td ? td : "/tmp", (int)getpid(), rank);
-        e = hp_hf_import(path, &cli->model, tmp, err, sizeof err);
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        if (stat(cfg, &sb) == 0) e = hp_hf_import(path, &cli->model, tmp, err, sizeof err);
+        else if ((e = hp_ckpt_resolve(path, step_dir, sizeof step_dir, err, sizeof err)) == 0)
+            e = hp_ckpt_export(step_dir, tmp, 0, HP_DTYPE_FLOAT32, err, sizeof err);
         path = tmp;
     }
     if (e != 0 || hp_load_full(path, &t, full, err, sizeof err) != 0) {
@@ -365,9 +371,32 @@ static int check_under_launcher(const tool_cli *cli, int rank) {
     return bad ? HP_EXIT_CONFIG : 0;
 }
 
+static const char *const eval_usage =
+    "usage: hp eval (--checkpoint D[/step-K] | --load FILE|DIR) --data F [--batches N] [--json F]\n"
+    "               [degrees and model flags of hp run]\n"
+    "\n"
+    "The loss of a model on a dataset, nothing trained: from a checkpoint (any layout), hp's\n"
+    "file or a Hugging Face folder (--load), else the seed's initial model; on --data (any\n"
+    "format hp run reads), N batches of --batch sequences of --seq-len (default: every full\n"
+    "batch), under any layout of the degree flags. Prints the loss, the perplexity and, where a\n"
+    "token is a byte (a 256-token model), the bits per byte; --json F writes them.\n"
+    "Every flag of hp run is taken (hp run --help); --batches N is --validation.steps N.\n"
+    "\n";
+static int eval_mode;   // hp eval: hp run with its validation round alone (cmd_eval.c)
+
+int tool_cmd_eval(int argc, char **argv) {
+    int n = 0;
+    char **a = tool_eval_argv(argc, argv, &n);
+    if (!a) { fprintf(stderr, "hp: out of memory\n"); return HP_EXIT_FAIL; }
+    eval_mode = 1;
+    const int rc = tool_cmd_run(n, a);
+    free(a);
+    return rc;
+}
+
 int tool_cmd_run(int argc, char **argv) {
     tool_cli cli;
-    int e = tool_cli_parse(&cli, argc, argv, 2, NULL, run_usage);
+    int e = tool_cli_parse(&cli, argc, argv, 2, NULL, eval_mode ? eval_usage : run_usage);
     if (e < 0) return HP_EXIT_OK;
     if (e) return e;
     if (cli.n_rest) {
@@ -504,7 +533,7 @@ int tool_cmd_run(int argc, char **argv) {
         }
         hp_verify_result_free(&r);
     } else {
-        rc = train(&cli, init, rank);
+        rc = eval_mode ? tool_eval(&cli, init, rank) : train(&cli, init, rank);
     }
     free(init);
     fflush(stdout);

@@ -8,9 +8,14 @@ set_tests_properties(hf_layout PROPERTIES LABELS L0 TIMEOUT 60)
 # the export proven by transformers' LlamaForCausalLM itself: hp's loss and every gradient of
 # step 1 (q/k un-permuted), and two realistic export bugs caught (pip installs torch 2 and
 # transformers into one venv when missing; skipped, 77, without PyPI)
-add_test(NAME hf_transformers COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_hf_transformers.sh $<TARGET_FILE:hp>
-         $<TARGET_FILE:test_hf> ${CMAKE_CURRENT_BINARY_DIR}/hf_transformers)
-set_tests_properties(hf_transformers PROPERTIES LABELS L1 TIMEOUT 900 SKIP_RETURN_CODE 77
+add_test(NAME hf_transformers COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_pip_check.sh transformers
+         check_hf_transformers.py $<TARGET_FILE:hp> $<TARGET_FILE:test_hf> ${CMAKE_CURRENT_BINARY_DIR}/hf_transformers)
+# the GGUF export proven by llama.cpp (llama-cpp-python): hp's loss in F32 (1.9e-8 measured), F16
+# and BF16, F32's logits = transformers' on the HF export within 1e-4, the greedy tokens alike;
+# q/k written in HF's order caught
+add_test(NAME gguf_llamacpp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_pip_check.sh transformers,llama-cpp-python
+         check_gguf_llamacpp.py $<TARGET_FILE:hp> $<TARGET_FILE:test_hf> ${CMAKE_CURRENT_BINARY_DIR}/gguf_llamacpp)
+set_tests_properties(hf_transformers gguf_llamacpp PROPERTIES LABELS L1 TIMEOUT 2400 SKIP_RETURN_CODE 77
                      RESOURCE_LOCK torch2_venv)
 # hp export --format hf|gguf and hp run --load DIR: the same losses as the hp file, one process
 # and tp 2 x dp_shard 2; --verify from the folder

@@ -68,11 +68,7 @@ static int is_true(const cJSON *root, const char *key) { return cJSON_IsTrue(fie
 // A string value of the file, cut to 40 bytes with control bytes as '?', so that the error
 // stays one line (tests/fuzz found "hidden_act": "s\nlu" printed across two).
 static const char *shown(const cJSON *v, char buf[48]) {
-    const char *s = cJSON_IsString(v) ? v->valuestring : "?";
-    size_t i = 0;
-    for (; s[i] && i < 40; i++) buf[i] = (unsigned char)s[i] < 32 || s[i] == 127 ? '?' : s[i];
-    buf[i] = '\0';
-    return buf;
+    return hp_json_shown(cJSON_IsString(v) ? v->valuestring : "?", buf, 48, 40);
 }
 
 // Fields whose mere presence (not null) means a computation our model does not have.

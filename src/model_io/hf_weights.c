@@ -197,41 +197,30 @@ static int same_model(const hp_model_config *hf, const hp_model_config *m, const
 }
 
 // The safetensors files of an HF folder: the index's shards, or model.safetensors.
-static int open_weights(const char *dir, hp_st ***files, char ***names, int *n, char *err, size_t errlen) {
+enum { MAX_SHARDS = 256 };
+static int open_weights(const char *dir, hp_st **files, char (*names)[HP_HF_SHARD_NAME], int *n, char *err,
+                        size_t errlen) {
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    cJSON *ix = hp_json_load(path);
+    unsigned char *text = NULL;
+    size_t len = 0;
+    const char *why = NULL;
+    struct stat sb;
     *n = 0;
-    *files = calloc(64, sizeof **files);
-    *names = calloc(64, sizeof **names);
-    if (!*files || !*names) { cJSON_Delete(ix); snprintf(err, errlen, "out of memory"); return -1; }
-    if (!ix) {
-        struct stat sb;
-        if (stat(path, &sb) == 0) { snprintf(err, errlen, "%s is not JSON", path); return -1; }
-        (*names)[0] = strdup("model.safetensors");
+    if (stat(path, &sb) != 0) {
+        snprintf(names[0], HP_HF_SHARD_NAME, "model.safetensors");
         *n = 1;
+    } else if (hp_file_read(path, &text, &len, &why) != 0) {
+        snprintf(err, errlen, "cannot read %s: %s", path, why);
+        return -1;
     } else {
-        const cJSON *map = cJSON_GetObjectItemCaseSensitive(ix, "weight_map");
-        const cJSON *e;
-        if (!cJSON_IsObject(map)) { cJSON_Delete(ix); snprintf(err, errlen, "%s has no weight_map object", path); return -1; }
-        cJSON_ArrayForEach(e, map) {
-            if (!cJSON_IsString(e) || strchr(e->valuestring, '/') || !strcmp(e->valuestring, "..")) {
-                snprintf(err, errlen, "%s: the weight_map entry of %s is not a file name in the folder", path,
-                         e->string ? e->string : "?");
-                cJSON_Delete(ix);
-                return -1;
-            }
-            int seen = 0;
-            for (int i = 0; i < *n; i++) seen |= !strcmp((*names)[i], e->valuestring);
-            if (seen) continue;
-            if (*n == 64) { cJSON_Delete(ix); snprintf(err, errlen, "%s names more than 64 shards", path); return -1; }
-            (*names)[(*n)++] = strdup(e->valuestring);
-        }
-        cJSON_Delete(ix);
+        const int rc = hp_hf_index_shards((const char *)text, len, path, names, MAX_SHARDS, n, err, errlen);
+        free(text);
+        if (rc) return -1;
     }
     for (int i = 0; i < *n; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, (*names)[i]);
-        if (!((*files)[i] = hp_st_open(path, err, errlen))) return -1;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (!(files[i] = hp_st_open(path, err, errlen))) return -1;
     }
     return 0;
 }
@@ -250,10 +239,11 @@ int hp_hf_import(const char *hf_dir, const hp_model_config *m, const char *out_f
         snprintf(err, errlen, "%s: a MoE model; hp imports dense Llama folders only", hf_dir);
         return HP_EXIT_CONFIG;
     }
-    hp_st **files = NULL;
-    char **names = NULL;
+    hp_st **files = calloc(MAX_SHARDS, sizeof *files);
+    char (*names)[HP_HF_SHARD_NAME] = calloc(MAX_SHARDS, sizeof *names);
     int n_files = 0;
-    int rc = open_weights(hf_dir, &files, &names, &n_files, err, errlen) == 0 ? 0 : HP_EXIT_CONFIG;
+    int rc = files && names ? 0 : HP_EXIT_FAIL;
+    if (rc == 0 && open_weights(hf_dir, files, names, &n_files, err, errlen) != 0) rc = HP_EXIT_CONFIG;
     hp_tensor_spec *specs = NULL;
     const int n = rc == 0 ? hp_model_tensor_specs(m, &specs) : 0;
     if (n < 0) rc = HP_EXIT_FAIL;
@@ -291,7 +281,7 @@ int hp_hf_import(const char *hf_dir, const hp_model_config *m, const char *out_f
         if (hp_st_writer_save(w, out_file, err, errlen) != 0) rc = HP_EXIT_FAIL;
     }
     hp_st_writer_free(w);
-    for (int k = 0; k < n_files; k++) { if (files[k]) hp_st_close(files[k]); free(names[k]); }
+    for (int k = 0; files && k < MAX_SHARDS; k++) if (files[k]) hp_st_close(files[k]);
     free(files); free(names); free(specs);
     return rc;
 }

@@ -27,6 +27,12 @@ const hp_st_tensor *hp_tensor_checked(const hp_st *f, const char *file, const ch
 // with one line in err and nothing to free.
 int     hp_model_file_open(const char *path, const hp_model_config *m, hp_st **f, hp_tensor_spec **specs,
                            int *n, char *err, size_t errlen);
+// hf_index.c: the distinct weight files model.safetensors.index.json (text, len bytes; path for
+// err) names, in order, at most max: 0 and *n >= 1, or -1 with one line in err (not JSON, no
+// weight_map, a name that is not a plain file name of the folder, too many).
+#define HP_HF_SHARD_NAME 128
+int     hp_hf_index_shards(const char *text, size_t len, const char *path, char (*names)[HP_HF_SHARD_NAME],
+                           int max, int *n, char *err, size_t errlen);
 // Makes dir if missing; 0, or -1 with one line in err.
 int     hp_make_dir(const char *dir, char *err, size_t errlen);
 

@@ -80,3 +80,10 @@ int hp_make_parent_dir(const char *path) {
     }
     return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
+
+const char *hp_json_shown(const char *s, char *buf, size_t n, size_t max) {
+    size_t i = 0;
+    for (; s && s[i] && i + 1 < n && i < max; i++) buf[i] = (unsigned char)s[i] < 32 || s[i] == 127 ? '?' : s[i];
+    if (n) buf[i] = '\0';
+    return buf;
+}

@@ -1,6 +1,6 @@
 // file_io.h - whole-file reads and JSON files, shared by the library (data, safetensors,
 // dump) and the tool (run, matrix, bench reports). Internal: not part of the public API.
-// defines: hp_file_read, hp_json_save, hp_json_load, hp_make_parent_dir
+// defines: hp_file_read, hp_json_save, hp_json_load, hp_make_parent_dir, hp_json_shown
 #ifndef HP_UTIL_FILE_IO_H
 #define HP_UTIL_FILE_IO_H
 #include <stddef.h>
@@ -17,5 +17,9 @@ cJSON *hp_json_load(const char *path);
 
 // mkdir -p of the folder that holds path ("D/metrics.jsonl" -> D). 0, or -1 (errno tells why).
 int hp_make_parent_dir(const char *path);
+
+// A string read from a file, for an error line: at most max bytes of s (and n - 1) into buf,
+// a control byte shown as '?', so that the line stays one line. Returns buf.
+const char *hp_json_shown(const char *s, char *buf, size_t n, size_t max);
 
 #endif

@@ -26,6 +26,7 @@ hp_fuzz_target(run_json          SOURCES src/verify/verify_json.c src/util/file_
 hp_fuzz_target(bench_memory_json SOURCES tools/hp/bench/bench_json.c)
 hp_fuzz_target(bench_run_json    SOURCES tools/hp/bench/bench_json.c)
 hp_fuzz_target(hf_config         SOURCES src/model_io/hf_config.c src/util/file_io.c)
+hp_fuzz_target(hf_index          SOURCES src/model_io/hf_index.c src/util/file_io.c)
 # src/dims/ is pure functions (no MPI) and grows (pp_layout.c): all of it, by glob
 file(GLOB HP_FUZZ_DIMS_SOURCES RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS src/dims/*.c)
 hp_fuzz_target(cli               SOURCES tools/hp/cli/cli.c tools/hp/cli/cli_help.c

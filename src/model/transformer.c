@@ -105,7 +105,8 @@ static void check_partial(const hp_transformer *tf, const float *x, size_t n, co
     size_t nonzero;
     if (hp_structure_looks_rounded(x, n, &nonzero))
         hp_structure_fail(HP_CHECK_PARTIAL, "block %d, %s: all %zu nonzero values of the partial "
-                          "are bf16 before the fp32 sum over tp (microbatch %d)", l, what, nonzero, tf->mb);
+                          "have zero low halves (rounded) before the fp32 sum over tp (microbatch %d)", l, what,
+                          nonzero, tf->mb);
     else
         hp_structure_pass(HP_CHECK_PARTIAL);
 }
@@ -276,8 +277,7 @@ static int alloc_moe(hp_transformer *tf, hp_block_acts *A) {
 }
 
 // ---------------------------------------------------------------------------------------
-// packed storage: a block's activations kept as the precision keeps them (hk.prec.keep, e.g.
-// bf16 values in 2 bytes each)
+// packed storage: a block's activations kept as the precision keeps them (hk.prec.keep)
 //
 // A packed block runs its forward in the shared set (tf->recompute, lent as tf->work over the
 // block's own h_in, statistics and states), then keeps the set's stored fields in its store;

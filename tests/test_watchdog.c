@@ -8,6 +8,8 @@
 //       the job must abort with
 //       "hp: watchdog: rank R waited 2.0 s in OP on group G (step 7); aborting the job".
 //   HP_TIMEOUT=abc mpirun -np 2 test_watchdog barrier -> exit 2, one line naming HP_TIMEOUT
+//   WATCHDOG_READY_DIR=D: each rank creates D/ready.RANK once past its healthy round (so that
+//       tests/run_abort_grace.sh knows when every rank is in OP before it freezes the launcher)
 //   test_watchdog --launch N OP   the same job, started on N ranks by hp's own launcher
 //       (tools/hp/launch/launch.c, as `hp run` starts its ranks): its stderr passes hp's filter, so
 //       the job must end with hp's lines only (tests/run_watchdog.sh, WATCHDOG_HP_LINES_ONLY)
@@ -106,6 +108,13 @@ int main(int argc, char **argv) {
     hp_allreduce_sum(comm, HP_G_WORLD, x, 8);
     if (x[0] != (float)world) { fprintf(stderr, "test_watchdog: all-reduce gave %g\n", x[0]); return 1; }
     hp_comm_set_step(comm, 7);
+    const char *ready = getenv("WATCHDOG_READY_DIR");
+    if (ready && *ready) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/ready.%d", ready, wrank);
+        FILE *f = fopen(path, "w");
+        if (f) fclose(f);
+    }
     run_op(comm, op, wrank);
     // Members of groups the skipping rank is not in get here: they stay alive (Open MPI
     // 4.1's mpirun can hang when some ranks finalize while another aborts) until the

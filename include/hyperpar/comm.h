@@ -233,8 +233,9 @@ void hp_mpi_gatherv(MPI_Comm mpi, void *recv, const int *counts, const int *disp
 // (a lone failing rank would leave its peers waiting inside a collective), exit() without.
 // stdout and stderr are flushed, the line goes out in one write(2), and the launcher gets
 // 0.2 s to forward it before the abort: MPICH's Hydra kills the other processes, and drops
-// the output it has not forwarded yet, as soon as one aborts. Every "print a line, then
-// MPI_Abort" of the library goes through here (comm_wait.c).
+// the output it has not forwarded yet, as soon as one aborts. The abort's grace
+// (HP_ABORT_GRACE_S) ends the rank, and its launcher daemon, where the abort cannot. Every
+// "print a line, then MPI_Abort" of the library goes through here (comm_abort.c).
 //   hp_fail_line_and_abort(1, "moe dispatch: routed expert id %d outside [0, %d)", e, E);
 _Noreturn void hp_fail_line_and_abort(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -242,6 +243,11 @@ _Noreturn void hp_fail_line_and_abort(int code, const char *fmt, ...)
 // Watchdog settings. The timeout is process-wide: seconds must be finite and > 0, else it
 // returns -1 and changes nothing. hp_comm_timeout() is the one in force.
 #define HP_COMM_DEFAULT_TIMEOUT 600.0
+// After its line, a rank whose MPI_Abort has not ended it within HP_ABORT_GRACE_S seconds (a
+// host the abort cannot reach: a cut link) prints one more line and exits with the code on its
+// own; the launcher daemon that started it (mpirun, orted, Hydra's proxy), if it still runs
+// a second after that, is sent SIGKILL (docs/multi_host.md).
+#define HP_ABORT_GRACE_S 10
 int    hp_comm_set_timeout(double seconds);
 double hp_comm_timeout(void);
 // Parses a timeout as given on a command line or in HP_TIMEOUT ("2", "0.5", "1e3"):

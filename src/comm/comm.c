@@ -57,6 +57,9 @@ hp_comm *hp_comm_init(MPI_Comm world, const hp_dims *dims, int deterministic) {
 
     hp_comm_check_timeout_env(world);
     hp_comm_install_world_errhandler();
+    int wrank_world = 0;
+    HP_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &wrank_world));
+    hp_comm_install_term_note(wrank_world);
     hp_comm *comm = calloc(1, sizeof *comm);
     int *members = malloc((size_t)wsize * sizeof *members);
     if (comm == NULL || members == NULL) HP_COMM_FAIL("hp_comm_init: out of memory");

@@ -110,6 +110,15 @@ void hp_comm_check_timeout_env(MPI_Comm world);
 // hp_comm_init's: MPI_COMM_WORLD's default fatal error handler becomes one that reports
 // like hp_comm_fail (MPICH raises failed requests there), still fatal. Once per process.
 void hp_comm_install_world_errhandler(void);
+// Seconds of CLOCK_MONOTONIC (async-signal-safe).
+double hp_comm_now(void);
+// The watchdog's wait in progress, for a signal handler: its op (NULL when none), and through
+// the pointers its group and when it began (hp_comm_now).
+const char *hp_comm_wait_in_progress(const char **group, double *t0);
+// hp_comm_init's (comm_abort.c): on world rank 0 under an outside launcher (HP_LAUNCHED
+// unset), a SIGTERM whose disposition is the default first prints one line naming the wait in
+// progress (op, group, how long) and the step, then takes its default course. Once per process.
+void hp_comm_install_term_note(int world_rank);
 // The step most recently given to any hp_comm (for waits that have none).
 int hp_comm_last_step(void);
 

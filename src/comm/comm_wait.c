@@ -3,9 +3,11 @@
 // skipped a collective ends the job with one line naming it instead of hanging it:
 //   hp: watchdog: rank 3 waited 5.0 s in all-gather on group tp (step 2); aborting the job
 // The timeout is process-wide (hp_comm_set_timeout, else HP_TIMEOUT, else 600 s).
+// The line and the abort after it: comm_abort.c (hp_fail_line_and_abort).
 // defines: hp_comm_wait_at, hp_comm_set_timeout, hp_comm_timeout, hp_comm_parse_timeout,
 //          hp_comm_set_step, hp_comm_last_step, hp_comm_check_timeout_env,
-//          hp_comm_install_world_errhandler, hp_comm_test_at, hp_fail_line_and_abort
+//          hp_comm_install_world_errhandler, hp_comm_test_at, hp_comm_now,
+//          hp_comm_wait_in_progress
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -25,22 +27,27 @@
 #define WAIT_SLEEP_MIN_NS   20000L
 #define WAIT_SLEEP_MAX_NS   1000000L
 #define WAIT_STAGGER_S      0.25
-// What a line printed just before an abort gets for the launcher to forward it (MPICH's
-// Hydra drops what it has not forwarded when one rank aborts).
-#define ABORT_LINE_PAUSE_NS 200000000L
 
 static double g_timeout = 0.0;   // 0: not decided yet (setter, else HP_TIMEOUT on first use)
 static int    g_last_step = 0;
 
-// The wait in progress, for the world error handler below (the comm layer is used from
-// one thread per rank).
-static const char *g_wait_file, *g_wait_op, *g_wait_group;
-static int         g_wait_line;
+// The wait in progress, for the world error handler below and the SIGTERM note of
+// comm_abort.c (the comm layer is used from one thread per rank).
+static const char *volatile g_wait_file, *volatile g_wait_op, *volatile g_wait_group;
+static volatile int         g_wait_line;
+static volatile double      g_wait_t0;        // when the wait in progress began (hp_comm_now)
 
-static double now_s(void) {
+double hp_comm_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *hp_comm_wait_in_progress(const char **group, double *t0) {
+    const char *op = g_wait_op;
+    *group = g_wait_group;
+    *t0 = g_wait_t0;
+    return op;
 }
 
 int hp_comm_parse_timeout(const char *text, double *seconds) {
@@ -84,33 +91,6 @@ void hp_comm_check_timeout_env(MPI_Comm world) {
     nanosleep(&ts, NULL);
     MPI_Abort(world, 2);
     exit(2);   // MPI_Abort does not return
-}
-
-_Noreturn void hp_fail_line_and_abort(int code, const char *fmt, ...) {
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line - 1, fmt, ap);
-    va_end(ap);
-    size_t len = strcspn(line, "\n");   // one line
-    line[len++] = '\n';
-    fflush(stdout);
-    fflush(stderr);
-    // one write: the line reaches the launcher's pipe whole, never split by another rank's
-    for (size_t off = 0; off < len;) {
-        const ssize_t w = write(STDERR_FILENO, line + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
-    int inited = 0, finalized = 0;
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
-    if (!inited || finalized) exit(code);
-    struct timespec pause = { 0, ABORT_LINE_PAUSE_NS };
-    nanosleep(&pause, NULL);
-    MPI_Abort(MPI_COMM_WORLD, code);
-    abort();   // MPI_Abort does not return
 }
 
 // MPICH raises the error of a failed request (e.g. a truncated receive) on
@@ -192,17 +172,18 @@ int hp_comm_test_at(const char *file, int line, int n, MPI_Request *reqs, const 
 void hp_comm_wait_at(const char *file, int line, const hp_comm *comm, int n,
                      MPI_Request *reqs, const char *op, const char *group) {
     if (n <= 0) return;
-    g_wait_file = file; g_wait_line = line; g_wait_op = op; g_wait_group = group;
+    const double t0 = hp_comm_now();
+    g_wait_t0 = t0;
+    g_wait_file = file; g_wait_line = line; g_wait_group = group; g_wait_op = op;
     if (test_all(file, line, n, reqs, op, group)) { g_wait_op = NULL; return; }
     // Ranks waiting on the same dead peer would all fire at once; a deadline staggered by
     // world rank lets the first abort take the job down before the others print too.
     int wrank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     const double timeout = hp_comm_timeout() + WAIT_STAGGER_S * (double)(wrank % 8);
-    const double t0 = now_s();
     long pause_ns = WAIT_SLEEP_MIN_NS;
     for (;;) {
-        const double waited = now_s() - t0;
+        const double waited = hp_comm_now() - t0;
         if (waited > timeout) watchdog_fire(comm, waited, op, group);
         if (waited < WAIT_SPIN_S) {
             sched_yield();

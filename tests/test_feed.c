@@ -135,7 +135,7 @@ static void run_case(const layout *l, int shard) {
     if (!ref || !fed || !split) { hp_trainer_free(ref); hp_trainer_free(fed); hp_trainer_free(split); return; }
     hp_trainer *src = shard ? NULL : ref;
     int32_t ids[B * (S + 1)], in[B * S], tg[B * S];
-    double loss[STEPS + 2] = { 0 }, lr[STEPS + 2] = { 0 };
+    double loss[STEPS + 3] = { 0 }, lr[STEPS + 3] = { 0 };   // (steps 1 .. STEPS+2)
     int equal = 1;
     char err[512];
     for (int s = 1; s <= STEPS; s++) {

@@ -4,7 +4,8 @@
 #   scripts/setup.sh                         # -> build/ (RelWithDebInfo)
 #   BUILD_DIR=build-asan HP_CMAKE_ARGS=-DHP_SANITIZE=ON scripts/setup.sh
 # Needs: a C compiler, make, cmake, pkg-config, python3, Open MPI (mpicc, mpirun),
-# OpenBLAS (cblas.h), oneDNN (dnnl.h, the second GEMM backend), cJSON (cjson/cJSON.h).
+# OpenBLAS (cblas.h), oneDNN (dnnl.h, the second GEMM backend), cJSON (cjson/cJSON.h),
+# SentencePiece (libsentencepiece-dev, the tokenizer) and g++ for its shim.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -29,6 +30,11 @@ if have cc; then
 else
   need libopenblas-dev; need libcjson-dev; need zlib1g-dev; need libdnnl-dev
 fi
+# SentencePiece: the tokenizer (hp tokenize, prompts and text; a C++ shim links it) and its
+# spm_* tools. hp builds without it and says so where a command needs it.
+have g++ || need g++
+pkg-config --exists sentencepiece 2>/dev/null || need libsentencepiece-dev
+have spm_encode || need sentencepiece
 # pkg-config must know openblas (CMakeLists asks it for the CBLAS flags)
 if have pkg-config && ! pkg-config --exists openblas; then need libopenblas-dev; fi
 

@@ -106,6 +106,16 @@ typedef struct hp_job {
     const char *ac_mode;         // activation_checkpoint.mode: none | full | selective | every:N
     const char *ac_option;       // activation_checkpoint.selective_ac_option: N
     int   ckpt_alias_given;      // --checkpoint-every / --checkpoint-keep spelt so (they need a dir)
+    // the tokenizer, generation and sampling during training (docs/model_io.md)
+    const char *tokenizer_path;  // model.hf_assets_path / --tokenizer: a folder holding tokenizer.model,
+                                 // or the file itself (NULL = none)
+    int   sample_every;          // sample.every N: a sample after every N-th step (0 = never)
+    const char *sample_prompt;   // sample.prompt / --prompt: the prompt text (NULL = none)
+    const char *prompt_ids;      // --prompt-ids 1,2,3 (hp generate; NULL = none)
+    int   sample_max_new;        // sample.max_new_tokens / --max-new-tokens (default 32)
+    float sample_temperature;    // sample.temperature / --temperature (0 = greedy, the default)
+    int   sample_top_k;          // sample.top_k / --top-k (0 = off)
+    float sample_top_p;          // sample.top_p / --top-p (1 = off)
     // per row of the flag table (src/job/job_table.h): the value a job key was given, where, and
     // whether on the command line (NULL: hp's default); what config.toml is written from
     const char *key_text[HP_JOB_MAX_ROWS];

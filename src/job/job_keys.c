@@ -399,6 +399,27 @@ int hp_job_apply_value(hp_job *job, int id, const char *flag, const char *v) {
         return HP_EXIT_CONFIG;
     case F_FLOAT8_FSDP_AG: return parse_bool(flag, v, &job->run.float8_fsdp_all_gather);
     case F_RANKS_PER_NODE: return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->ranks_per_node);
+    // the tokenizer, generation and sampling during training (docs/model_io.md)
+    case F_TOKENIZER:    job->tokenizer_path = or_null(v); return 0;
+    case F_SAMPLE_EVERY: return parse_int_in(flag, v, 0, HP_JOB_MAX_STEPS, &job->sample_every);
+    case F_SAMPLE_PROMPT: job->sample_prompt = or_null(v); return 0;
+    case F_PROMPT_IDS:   job->prompt_ids = or_null(v); return 0;
+    case F_SAMPLE_MAX_NEW: return parse_int_in(flag, v, 1, 1 << 20, &job->sample_max_new);
+    case F_SAMPLE_TOP_K: return parse_int_in(flag, v, 0, 1 << 30, &job->sample_top_k);
+    case F_SAMPLE_TEMPERATURE:
+        if ((e = parse_float(flag, v, &job->sample_temperature))) return e;
+        if (!isfinite(job->sample_temperature) || job->sample_temperature < 0.0f) {
+            fprintf(stderr, "hp: %s must be a finite number >= 0 (0 = greedy), got '%s'\n", flag, v);
+            return HP_EXIT_CONFIG;
+        }
+        return 0;
+    case F_SAMPLE_TOP_P:
+        if ((e = parse_float(flag, v, &job->sample_top_p))) return e;
+        if (!(job->sample_top_p > 0.0f && job->sample_top_p <= 1.0f)) {
+            fprintf(stderr, "hp: %s must be in (0, 1] (1 = off), got '%s'\n", flag, v);
+            return HP_EXIT_CONFIG;
+        }
+        return 0;
     }
     return 0;
 }
@@ -742,5 +763,7 @@ void hp_job_defaults(hp_job *job) {
     job->log_freq = 1;        // metrics + validation: TorchTitan's defaults (docs/job_file.md)
     job->val_freq = 10;
     job->val_steps = -1;
+    job->sample_max_new = 32;
+    job->sample_top_p = 1.0f;
     job->val_format = HP_JOB_VAL_FORMAT_UNSET;
 }

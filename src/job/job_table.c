@@ -152,7 +152,6 @@ const hp_job_flag_def hp_job_flags[] = {
     IGNORED("metrics.disable_color_printing", V_BOOL, "false"),
     IGNORED("metrics.save_tb_folder", V_STRING, "tb"),
     IGNORED("metrics.save_for_all_ranks", V_BOOL, "false"),
-    IGNORED("model.hf_assets_path", V_STRING, "./tests/assets/tokenizer"),
     IGNORED("model.tokenizer_path", V_STRING, ""),
     IGNORED("optimizer.implementation", V_STRING, "fused"),
     IGNORED("training.dataset", V_STRING, "c4_test"),
@@ -189,6 +188,21 @@ const hp_job_flag_def hp_job_flags[] = {
     { "--float8", F_FLOAT8, 1, FOR_ALL, 0, 0, 0, 0 },
     { "--float8-filter", F_FLOAT8_FILTER, 1, FOR_ALL, 0, 0, 0, 0 },
     { "--float8-fsdp-all-gather", F_FLOAT8_FSDP_AG, 0, FOR_ALL, 0, 0, 0, "true" },
+    // the tokenizer, generation and sampling during training: docs/model_io.md
+    KEY("model.hf_assets_path", F_TOKENIZER, V_PATH, "", "./tests/assets/tokenizer"),
+    { "--tokenizer", F_TOKENIZER, 1, FOR_ALL, 0, 0, 0, 0 },
+    KEY("sample.every", F_SAMPLE_EVERY, V_INT, "0", NULL),
+    KEY("sample.prompt", F_SAMPLE_PROMPT, V_STRING, "", NULL),
+    KEY("sample.max_new_tokens", F_SAMPLE_MAX_NEW, V_INT, "32", NULL),
+    KEY("sample.temperature", F_SAMPLE_TEMPERATURE, V_FLOAT, "0", NULL),
+    KEY("sample.top_k", F_SAMPLE_TOP_K, V_INT, "0", NULL),
+    KEY("sample.top_p", F_SAMPLE_TOP_P, V_FLOAT, "1", NULL),
+    { "--prompt", F_SAMPLE_PROMPT, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--prompt-ids", F_PROMPT_IDS, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--max-new-tokens", F_SAMPLE_MAX_NEW, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--temperature", F_SAMPLE_TEMPERATURE, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--top-k", F_SAMPLE_TOP_K, 1, FOR_ALL, 0, 0, 0, 0 },
+    { "--top-p", F_SAMPLE_TOP_P, 1, FOR_ALL, 0, 0, 0, 0 },
     // ---- end of rows of other features
 };
 const int hp_job_n_flags = (int)(sizeof hp_job_flags / sizeof hp_job_flags[0]);

@@ -75,6 +75,13 @@ int64_t hp_param_global_index(const hp_param *p, int64_t li);
 // Local flat index of the element at position `k` (0 <= k < shard_numel) of p's padded shard,
 // or -1 for a padding slot.
 int64_t hp_param_shard_to_local(const hp_param *p, int64_t k);
+// The initial value of element gi (flat index in the full tensor) of parameter p: model.md's
+// rule, a function of (seed, name, index) alone, so every layout and a full copy agree;
+// stream = hp_name_id(p->name) (rng.h), taken once per parameter by the caller.
+float hp_param_init_value(const hp_param *p, uint64_t seed, uint64_t stream, int64_t gi);
+// The whole initial model, full tensors in table order (full_numel floats): what `hp run`
+// starts from with this seed, for a program that needs it whole (generation, a reference).
+void hp_params_init_full(const hp_param_table *t, uint64_t seed, float *full);
 // Prints name, full shape, placements and rank's local/shard shapes as a table. each_layer 0:
 // the blocks' parameters one row per kind ("layers.*.attention.wq.weight x126  layers 0..125"),
 // a layer whose row differs on a row of its own; 1: every parameter on its own row.

@@ -10,6 +10,7 @@
 #include "hyperpar/failpoint.h"
 #include "hyperpar/params.h"
 #include "hyperpar/pipeline.h"
+#include "hyperpar/rng.h"
 #include "hyperpar/shapes.h"
 
 // ---------------------------------------------------------------------------------------
@@ -362,4 +363,18 @@ void hp_params_print(FILE *out, const hp_param_table *t, const hp_dims *d, int r
     fprintf(out, "  full model %lld floats; this rank's shard buffer %lld floats (padding "
                  "included); largest unit unsharded %lld floats\n",
             (long long)t->full_numel, (long long)t->shard_numel, (long long)t->max_unit_work);
+}
+
+float hp_param_init_value(const hp_param *p, uint64_t seed, uint64_t stream, int64_t gi) {
+    if (p->init_std == 0.0f) return 1.0f;
+    return p->init_std * hp_rng_normal(seed, stream, (uint64_t)gi);
+}
+
+void hp_params_init_full(const hp_param_table *t, uint64_t seed, float *full) {
+    for (int i = 0; i < t->n; i++) {
+        const hp_param *p = &t->p[i];
+        const uint64_t stream = hp_name_id(p->name);
+        for (int64_t gi = 0; gi < p->full_numel; gi++)
+            full[p->full_offset + gi] = hp_param_init_value(p, seed, stream, gi);
+    }
 }

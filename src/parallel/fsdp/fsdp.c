@@ -190,10 +190,7 @@ void hp_fsdp_init_params(hp_fsdp_state *fs, uint64_t seed) {
         float *dst = fs->p_shard + p->shard_offset;
         for (int64_t k = 0; k < p->shard_numel; k++) {
             const int64_t li = hp_param_shard_to_local(p, k);
-            if (li < 0) { dst[k] = 0.0f; continue; }
-            if (p->init_std == 0.0f) { dst[k] = 1.0f; continue; }
-            const int64_t gi = hp_param_global_index(p, li);
-            dst[k] = p->init_std * hp_rng_normal(seed, stream, (uint64_t)gi);
+            dst[k] = li < 0 ? 0.0f : hp_param_init_value(p, seed, stream, hp_param_global_index(p, li));
         }
     }
 }

@@ -40,6 +40,7 @@ int tool_cmd_eval(int argc, char **argv);     // cmd_run.c: hp run with its vali
 // cmd_eval.c: hp eval's argv as hp run's, and the evaluation on every rank
 char **tool_eval_argv(int argc, char **argv, int *out_argc);
 int tool_eval(const tool_cli *cli, const float *init, int rank);
+int tool_cmd_generate(int argc, char **argv); // cmd_generate.c: a model writes
 int tool_cmd_matrix(int argc, char **argv);
 int tool_cmd_bench(int argc, char **argv);
 int tool_cmd_export(int argc, char **argv);   // cmd_export.c: checkpoint -> safetensors

@@ -30,6 +30,8 @@ static void usage(FILE *out) {
           "  bench    measure step time, the BLAS core and the FMA peak, bytes moved per recipe\n"
           "  compare  two dumps of step 1 (hp run --dump, PyTorch, ...) under the verifier's rules\n"
           "  eval     a model's loss, perplexity and bits per byte on a dataset, under any layout\n"
+          "  generate the model writes from a prompt (a KV cache; greedy, temperature, top-k, top-p),\n"
+          "           on one process or under --tp / --pp\n"
           "\n"
           "  hp <command> --help   flags of one command\n"
           "  hp --version          the version, and the BLAS, core and threads a process gets here\n",
@@ -87,10 +89,11 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plan"))   return tool_cmd_plan(argc, argv);
     if (!strcmp(cmd, "run"))    return tool_cmd_run(argc, argv);
     if (!strcmp(cmd, "eval"))   return tool_cmd_eval(argc, argv);     // a model's loss on a dataset
+    if (!strcmp(cmd, "generate")) return tool_cmd_generate(argc, argv); // a model writes (cmd_generate.c)
     if (!strcmp(cmd, "matrix")) return tool_cmd_matrix(argc, argv);
     if (!strcmp(cmd, "bench"))  return tool_cmd_bench(argc, argv);
     if (!strcmp(cmd, "export")) return tool_cmd_export(argc, argv);   // checkpoint -> one safetensors file
     if (!strcmp(cmd, "compare")) return tool_cmd_compare(argc, argv); // two dumps of step 1 (docs/dump.md)
-    fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, export, matrix, bench, compare; see hp --help)\n", cmd);
+    fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, eval, generate, export, matrix, bench, compare; see hp --help)\n", cmd);
     return HP_EXIT_CONFIG;
 }

@@ -147,37 +147,6 @@ static int write_json(const char *path, const tool_cli *cli, const hp_verify_res
     return e ? HP_EXIT_FAIL : 0;
 }
 
-// Every rank reads --load itself (a small file; no broadcast needed), after validation. A
-// folder is a Hugging Face one (hf.h, with a config.json) or a checkpoint (its model alone,
-// consolidated as hp export does): converted to hp's file first, a file of the rank's.
-static float *load_model(const tool_cli *cli, int rank) {
-    hp_param_table t;
-    hp_params_build(&t, &cli->model, &cli->dims, rank);
-    float *full = malloc((size_t)t.full_numel * sizeof(float));
-    char err[4600], tmp[4200] = "";
-    const char *path = cli->load_file;
-    struct stat sb;
-    int e = 0;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {   // an HF folder, or a checkpoint
-        const char *td = getenv("TMPDIR");
-        char cfg[4200], step_dir[4096];
-        snprintf(tmp, sizeof tmp, "%s/hp-load-%d-%d.safetensors", td && *td ? td : "/tmp", (int)getpid(), rank);
-        snprintf(cfg, sizeof cfg, "%s/config.json", path);
-        if (stat(cfg, &sb) == 0) e = hp_hf_import(path, &cli->model, tmp, err, sizeof err);
-        else if ((e = hp_ckpt_resolve(path, step_dir, sizeof step_dir, err, sizeof err)) == 0)
-            e = hp_ckpt_export(step_dir, tmp, 0, HP_DTYPE_FLOAT32, err, sizeof err);
-        path = tmp;
-    }
-    if (e != 0 || hp_load_full(path, &t, full, err, sizeof err) != 0) {
-        if (rank == 0) fprintf(stderr, "hp: --load: %s\n", err);
-        free(full);
-        full = NULL;
-    }
-    if (tmp[0]) unlink(tmp);
-    hp_params_free(&t);
-    return full;
-}
-
 // One line naming the step when its loss or grad norm is not finite (every rank agrees).
 static void report_nonfinite(const hp_step_stats *st, int rank) {
     if (rank == 0)
@@ -442,7 +411,7 @@ int tool_cmd_run(int argc, char **argv) {
         if (cli.load_file) {
             tool_cli probe = cli;
             probe.dims = d;
-            float *full = load_model(&probe, 0);
+            float *full = tool_run_load_model(&probe, 0);
             if (!full) return HP_EXIT_CONFIG;
             free(full);
         }
@@ -513,7 +482,7 @@ int tool_cmd_run(int argc, char **argv) {
         if (*note) fprintf(stderr, "hp: note: %s\n", note);
     }
     float *init = NULL;
-    if (cli.load_file && !(init = load_model(&cli, rank))) {
+    if (cli.load_file && !(init = tool_run_load_model(&cli, rank))) {
         MPI_Finalize();
         return HP_EXIT_CONFIG;
     }

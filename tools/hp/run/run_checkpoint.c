@@ -1,7 +1,12 @@
 // run_checkpoint.c - `hp run --checkpoint-dir/--checkpoint-every/--checkpoint-keep/--resume`
 // (see run_checkpoint.h and include/hyperpar/checkpoint.h).
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "hyperpar/checkpoint.h"
+#include "hyperpar/dump.h"
+#include "hyperpar/hf.h"
 #include "run_checkpoint.h"
 
 // "min A, max B bytes per rank (total C), slowest rank T s": what a save or load cost.
@@ -90,4 +95,32 @@ int tool_run_ckpt_after_step(hp_trainer *tr, const tool_cli *cli, int step, int 
         printf("hp: saved %s/step-%d (rank 0 wrote %lld bytes; written %s)\n", cli->ckpt_dir, step,
                (long long)st.bytes, cost);
     return 0;
+}
+
+float *tool_run_load_model(const tool_cli *cli, int rank) {
+    hp_param_table t;
+    hp_params_build(&t, &cli->model, &cli->dims, rank);
+    float *full = malloc((size_t)t.full_numel * sizeof(float));
+    char err[4600], tmp[4200] = "";
+    const char *path = cli->load_file;
+    struct stat sb;
+    int e = 0;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {   // an HF folder, or a checkpoint
+        const char *td = getenv("TMPDIR");
+        char cfg[4200], step_dir[4096];
+        snprintf(tmp, sizeof tmp, "%s/hp-load-%d-%d.safetensors", td && *td ? td : "/tmp", (int)getpid(), rank);
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        if (stat(cfg, &sb) == 0) e = hp_hf_import(path, &cli->model, tmp, err, sizeof err);
+        else if ((e = hp_ckpt_resolve(path, step_dir, sizeof step_dir, err, sizeof err)) == 0)
+            e = hp_ckpt_export(step_dir, tmp, 0, HP_DTYPE_FLOAT32, err, sizeof err);
+        path = tmp;
+    }
+    if (e != 0 || hp_load_full(path, &t, full, err, sizeof err) != 0) {
+        if (rank == 0) fprintf(stderr, "hp: --load: %s\n", err);
+        free(full);
+        full = NULL;
+    }
+    if (tmp[0]) unlink(tmp);
+    hp_params_free(&t);
+    return full;
 }

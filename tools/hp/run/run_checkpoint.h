@@ -21,4 +21,11 @@ int tool_run_ckpt_resume(hp_trainer *tr, const tool_cli *cli, int rank);
 // Returns 0, or HP_EXIT_FAIL after rank 0 printed one line.
 int tool_run_ckpt_after_step(hp_trainer *tr, const tool_cli *cli, int step, int rank);
 
+// --load FILE|DIR: the full model (every parameter of cli->model, the one-process table's
+// order), or NULL after rank 0 printed one line. Every rank reads --load itself (a small file;
+// no broadcast needed), after validation. A folder is a Hugging Face one (hf.h, with a
+// config.json) or a checkpoint (its model alone, consolidated as hp export does): converted to
+// hp's file first, a file of the rank's.
+float *tool_run_load_model(const tool_cli *cli, int rank);
+
 #endif

@@ -93,6 +93,10 @@ int  hp_metrics_logs(const hp_metrics *mt, int step);
 void hp_metrics_step(hp_metrics *mt, const hp_step_stats *st, double seconds, int force);
 // After a validation round, on every rank (rank 0 prints and writes).
 void hp_metrics_val(hp_metrics *mt, int step, double loss, int64_t tokens, double seconds);
+// After a sample (sample.every, docs/model_io.md), on every rank (rank 0 prints "sample step: K
+// | TEXT" and writes a "sample" record): the prompt, the ids drawn, their text.
+typedef struct hp_metrics_samplerec hp_metrics_samplerec;   // (metrics_jsonl.c's records, below)
+void hp_metrics_sample(hp_metrics *mt, const hp_metrics_samplerec *s);
 // Rewrites the SVG a last time and frees. Returns 0, or HP_EXIT_FAIL (after one line) when a
 // file could not be written.
 int  hp_metrics_close(hp_metrics *mt);
@@ -120,13 +124,22 @@ typedef struct hp_metrics_valrec {
     int64_t tokens, batches;
     double tps, elapsed_s;
 } hp_metrics_valrec;
+struct hp_metrics_samplerec {
+    int step;
+    const char *prompt;          // as given (sample.prompt)
+    const int *ids;              // the tokens drawn after it
+    int n;
+    const char *text;            // their text (valid UTF-8), or the ids
+    double tps, elapsed_s;       // the generation's tokens per second; the run's time so far
+};
 // Each returns 0, or -1 when the line could not be written.
 int hp_metrics_jsonl_job(FILE *f, const hp_metrics_job *j);
 int hp_metrics_jsonl_train(FILE *f, const hp_metrics_train *t);
 int hp_metrics_jsonl_val(FILE *f, const hp_metrics_valrec *v);
+int hp_metrics_jsonl_sample(FILE *f, const hp_metrics_samplerec *s);
 // A resumed run keeps its history: of an earlier metrics.jsonl's text, the lines of its job
-// records and of its records before first_step (the steps the checkpoint holds) are written
-// to f as they were, bit for bit, and each kept train and val record is handed to `point`
+// records and of its records before first_step (the steps the checkpoint holds; train, val and
+// sample records) are written to f as they were, bit for bit, and each kept train and val record is handed to `point`
 // (kind 't' with its loss and lr, 'v' with its loss and lr 0) for the curve. A line that is not
 // a record (a torn last line) is dropped. Returns the records kept, or -1 when f failed.
 typedef void (*hp_metrics_point_fn)(void *ctx, char kind, int step, double loss, double lr);

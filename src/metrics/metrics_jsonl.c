@@ -1,6 +1,6 @@
 // metrics_jsonl.c - the records of {job.dump_folder}/metrics.jsonl: one JSON object a line,
 // written whole and flushed, so that a reader (or a crash) sees only complete lines.
-// defines: hp_metrics_jsonl_job, hp_metrics_jsonl_train, hp_metrics_jsonl_val,
+// defines: hp_metrics_jsonl_job, hp_metrics_jsonl_train, hp_metrics_jsonl_val, hp_metrics_jsonl_sample,
 //          hp_metrics_jsonl_carry
 //
 // Numbers are written at round-trip precision: the shortest of %.15g, %.16g and %.17g that
@@ -114,6 +114,18 @@ int hp_metrics_jsonl_val(FILE *f, const hp_metrics_valrec *v) {
     return put_line(f, o);
 }
 
+int hp_metrics_jsonl_sample(FILE *f, const hp_metrics_samplerec *s) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "sample");
+    add_number(o, "step", s->step);
+    cJSON_AddStringToObject(o, "prompt", s->prompt ? s->prompt : "");
+    cJSON_AddItemToObject(o, "ids", cJSON_CreateIntArray(s->ids, s->n));
+    cJSON_AddStringToObject(o, "text", s->text ? s->text : "");
+    add_number(o, "tps", s->tps);
+    add_number(o, "elapsed_s", s->elapsed_s);
+    return put_line(f, o);
+}
+
 static double number_of(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
@@ -132,10 +144,11 @@ int hp_metrics_jsonl_carry(FILE *f, const char *text, size_t len, int first_step
         const char *kind = cJSON_IsString(type) ? type->valuestring : "";
         const double step = number_of(o, "step");
         const int job = !strcmp(kind, "job");
-        const int record = (!strcmp(kind, "train") || !strcmp(kind, "val")) && step >= 1 && step < first_step;
+        const int curve = !strcmp(kind, "train") || !strcmp(kind, "val");
+        const int record = (curve || !strcmp(kind, "sample")) && step >= 1 && step < first_step;
         if (job || record) {
             if (fwrite(line, 1, n, f) != n || fputc('\n', f) == EOF) { cJSON_Delete(o); return -1; }
-            if (record) {
+            if (record && curve) {
                 point(ctx, kind[0] == 't' ? 't' : 'v', (int)step, number_of(o, "loss"),
                       kind[0] == 't' ? number_of(o, "lr") : 0.0);
                 kept++;

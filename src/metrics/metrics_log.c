@@ -2,7 +2,7 @@
 // TorchTitan's line on rank 0 (torchtitan/components/metrics.py) and a "train" record of
 // metrics.jsonl; after each validation round its line and "val" record; loss.svg rewritten
 // each time.
-// defines: hp_metrics_open, hp_metrics_logs, hp_metrics_step, hp_metrics_val,
+// defines: hp_metrics_open, hp_metrics_logs, hp_metrics_step, hp_metrics_val, hp_metrics_sample,
 //          hp_metrics_close
 //
 // Every figure is rank 0's but the memory high-water over the ranks (memory_gib_max), reduced on
@@ -237,6 +237,17 @@ void hp_metrics_val(hp_metrics *mt, int step, double loss, int64_t tokens, doubl
         if (push(&mt->val, &mt->n_val, &mt->cap_val, (hp_svg_point){ step, loss }) != 0) fail_once(mt, mt->svg_path);
         write_svg(mt);
     }
+}
+
+void hp_metrics_sample(hp_metrics *mt, const hp_metrics_samplerec *s) {
+    if (mt->rank != 0 || !mt->active) return;
+    hp_metrics_samplerec r = *s;
+    r.elapsed_s = now_s() - mt->t_start;
+    if (!mt->job->quiet) {
+        printf("sample step: %3d | %s%s\n", s->step, s->prompt ? s->prompt : "", s->text ? s->text : "");
+        fflush(stdout);
+    }
+    if (mt->jsonl && hp_metrics_jsonl_sample(mt->jsonl, &r) != 0) fail_once(mt, mt->jsonl_path);
 }
 
 int hp_metrics_close(hp_metrics *mt) {

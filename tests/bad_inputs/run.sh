@@ -43,7 +43,9 @@ sed -i '0,/\[256, 64\]/s//[512, 64]/' "$FILES/ck-shape/index.json"
 # bad Hugging Face folders (hf.h): the good checkpoint exported, then one with another layer
 # count in config.json, one missing a tensor, one whose q_proj has half its rows
 "$hp" export "$FILES/ck/step-1" --format hf --out "$FILES/hf" >/dev/null 2>&1
-for c in layers missing shape; do cp -r "$FILES/hf" "$FILES/hf-$c"; done
+for c in layers missing shape vocab; do cp -r "$FILES/hf" "$FILES/hf-$c"; done
+# a 512-token model: --prompt text is not its bytes (hp generate needs a tokenizer)
+sed -i 's/"vocab_size":[[:space:]]*256/"vocab_size": 512/' "$FILES/hf-vocab/config.json"
 sed -i 's/"num_hidden_layers":[[:space:]]*2/"num_hidden_layers": 3/' "$FILES/hf-layers/config.json"
 python3 - "$FILES/hf-missing/model.safetensors" "$FILES/hf-shape/model.safetensors" <<'PY'
 import json, struct, sys

@@ -14,6 +14,7 @@
 #include "gemm_choice.h"
 #include "launch/launch.h"
 #include "run_checkpoint.h"
+#include "run_sample.h"
 #include "hyperpar/blas.h"
 #include "hyperpar/optim.h"
 #include "hyperpar/data.h"
@@ -236,6 +237,8 @@ static int train(const tool_cli *cli, const float *init, int rank) {
         if (rank == 0) fprintf(stderr, "hp: out of memory (metrics)\n");
         rc = HP_EXIT_FAIL;
     }
+    tool_sampler smp;
+    if (tool_sampler_open(&smp, cli, rank) != 0) rc = HP_EXIT_CONFIG;   // (checked before the launch)
     for (int s = first; s < cli->run.steps && rc == HP_EXIT_OK; s++) {
         hp_step_stats st;
         const double t0 = now_s();
@@ -269,8 +272,10 @@ static int train(const tool_cli *cli, const float *init, int rank) {
         hp_metrics_step(mt, &st, seconds, !finite);   // a stopping step is logged, whatever log_freq
         if (!finite) report_nonfinite(&st, rank);
         if (rc == HP_EXIT_OK && hp_validation_due(&val, st.step, cli->run.steps)) validate(&val, tr, mt, st.step);
+        if (rc == HP_EXIT_OK && tool_sampler_due(&smp, st.step)) rc = tool_sampler_run(&smp, tr, mt, st.step);
         if (rc == HP_EXIT_OK) rc = tool_run_ckpt_after_step(tr, cli, st.step, rank);
     }
+    tool_sampler_close(&smp);
     const int mrc = hp_metrics_close(mt);
     if (rc == HP_EXIT_OK) rc = mrc;
     hp_validation_close(&val);
@@ -297,6 +302,7 @@ static int check_metrics_inputs(const tool_cli *cli) {
         return HP_EXIT_CONFIG;
     }
     if (cli->dump_folder && tool_cli_check_dir("--job.dump_folder", cli->dump_folder)) return HP_EXIT_CONFIG;
+    if (tool_sampler_check(cli) != 0) return HP_EXIT_CONFIG;
     hp_validation v;
     const int e = hp_validation_open(&v, cli, 1);
     hp_validation_close(&v);

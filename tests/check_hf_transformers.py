@@ -9,7 +9,9 @@ gradient (mapped back to hp's names, q and k un-permuted) must be hp's: the loss
 relative, each gradient within 1e-5 of its norm (fp32, different summation orders).
 Two realistic export bugs must each fail that check: q/k written without the RoPE permutation
 (TorchTitan #1291, llama.cpp #3018: the exported model writes gibberish) and gate_proj/up_proj
-swapped. Runs in the torch 2 venv (scripts/setup_torch2.sh) with transformers installed.
+swapped. A tiny model trained 30 steps on a text and exported (hp export --format hf) must
+generate the same 24 greedy ids with hp generate (one process and --tp 2) as with transformers'
+generate(). Runs in the torch 2 venv (scripts/setup_torch2.sh) with transformers installed.
 Exit 0 pass, 1 fail.
 """
 import json, os, subprocess, sys
@@ -91,6 +93,33 @@ def bug_gate_up_swapped(sd):
         if k.endswith("gate_proj.weight"):
             up = k.replace("gate_proj", "up_proj")
             sd[k], sd[up] = sd[up].clone(), sd[k].clone()
+
+def greedy_check():
+    """hp generate's greedy ids from an exported trained model are transformers' generate()'s."""
+    ck, hf2 = os.path.join(work, "ck"), os.path.join(work, "hf-trained")
+    subprocess.run([hp, "run", "--model", "tiny", "--steps", "30", "--optimizer", "adamw", "--lr", "3e-3", "--data",
+                    "/usr/share/common-licenses/GPL-3", "--checkpoint-dir", ck, "--quiet"], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([hp, "export", ck, "--format", "hf", "--out", hf2], check=True, stdout=subprocess.DEVNULL)
+    prompt = list(b"This License ")
+    m = LlamaForCausalLM.from_pretrained(hf2, torch_dtype=torch.float32, attn_implementation="eager")
+    with torch.no_grad():
+        out = m.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False, pad_token_id=0,
+                         eos_token_id=None)[0, len(prompt):].tolist()
+    ok = True
+    for extra in ([], ["--tp", "2"]):
+        js = os.path.join(work, "gen.json")
+        subprocess.run([hp, "generate", "--load", hf2, "--prompt-ids", ",".join(map(str, prompt)),
+                        "--max-new-tokens", "24", "--json", js] + extra, check=True, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ids = json.load(open(js))["ids"]
+        same = ids == out
+        ok &= same
+        print(f"check_hf_transformers: greedy, 24 tokens after {bytes(prompt)!r}{' ' + ' '.join(extra) if extra else ''}: "
+              f"hp {bytes(ids)!r}, transformers {bytes(out)!r}: {'PASS' if same else 'FAIL'}")
+    return ok
+
+failed |= not greedy_check()
 
 for bug in (bug_no_permute, bug_gate_up_swapped):
     m = load()

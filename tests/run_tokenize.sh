@@ -7,7 +7,8 @@
 #  - a second run into another folder writes byte-identical tokenizer.model and shards;
 #  - SentencePiece's own tools agree: spm_decode of each document's ids gives back the file byte
 #    for byte, and the pieces' bytes (spm_export_vocab: a byte piece 1, "▁" 1, specials 0) of
-#    the whole stream add up to the texts' bytes + one dummy-prefix space per document;
+#    the whole stream add up to the texts' bytes + one dummy-prefix space per document (a
+#    U+2581 of the text, SentencePiece's space mark, counts as the one space it decodes to);
 #  - hp run trains 2 steps on train_000000.bin (a model of vocab_size 512) with a validation
 #    round on val_000000.bin and a checkpoint; hp eval --tokenizer of that checkpoint gives the
 #    round's loss and bits per byte = loss x tokens / ln 2 / the targets' bytes, recomputed here;
@@ -73,12 +74,16 @@ if have_spm:
         return len(p.replace("\u2581", " ").encode())
     pb = [nbytes_of(p) for p in pieces]
     got = sum(pb[t] for t in stream)
-    want = nbytes + sum(1 for t in texts if t)
-    assert got == want, f"the pieces' bytes {got}, the texts' bytes + one dummy prefix per document {want}"
+    # U+2581 in a text is SentencePiece's space mark: 3 bytes of text, one space of a piece
+    marks = sum(t.count("\u2581".encode()) for t in texts)
+    want = nbytes + sum(1 for t in texts if t) - 2 * marks
+    assert got == want, (f"the pieces' bytes {got}, the texts' bytes + one dummy prefix per document "
+                         f"- 2 per U+2581 ({marks}) {want}")
     for k in (0, len(docs) // 2, len(docs) - 1):
         out = subprocess.run(["spm_decode", f"--model={d}/a/tokenizer.model", "--input_format=id"],
                              input=(" ".join(map(str, docs[k])) + "\n").encode(), stdout=subprocess.PIPE, check=True).stdout
-        assert out == texts[k] + b"\n", f"spm_decode of document {k} ({paths[k]}) is not the file"
+        want = texts[k].replace("\u2581".encode(), b" ") + b"\n"
+        assert out == want, f"spm_decode of document {k} ({paths[k]}) is not the file (U+2581 as a space)"
     open(f"{d}/piece_bytes.txt", "w").write(" ".join(map(str, pb)))
 print(f"PASS: {files} files, {nbytes} bytes -> {tokens} tokens ({nbytes / tokens:.3f} bytes/token), "
       f"{ntrain} train + {nval} val; SentencePiece's tools {'agree' if have_spm else 'missing: not compared'}")

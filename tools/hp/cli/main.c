@@ -32,6 +32,7 @@ static void usage(FILE *out) {
           "  eval     a model's loss, perplexity and bits per byte on a dataset, under any layout\n"
           "  generate the model writes from a prompt (a KV cache; greedy, temperature, top-k, top-p),\n"
           "           on one process or under --tp / --pp\n"
+          "  tokenize train a SentencePiece tokenizer on your text and write it as llm.c token shards\n"
           "\n"
           "  hp <command> --help   flags of one command\n"
           "  hp --version          the version, and the BLAS, core and threads a process gets here\n",
@@ -94,6 +95,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench"))  return tool_cmd_bench(argc, argv);
     if (!strcmp(cmd, "export")) return tool_cmd_export(argc, argv);   // checkpoint -> one safetensors file
     if (!strcmp(cmd, "compare")) return tool_cmd_compare(argc, argv); // two dumps of step 1 (docs/dump.md)
+    if (!strcmp(cmd, "tokenize")) return tool_cmd_tokenize(argc, argv); // text -> tokenizer + shards
     fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, eval, generate, export, matrix, bench, compare; see hp --help)\n", cmd);
     return HP_EXIT_CONFIG;
 }

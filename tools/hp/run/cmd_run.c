@@ -348,13 +348,15 @@ static int check_under_launcher(const tool_cli *cli, int rank) {
 
 static const char *const eval_usage =
     "usage: hp eval (--checkpoint D[/step-K] | --load FILE|DIR) --data F [--batches N] [--json F]\n"
-    "               [degrees and model flags of hp run]\n"
+    "               [--tokenizer PATH] [degrees and model flags of hp run]\n"
     "\n"
     "The loss of a model on a dataset, nothing trained: from a checkpoint (any layout), hp's\n"
     "file or a Hugging Face folder (--load), else the seed's initial model; on --data (any\n"
     "format hp run reads), N batches of --batch sequences of --seq-len (default: every full\n"
-    "batch), under any layout of the degree flags. Prints the loss, the perplexity and, where a\n"
-    "token is a byte (a 256-token model), the bits per byte; --json F writes them.\n"
+    "batch), under any layout of the degree flags. Prints the loss, the perplexity and the bits\n"
+    "per byte: with --tokenizer PATH (a tokenizer.model or its folder) over the bytes the target\n"
+    "tokens' pieces stand for, else where a token is a byte (a 256-token model); --json F\n"
+    "writes them.\n"
     "Every flag of hp run is taken (hp run --help); --batches N is --validation.steps N.\n"
     "\n";
 static int eval_mode;   // hp eval: hp run with its validation round alone (cmd_eval.c)

@@ -5,7 +5,8 @@
 #   BUILD_DIR=build-asan HP_CMAKE_ARGS=-DHP_SANITIZE=ON scripts/setup.sh
 # Needs: a C compiler, make, cmake, pkg-config, python3, Open MPI (mpicc, mpirun),
 # OpenBLAS (cblas.h), oneDNN (dnnl.h, the second GEMM backend), cJSON (cjson/cJSON.h),
-# SentencePiece (libsentencepiece-dev, the tokenizer) and g++ for its shim.
+# SentencePiece (libsentencepiece-dev, the tokenizer) and g++ for its shim; perl-doc, the text
+# of the README's training job.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -35,6 +36,9 @@ fi
 have g++ || need g++
 pkg-config --exists sentencepiece 2>/dev/null || need libsentencepiece-dev
 have spm_encode || need sentencepiece
+# the text of the README's training job: Perl's documentation (perl-doc's POD, 9 MB)
+pod=$(perl -MConfig -e 'print "$Config{privlib}/pod"' 2>/dev/null || echo /usr/share/perl/5.36/pod)
+[ -r "$pod/perlintro.pod" ] || need perl-doc
 # pkg-config must know openblas (CMakeLists asks it for the CBLAS flags)
 if have pkg-config && ! pkg-config --exists openblas; then need libopenblas-dev; fi
 

@@ -25,3 +25,11 @@ set_tests_properties(hf_cli PROPERTIES LABELS L1 TIMEOUT 300)
 # round there, bit for bit; under tp 2 x dp_shard 2 within 1e-5
 add_test(NAME eval_loss COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_eval.sh $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/eval_loss)
 set_tests_properties(eval_loss PROPERTIES LABELS L1 TIMEOUT 300)
+# the README's "Train, sample, export" walk-through, small: hp tokenize, hp run --config
+# examples/llama3_perl.toml (a few steps, samples), hp generate / eval --tokenizer, hp export hf and
+# gguf with the tokenizer; transformers' tokenizer and model and llama.cpp read them back and
+# give hp's prompt ids and greedy ids (tests/check_walkthrough.py)
+add_test(NAME walkthrough_outside COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_pip_check.sh
+         transformers,sentencepiece,protobuf,llama-cpp-python check_walkthrough.py $<TARGET_FILE:hp> - ${CMAKE_CURRENT_BINARY_DIR}/walkthrough)
+set_tests_properties(walkthrough_outside PROPERTIES LABELS L1 TIMEOUT 2400 SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv
+                     PROCESSORS 2)

@@ -8,7 +8,7 @@ modules=$1 check=$2 hp=$3 exporter=$4 dir=$5
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=$(sh "$root/scripts/setup_torch2.sh" --python) || { rc=$?; [ $rc = 77 ] && echo "SKIP: no torch 2 (PyPI unreachable)"; exit $rc; }
 for m in $(echo "$modules" | tr ',' ' '); do
-  import=$(echo "$m" | tr '-' '_' | sed 's/^llama_cpp_python$/llama_cpp/')
+  import=$(echo "$m" | tr '-' '_' | sed 's/^llama_cpp_python$/llama_cpp/; s/^protobuf$/google.protobuf/')
   "$py" -c "import $import" 2>/dev/null && continue
   echo "run_pip_check: installing $m into $(dirname "$(dirname "$py")") (pip)"
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_CUDA=OFF" "$py" -m pip install -q "$m" >/dev/null 2>&1 ||

@@ -162,11 +162,13 @@ hp_metrics *hp_metrics_open(const hp_job *job, hp_trainer *tr, const hp_validati
     return mt;
 }
 
-// "eta: 5m12s (10.0%)": the steps left at the mean step time of this run so far (as nanochat's
-// line has it), and the share of the job's steps done
+// "eta: 5m12s (10.0%)": the steps left at the mean wall time a step of this run has taken so
+// far, the rounds, samples and saves between them included (nanochat's line has it), and the
+// share of the job's steps done. (Wall time since the logger started: mt->seconds counts the
+// steps' own time since the last line only.)
 static const char *progress(const hp_metrics *mt, int step, char *buf, size_t n) {
     const int done = step - mt->first_step + 1, total = mt->job->run.steps;
-    const double left = done > 0 ? mt->seconds / done * (total - step) : 0.0;
+    const double left = done > 0 ? (now_s() - mt->t_start) / done * (total - step) : 0.0;
     const long s = (long)(left + 0.5);
     const double pct = total > 0 ? 100.0 * step / total : 100.0;
     if (s >= 3600) snprintf(buf, n, "eta: %ldh%02ldm (%.1f%%)", s / 3600, s / 60 % 60, pct);

@@ -19,7 +19,8 @@
 #include "hyperpar/train.h"
 
 // argv of hp eval as hp run's (the launcher starts the ranks with it, so it is its own fixed
-// point): --batches N -> --validation.steps N, --checkpoint D -> --load D (its model alone), and
+// point): --batches N -> --validation.steps N, --checkpoint D -> --load D (its model alone),
+// --data F -> --validation.dataset_path F (the set evaluated, over a job file's), and
 // --validation.enable once. NULL when out of memory.
 char **tool_eval_argv(int argc, char **argv, int *out_argc) {
     char **a = calloc((size_t)argc + 2, sizeof *a);
@@ -28,6 +29,7 @@ char **tool_eval_argv(int argc, char **argv, int *out_argc) {
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--batches")) a[n++] = "--validation.steps";
         else if (!strcmp(argv[i], "--checkpoint")) a[n++] = "--load";
+        else if (!strcmp(argv[i], "--data")) a[n++] = "--validation.dataset_path";   // over a job file's
         else a[n++] = argv[i];
         enabled |= !strcmp(argv[i], "--validation.enable");
     }

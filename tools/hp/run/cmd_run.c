@@ -381,6 +381,7 @@ int tool_cmd_run(int argc, char **argv) {
         return HP_EXIT_CONFIG;
     }
     if (cli.list_failpoints) { hp_failpoint_print_list(stdout); return HP_EXIT_OK; }
+    if (eval_mode) cli.run.data_path = NULL;   // nothing is trained: a job file's training data is not read
     if ((e = resolve_verify_steps(&cli))) return e;
     if ((e = tool_run_ckpt_flags(&cli))) return e;
     const char *gemm;   // --gemm, HP_GEMM or the default: a bad HP_GEMM is refused before any rank

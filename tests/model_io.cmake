@@ -25,3 +25,10 @@ set_tests_properties(hf_cli PROPERTIES LABELS L1 TIMEOUT 300)
 # round there, bit for bit; under tp 2 x dp_shard 2 within 1e-5
 add_test(NAME eval_loss COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_eval.sh $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/eval_loss)
 set_tests_properties(eval_loss PROPERTIES LABELS L1 TIMEOUT 300)
+# the GGUF reader, dequantiser and import (gguf_read.c, gguf_dequant.c, gguf_import.c): hp's
+# GGUF export imported back = the model bit for bit in F32 (q/k through HF's order and back),
+# hand-made Q4_0..Q8_0 blocks, the tied-embedding copy, every bad-file rule, another architecture
+add_executable(test_gguf tests/test_gguf.c)
+target_link_libraries(test_gguf PRIVATE hyperpar m)
+add_test(NAME gguf_import COMMAND test_gguf)
+set_tests_properties(gguf_import PROPERTIES LABELS L0 TIMEOUT 60)

@@ -9,6 +9,8 @@
 //     twice, an unknown type, a row of partial blocks, overlapping tensors, arrays nested too
 //     deep, every truncation of a good file; another architecture; a type hp cannot dequantise.
 //   test_gguf dequant FILE TENSOR OUT  (the outside check): TENSOR as raw float32 into OUT.
+//   test_gguf seeds DIR: the fuzz seeds of tests/fuzz/corpus/gguf (hp's export of a model of
+//   width 8, F16; the hand-made block file).
 // Exit 0 only when every check passed.
 #include <math.h>
 #include <stdio.h>
@@ -113,6 +115,8 @@ static void refused(const buf_t *b, const char *want, const char *what) {
     hp_gguf_close(g);
 }
 
+static const char *seed_dir;   // test_gguf seeds DIR: where the block file is written
+
 static void test_blocks(void) {
     buf_t b = { 0 };
     const int64_t ne32[1] = { 32 };
@@ -141,6 +145,12 @@ static void test_blocks(void) {
     for (int j = 0; j < 32; j++) put(&b, &h[j % 4], 2);
     for (int j = 0; j < 32; j++) put(&b, &bf[j % 4], 2);
     CHECK(b.n == data + 4 * 32 + 64 + 64 + 64, "the block file is %zu bytes", b.n);
+    if (seed_dir) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/blocks.gguf", seed_dir);
+        FILE *f = fopen(path, "wb");
+        if (f) { fwrite(b.p, 1, b.n, f); fclose(f); }
+    }
     char err[512] = "";
     hp_gguf *g = parse(&b, err, sizeof err);
     CHECK(g != NULL, "the block file: %s", err);
@@ -320,6 +330,20 @@ int main(int argc, char **argv) {
         return rc;
     }
     char dir[256], cmd[600], model[300], gg[300], hf[300], back[300], err[1024];
+    if (argc == 3 && !strcmp(argv[1], "seeds")) {   // test_gguf seeds DIR
+        hp_model_config s;
+        hp_model_config_by_name("tiny", &s);
+        s.dim = 8; s.n_heads = 2; s.n_kv_heads = 1; s.ffn_hidden = 16; s.n_layers = 1;
+        snprintf(model, sizeof model, "%s/seed-model.safetensors", argv[2]);
+        write_model(&s, model);
+        snprintf(gg, sizeof gg, "%s/hp_export_f16.gguf", argv[2]);
+        const int rc = hp_gguf_export(model, &s, gg, HP_GGUF_F16, NULL, err, sizeof err);
+        if (rc) printf("test_gguf seeds: %s\n", err);
+        unlink(model);
+        seed_dir = argv[2];
+        test_blocks();
+        return rc || check_failed;
+    }
     snprintf(dir, sizeof dir, "/tmp/hp_test_gguf_%d", (int)getpid());
     snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir);
     CHECK(system(cmd) == 0, "make %s", dir);

@@ -219,7 +219,9 @@ static int parse_tensor_infos(cursor *c, hp_gguf *g) {
         shown(name, len, nb, sizeof nb);
         if (len == 0 || len >= MAX_NAME)
             return fail(c, "tensor info %lld: a name of %llu bytes (1..%d)", (long long)i, (unsigned long long)len, MAX_NAME - 1);
-        if (memchr(name, '\0', (size_t)len)) return fail(c, "tensor info %lld: a NUL byte in the name %s", (long long)i, nb);
+        for (uint64_t k = 0; k < len; k++)   // (so that an error line naming it stays one line)
+            if ((unsigned char)name[k] < 32 || name[k] == 127)
+                return fail(c, "tensor info %lld: a control byte in the name %s", (long long)i, nb);
         memcpy(t->name, name, (size_t)len);
         t->name[len] = '\0';
         uint32_t nd = 0, type = 0;

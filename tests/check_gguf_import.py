@@ -13,14 +13,14 @@ when the wheel cannot be had.
    tokenised by llama.cpp's own tokenizer (vocab_only), cut into windows of SEQ+1 tokens.
    hp eval's loss on them = transformers' LlamaForCausalLM on the same folder within 1e-5
    relative (the same dequantised float32 weights), and = llama.cpp's on the GGUF itself
-   within LLAMA_BOUND (llama.cpp multiplies Q4_1 weights by Q8-quantised activations; the bound
-   is the measured gap with room, docs/model_io.md has the figures).
+   within LLAMA_BOUND = 1e-2 (llama.cpp multiplies Q4_1 weights by Q8-quantised activations;
+   1.9e-3 measured, docs/model_io.md has the figures).
 3. Greedy ids: hp generate --prompt-ids (16 new tokens) = transformers' greedy generate.
 4. Two injected import bugs (HP_GGUF_IMPORT_BUG=q4_1_no_min, qk_order): hp's loss leaves
    llama.cpp's by far more than LLAMA_BOUND: the check catches a wrong import.
-5. hp run --load DIR --tp 3 --verify --steps 1 (SmolLM2's 9 heads and 3 kv heads split 3 ways),
-   and dp_shard 2; each --verify's verdict and worst errors are printed (HP_GGUF_SKIP_VERIFY=1
-   leaves them out).
+5. hp run --load DIR --dp-shard 2 --verify --steps 1 must pass; --tp 3 (SmolLM2's 9 heads and
+   3 kv heads split 3 ways) is run and reported: a few norm gradients miss the 1e-5 bound (1.8e-5
+   measured, docs/model_io.md). HP_GGUF_SKIP_VERIFY=1 leaves both out.
 Exit 0 pass, 1 fail, 77 skip.
 """
 import glob, json, os, struct, subprocess, sys, time, zipfile
@@ -30,7 +30,7 @@ hp, test_gguf, work = sys.argv[1:4]
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 subprocess.run(["rm", "-rf", work], check=True)
 os.makedirs(work)
-SEQ, LLAMA_BOUND, TF_BOUND = 128, 5e-2, 1e-5
+SEQ, LLAMA_BOUND, TF_BOUND = 128, 1e-2, 1e-5   # llama.cpp: 1.9e-3 measured (docs/model_io.md)
 env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
 env.pop("HP_GGUF_IMPORT_BUG", None)
 failed = 0
@@ -205,6 +205,11 @@ if os.environ.get("HP_GGUF_SKIP_VERIFY") != "1":
                             "--training.dataset_format", "uint16"], env=env, capture_output=True, text=True)
         lines = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith("verify:")]
         worst = [l for l in (r.stdout + r.stderr).splitlines() if l.rstrip().endswith("FAIL")][:3]
+        # dp_shard 2 must pass; tp 3 is reported: its norm gradients miss 1e-5 by a little (1.8e-5
+        # measured, always channel 507, one of SmolLM2's outlier channels: fp32 sums in another order)
+        must = layout[0] == "--dp-shard"
         say(f"hp run {' '.join(layout)} --verify --steps 1 --seq-len 33 --batch 2 ({time.time() - t0:.0f} s): rc {r.returncode}; "
-            + " | ".join(lines[:1] + lines[-2:-1]) + ("" if not worst else " | worst: " + "; ".join(w.strip() for w in worst)))
+            + " | ".join(lines[:1] + lines[-2:-1]) + ("" if not worst else " | worst: " + "; ".join(w.strip() for w in worst))
+            + ("" if must else " (reported, not required)"))
+        failed |= must and r.returncode != 0
 sys.exit(failed)

@@ -31,9 +31,9 @@ static void q4(const unsigned char *b, float *y, int with_min, int no_min_bug) {
     const float d = f16(b), m = with_min && !no_min_bug ? f16(b + 2) : 0.0f;
     const unsigned char *qs = b + (with_min ? 4 : 2);
     const int off = with_min ? 0 : 8;
-    for (int j = 0; j < 16; j++) {
-        y[j] = (float)((qs[j] & 0xF) - off) * d + m;
-        y[j + 16] = (float)((qs[j] >> 4) - off) * d + m;
+    for (int j = 0; j < 16; j++) {   // (no "+ 0" for Q4_0: -0 stays -0, as ggml computes it)
+        y[j] = with_min ? (float)(qs[j] & 0xF) * d + m : (float)((qs[j] & 0xF) - off) * d;
+        y[j + 16] = with_min ? (float)(qs[j] >> 4) * d + m : (float)((qs[j] >> 4) - off) * d;
     }
 }
 // 32 elements: d, [m], 32 high bits (u32 qh), 16 bytes of low nibbles; Q5_0 centred at 16
@@ -45,8 +45,8 @@ static void q5(const unsigned char *b, float *y, int with_min) {
     for (int j = 0; j < 16; j++) {
         const int lo = (int)((qs[j] & 0xF) | (((qh >> j) & 1u) << 4));
         const int hi = (int)((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
-        y[j] = (float)(lo - off) * d + m;
-        y[j + 16] = (float)(hi - off) * d + m;
+        y[j] = with_min ? (float)lo * d + m : (float)(lo - off) * d;
+        y[j + 16] = with_min ? (float)hi * d + m : (float)(hi - off) * d;
     }
 }
 static void q8_0(const unsigned char *b, float *y) {

@@ -11,7 +11,7 @@ Generated from hp's flag table (`scripts/flags_doc.sh`, which runs `hp CMD --hel
 command); the CTest `flags_doc` fails when this page and `hp` differ. docs/cli.md says what each
 command is for, and docs/job_file.md how the job file's keys map to these flags.
 HEAD
-for cmd in run plan generate export eval matrix bench compare tokenize; do
+for cmd in run plan generate export import eval matrix bench compare tokenize; do
   printf '\n## hp %s\n\n```text\n' "$cmd"
   "$hp" "$cmd" --help
   printf '```\n'

@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 FLAG = re.compile(r"--[A-Za-z][A-Za-z0-9_.*-]*")
-COMMANDS = ("plan", "run", "generate", "eval", "matrix", "bench", "export", "compare", "tokenize")
+COMMANDS = ("plan", "run", "generate", "eval", "matrix", "bench", "export", "import", "compare", "tokenize")
 # flags of other programs that the documents name in backticks (not hp's)
 OTHER_TOOLS = {
     "--allow-run-as-root": "mpirun", "--oversubscribe": "mpirun", "--bind-to": "mpirun",

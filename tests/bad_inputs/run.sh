@@ -119,6 +119,19 @@ for f in ("model", "grads"):
     edit(f"{d}/dump-shape/{f}.safetensors", reshape)
 edit(f"{d}/dump-dtype/model.safetensors", retype)
 PY
+# bad GGUF files for hp import (docs/model_io.md): a header promising 3 tensors and nothing after
+# it, another architecture, a tensor whose data runs past the end of the file
+python3 - "$FILES" <<'PY'
+import struct, sys
+d = sys.argv[1]
+s = lambda t: struct.pack("<Q", len(t)) + t
+head = lambda nt, nkv: b"GGUF" + struct.pack("<IQQ", 3, nt, nkv)
+open(f"{d}/truncated.gguf", "wb").write(head(3, 0))
+open(f"{d}/qwen2.gguf", "wb").write(head(0, 1) + s(b"general.architecture") + struct.pack("<I", 8) + s(b"qwen2"))
+info = s(b"w") + struct.pack("<IQIQ", 1, 32, 0, 0)
+b = head(1, 0) + info
+open(f"{d}/short-data.gguf", "wb").write(b + b"\0" * ((32 - len(b) % 32) % 32) + b"\0" * 64)
+PY
 # 2 s each (the sanitizer build is several times slower and sets HP_BAD_INPUT_MS)
 limit_ms=${HP_BAD_INPUT_MS:-2000}
 pass=0; fail=0

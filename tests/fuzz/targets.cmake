@@ -38,3 +38,5 @@ hp_fuzz_target(cli               SOURCES tools/hp/cli/cli.c tools/hp/cli/cli_hel
 # the token-file readers (training-job.md §4): llm.c, Megatron .idx, raw, and hp_data_open on a file
 hp_fuzz_target(data_header       SOURCES src/data/data.c src/data/data_formats.c src/util/rng.c src/model/config.c)
 hp_fuzz_target(toml              SOURCES src/util/toml.c)
+# GGUF files (hp import): the header, metadata, tensor infos and the dequantisation of what is accepted
+hp_fuzz_target(gguf              SOURCES src/model_io/gguf_read.c src/model_io/gguf_dequant.c src/util/file_io.c)

@@ -46,5 +46,6 @@ int tool_cmd_bench(int argc, char **argv);
 int tool_cmd_export(int argc, char **argv);   // cmd_export.c: checkpoint -> safetensors
 int tool_cmd_compare(int argc, char **argv);  // cmd_compare.c: two dumps of step 1
 int tool_cmd_tokenize(int argc, char **argv); // data/cmd_tokenize.c: text -> tokenizer + shards
+int tool_cmd_import(int argc, char **argv);   // cmd_import.c: a llama GGUF -> an HF folder
 
 #endif

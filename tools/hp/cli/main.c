@@ -26,6 +26,7 @@ static void usage(FILE *out) {
           "  run      train (launches itself under mpiexec with --nproc N); --verify compares to the\n"
           "           reference; --checkpoint-dir / --resume save and resume under any layout\n"
           "  export   a checkpoint's full model: hp's file, a Hugging Face folder (--format hf), GGUF\n"
+          "  import   a llama.cpp GGUF (F32..Q4_1, K-quants) as a Hugging Face folder hp and transformers load\n"
           "  matrix   run the completeness matrix (recipes, negative cases, faults) and write a report\n"
           "  bench    measure step time, the BLAS core and the FMA peak, bytes moved per recipe\n"
           "  compare  two dumps of step 1 (hp run --dump, PyTorch, ...) under the verifier's rules\n"
@@ -96,6 +97,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "export")) return tool_cmd_export(argc, argv);   // checkpoint -> one safetensors file
     if (!strcmp(cmd, "compare")) return tool_cmd_compare(argc, argv); // two dumps of step 1 (docs/dump.md)
     if (!strcmp(cmd, "tokenize")) return tool_cmd_tokenize(argc, argv); // text -> tokenizer + shards
-    fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, eval, generate, export, matrix, bench, compare; see hp --help)\n", cmd);
+    if (!strcmp(cmd, "import")) return tool_cmd_import(argc, argv);   // GGUF -> HF folder (cmd_import.c)
+    fprintf(stderr, "hp: unknown command '%s' (commands: plan, run, eval, generate, export, import, tokenize, matrix, bench, compare; see hp --help)\n", cmd);
     return HP_EXIT_CONFIG;
 }

@@ -12,7 +12,7 @@ checked. Exit 0 when every invocation ended cleanly, 1 otherwise.
 """
 import os, re, signal, subprocess, sys, tempfile
 
-COMMANDS = ["plan", "run", "export", "matrix", "bench", "compare", "tokenize"]
+COMMANDS = ["plan", "run", "generate", "export", "import", "matrix", "bench", "compare", "tokenize"]
 # flags whose listed values run for real (quick on the tiny model): the precision and backend
 # choices, which reach the ISA-dependent code
 VALUE_RUNS = {"run": {"--gemm", "--mixed-precision-param", "--mixed-precision-reduce", "--float8",

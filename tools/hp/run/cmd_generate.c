@@ -55,35 +55,6 @@ static char **checkpoint_as_load(int argc, char **argv) {
     return a;
 }
 
-static int given(const tool_cli *cli, hp_job_flag_id id) {
-    const int row = hp_job_flag_key_row(id);
-    return row >= 0 && cli->key_cmdline[row];
-}
-
-// The model of --load when no flag names one: a checkpoint's own, or an HF folder's config.json.
-// A checkpoint knows its model: a --model or --model-config naming another one is refused.
-static int model_from_source(tool_cli *cli, char *err, size_t n) {
-    const int named = given(cli, F_MODEL) || given(cli, F_MODEL_CONFIG);
-    struct stat sb;
-    if (stat(cli->load_file, &sb) != 0 || !S_ISDIR(sb.st_mode)) return 0;
-    char cfg[4200], dir[4096];
-    snprintf(cfg, sizeof cfg, "%s/config.json", cli->load_file);
-    if (stat(cfg, &sb) == 0)
-        return named ? 0 : hp_model_config_from_hf_file(cfg, &cli->model, err, n) ? HP_EXIT_CONFIG : 0;
-    hp_model_config held;
-    int e = hp_ckpt_resolve(cli->load_file, dir, sizeof dir, err, n);
-    if (!e) e = hp_ckpt_model(dir, &held, err, n);
-    if (e || !named) { if (!e) cli->model = held; return e; }
-    const size_t shape = offsetof(hp_model_config, vocab_size);   // every field after the name
-    if (memcmp((const char *)&held + shape, (const char *)&cli->model + shape, sizeof held - shape) != 0) {
-        snprintf(err, n, "%s holds a %s model (vocab %d, dim %d, %d layers, %d experts); the flags name %s "
-                 "(vocab %d, dim %d, %d layers, %d experts): leave --model out, a checkpoint knows its model",
-                 dir, held.name, held.vocab_size, held.dim, held.n_layers, held.num_experts, cli->model.name,
-                 cli->model.vocab_size, cli->model.dim, cli->model.n_layers, cli->model.num_experts);
-        return HP_EXIT_CONFIG;
-    }
-    return 0;
-}
 
 // Rank 0 streams the text: the decoded text so far, less what is printed, held back while it
 // ends inside a character (SentencePiece decodes a partial UTF-8 sequence as U+FFFD).
@@ -173,7 +144,7 @@ int tool_cmd_generate(int argc, char **argv) {
     if (cli.n_rest) e = (fprintf(stderr, "hp generate: unexpected argument '%s'\n", cli.rest[0]), HP_EXIT_CONFIG);
     else if (!cli.load_file)
         e = (fprintf(stderr, "hp generate: needs a model: --checkpoint D[/step-K] or --load FILE|DIR\n"), HP_EXIT_CONFIG);
-    else if ((e = model_from_source(&cli, err, sizeof err)))
+    else if ((e = tool_run_model_of_load(&cli, err, sizeof err)))
         fprintf(stderr, "hp generate: %s\n", err);
     hp_dims d = cli.dims;
     if (!e) {

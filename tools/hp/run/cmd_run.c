@@ -382,6 +382,13 @@ int tool_cmd_run(int argc, char **argv) {
     }
     if (cli.list_failpoints) { hp_failpoint_print_list(stdout); return HP_EXIT_OK; }
     if (eval_mode) cli.run.data_path = NULL;   // nothing is trained: a job file's training data is not read
+    {
+        char line[4600];
+        if ((e = tool_run_model_of_load(&cli, line, sizeof line))) {
+            fprintf(stderr, "hp: --load: %s\n", line);
+            return e;
+        }
+    }
     if ((e = resolve_verify_steps(&cli))) return e;
     if ((e = tool_run_ckpt_flags(&cli))) return e;
     const char *gemm;   // --gemm, HP_GEMM or the default: a bad HP_GEMM is refused before any rank

@@ -1,12 +1,16 @@
 // run_checkpoint.c - `hp run --checkpoint-dir/--checkpoint-every/--checkpoint-keep/--resume`
 // (see run_checkpoint.h and include/hyperpar/checkpoint.h).
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "hyperpar/checkpoint.h"
+#include "hyperpar/config.h"
 #include "hyperpar/dump.h"
 #include "hyperpar/hf.h"
+#include "job/job_table.h"
 #include "run_checkpoint.h"
 
 // "min A, max B bytes per rank (total C), slowest rank T s": what a save or load cost.
@@ -123,4 +127,34 @@ float *tool_run_load_model(const tool_cli *cli, int rank) {
     if (tmp[0]) unlink(tmp);
     hp_params_free(&t);
     return full;
+}
+
+// 1 when the command line or the job file gives the key of id.
+static int named(const tool_cli *cli, hp_job_flag_id id) {
+    const int row = hp_job_flag_key_row(id);
+    return row >= 0 && cli->key_text[row] != NULL;
+}
+
+int tool_run_model_of_load(tool_cli *cli, char *err, size_t n) {
+    if (!cli->load_file) return 0;
+    const int named_model = named(cli, F_MODEL) || named(cli, F_MODEL_CONFIG);
+    struct stat sb;
+    if (stat(cli->load_file, &sb) != 0 || !S_ISDIR(sb.st_mode)) return 0;
+    char cfg[4200], dir[4096];
+    snprintf(cfg, sizeof cfg, "%s/config.json", cli->load_file);
+    if (stat(cfg, &sb) == 0)
+        return named_model ? 0 : hp_model_config_from_hf_file(cfg, &cli->model, err, n) ? HP_EXIT_CONFIG : 0;
+    hp_model_config held;
+    int e = hp_ckpt_resolve(cli->load_file, dir, sizeof dir, err, n);
+    if (!e) e = hp_ckpt_model(dir, &held, err, n);
+    if (e || !named_model) { if (!e) cli->model = held; return e; }
+    const size_t shape = offsetof(hp_model_config, vocab_size);   // every field after the name
+    if (memcmp((const char *)&held + shape, (const char *)&cli->model + shape, sizeof held - shape) != 0) {
+        snprintf(err, n, "%s holds a %s model (vocab %d, dim %d, %d layers, %d experts); the flags name %s "
+                 "(vocab %d, dim %d, %d layers, %d experts): leave --model out, a checkpoint knows its model",
+                 dir, held.name, held.vocab_size, held.dim, held.n_layers, held.num_experts, cli->model.name,
+                 cli->model.vocab_size, cli->model.dim, cli->model.n_layers, cli->model.num_experts);
+        return HP_EXIT_CONFIG;
+    }
+    return 0;
 }

@@ -27,5 +27,9 @@ int tool_run_ckpt_after_step(hp_trainer *tr, const tool_cli *cli, int step, int 
 // config.json) or a checkpoint (its model alone, consolidated as hp export does): converted to
 // hp's file first, a file of the rank's.
 float *tool_run_load_model(const tool_cli *cli, int rank);
+// The model of --load when neither flags nor the job file name one (model.flavor,
+// model.hf_config): an HF folder's config.json, or a checkpoint's own. A checkpoint knows its
+// model: flags naming another one are refused. 0, or HP_EXIT_CONFIG with one line in err.
+int tool_run_model_of_load(tool_cli *cli, char *err, size_t n);
 
 #endif

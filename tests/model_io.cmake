@@ -1,3 +1,4 @@
+# (label "outside": the checks with the libraries people use, from PyPI; .ci/run's own stage)
 # model_io.cmake - models in and out of other layouts: the Hugging Face folder both ways
 # (src/model_io/hf_weights.c, hyperpar/hf.h): names, the q/k permutation, shards, dtypes, bad folders.
 add_executable(test_hf tests/test_hf.c)
@@ -15,7 +16,7 @@ add_test(NAME hf_transformers COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_pip_check
 # q/k written in HF's order caught
 add_test(NAME gguf_llamacpp COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_pip_check.sh transformers,llama-cpp-python
          check_gguf_llamacpp.py $<TARGET_FILE:hp> $<TARGET_FILE:test_hf> ${CMAKE_CURRENT_BINARY_DIR}/gguf_llamacpp)
-set_tests_properties(hf_transformers gguf_llamacpp PROPERTIES LABELS L1 TIMEOUT 2400 SKIP_RETURN_CODE 77
+set_tests_properties(hf_transformers gguf_llamacpp PROPERTIES LABELS "L1;outside" TIMEOUT 2400 SKIP_RETURN_CODE 77
                      RESOURCE_LOCK torch2_venv)
 # hp export --format hf|gguf and hp run --load DIR: the same losses as the hp file, one process
 # and tp 2 x dp_shard 2; --verify from the folder
@@ -31,7 +32,7 @@ set_tests_properties(eval_loss PROPERTIES LABELS L1 TIMEOUT 300)
 # give hp's prompt ids and greedy ids (tests/check_walkthrough.py)
 add_test(NAME walkthrough_outside COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_pip_check.sh
          transformers,sentencepiece,protobuf,llama-cpp-python check_walkthrough.py $<TARGET_FILE:hp> - ${CMAKE_CURRENT_BINARY_DIR}/walkthrough)
-set_tests_properties(walkthrough_outside PROPERTIES LABELS L1 TIMEOUT 2400 SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv
+set_tests_properties(walkthrough_outside PROPERTIES LABELS "L1;outside" TIMEOUT 2400 SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv
                      PROCESSORS 2)
 # the GGUF reader, dequantiser and import (gguf_read.c, gguf_dequant.c, gguf_import.c): hp's
 # GGUF export imported back = the model bit for bit in F32 (q/k through HF's order and back),
@@ -47,4 +48,4 @@ set_tests_properties(gguf_import PROPERTIES LABELS L0 TIMEOUT 60)
 # --verify passing (--tp 3 --verify reported: its norm gradients miss 1e-5 narrowly) (77 without PyPI)
 add_test(NAME gguf_import_smollm2 COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_pip_check.sh transformers,llama-cpp-python,gguf
          check_gguf_import.py $<TARGET_FILE:hp> $<TARGET_FILE:test_gguf> ${CMAKE_CURRENT_BINARY_DIR}/gguf_import_smollm2)
-set_tests_properties(gguf_import_smollm2 PROPERTIES LABELS L1 TIMEOUT 2400 SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv)
+set_tests_properties(gguf_import_smollm2 PROPERTIES LABELS "L1;outside" TIMEOUT 2400 SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv)

@@ -42,3 +42,31 @@ foreach(case ${HP_TORCH2_CASES})
   set_tests_properties(${name} PROPERTIES LABELS "${label};torch2" TIMEOUT 900 PROCESSORS 2
                        SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv)
 endforeach()
+
+# TorchTitan itself (docs/torch.md, "TorchTitan itself"): torchtitan.models.llama3's model under
+# torchtitan's own parallelize_llama and ParallelDims (examples/torch/check_torchtitan.sh). Skipped
+# (77) where torchtitan does not import in the torch 2 venv; pinned to 0.2.2, the last release
+# with TOML job files (docs/torch.md says how to install it).
+# NAME:WANT:TENSOR:FLAGS as above
+set(HP_TORCHTITAN_CASES
+  "torchtitan_one:0:-:--dp-shard,1"
+  "torchtitan_fsdp2:0:-:--dp-shard,2"
+  "torchtitan_tp2:0:-:--tp,2"
+  "torchtitan_bug_fsdp_divide:1:output\\.weight:--dp-shard,2,--bug,fsdp-divide"
+  "torchtitan_bug_loss_per_rank:1:output\\.weight:--dp-shard,2,--bug,loss-per-rank")
+foreach(case ${HP_TORCHTITAN_CASES})
+  string(REPLACE ":" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 want)
+  list(GET parts 2 tensor)
+  list(GET parts 3 flags)
+  string(REPLACE "," ";" flags "${flags}")
+  if(tensor STREQUAL "-")
+    set(tensor "")
+  endif()
+  add_test(NAME ${name}
+           COMMAND env TORCH2_CHECK=check_torchtitan ${HP_TORCH2_RUN} ${CMAKE_CURRENT_BINARY_DIR}/${name} ${want}
+                   ${tensor} -- ${flags})
+  set_tests_properties(${name} PROPERTIES LABELS "L1;torch2" TIMEOUT 900 PROCESSORS 2
+                       SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv)
+endforeach()

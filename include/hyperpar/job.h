@@ -84,6 +84,9 @@ typedef struct hp_job {
     float peak_tflops;           // --metrics.peak_tflops X: one rank's peak for mfu (0 = measured once, kept)
     int   val_enable;            // --validation.enable
     const char *val_path;        // --validation.dataset_path F (NULL: the training data)
+    const char *dataset;         // --training.dataset NAME: TorchTitan's named dataset (NULL: none given);
+                                 // without training.dataset_path an error (hp reads token files only)
+    const char *val_dataset;     // --validation.dataset NAME: the same, when validation.enable
     hp_data_format val_format;   // --validation.dataset_format (default HP_JOB_VAL_FORMAT_UNSET: the
                                  // training data's format, auto reading a headerless file as bytes)
     int   val_freq;              // --validation.freq N: a round after every N-th step (default 10)

@@ -115,6 +115,14 @@ int hp_job_apply_file(hp_job *job, const char *path) {
             e = HP_EXIT_CONFIG;
             break;
         }
+        const int canon = hp_job_flag_canonical(row);
+        if (f->id != F_TT_ONLY && f->id != F_IGNORED && job->key_text[canon]) {
+            // a key and its older name (the TOML reader catches the same name twice)
+            fprintf(stderr, "hp: %s: %s is %s, given already (%s)\n", where, en->key, hp_job_flags[canon].name + 2,
+                    job->key_label[canon]);
+            e = HP_EXIT_CONFIG;
+            break;
+        }
         char label[4600];
         snprintf(label, sizeof label, "%s: %s", where, en->key);
         e = hp_job_apply_key(job, row, hp_job_keep(label), value_text(&en->value), 1);
@@ -350,12 +358,13 @@ void hp_job_print_schema(FILE *out) {
     for (int k = 0; k < hp_job_n_flags; k++) {
         const hp_job_flag_def *f = &hp_job_flags[k];
         if (!hp_job_flag_is_key(f) || f->id == F_TT_ONLY || f->id == F_IGNORED) continue;
+        if (hp_job_flag_canonical(k) != k) continue;   // an older name: in its key's flags column
         const char *empty = f->type == V_LIST ? "[]" : "\"\"";
         fprintf(out, "| %s | %s | %s | %s | ", f->name + 2, types[f->type],
                 !f->hp_def ? "" : *f->hp_def ? f->hp_def : empty, !f->tt_def ? "(hp)" : *f->tt_def ? f->tt_def : empty);
         int n = 0;
         for (int a = 0; a < hp_job_n_flags; a++)
-            if (hp_job_flags[a].id == f->id && !hp_job_flag_is_key(&hp_job_flags[a]))
+            if (hp_job_flags[a].id == f->id && a != k)
                 fprintf(out, "%s%s", n++ ? " " : "", hp_job_flags[a].name);
         fputs(" |\n", out);
     }

@@ -215,7 +215,8 @@ int hp_job_apply_value(hp_job *job, int id, const char *flag, const char *v) {
         }
         return 0;
     case F_SEQ_LEN:      return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->run.seq_len);
-    case F_BATCH:        return parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->run.batch);
+    case F_BATCH:   // -1: unset (TorchTitan's default: local_batch_size x dp)
+        return !strcmp(v, "-1") ? 0 : parse_int_in(flag, v, 1, HP_JOB_MAX_SIZE, &job->run.batch);
     case F_LOCAL_BATCH:  return parse_int_or_unset(flag, v, 1, HP_JOB_MAX_SIZE, &job->local_batch);
     case F_SEED:         return parse_u64(flag, v, &job->run.seed);
     case F_STEPS:        return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &job->run.steps);
@@ -368,6 +369,8 @@ int hp_job_apply_value(hp_job *job, int id, const char *flag, const char *v) {
         return 0;
     case F_VAL_ENABLE:   return parse_bool(flag, v, &job->val_enable);
     case F_VAL_PATH:     job->val_path = or_null(v); return 0;
+    case F_DATASET:      job->dataset = or_null(v); return 0;
+    case F_VAL_DATASET:  job->val_dataset = or_null(v); return 0;
     case F_VAL_FREQ:     return parse_int_in(flag, v, 1, HP_JOB_MAX_STEPS, &job->val_freq);
     case F_VAL_STEPS:
         if ((e = parse_int_in(flag, v, -1, HP_JOB_MAX_STEPS, &job->val_steps))) return e;
@@ -508,6 +511,13 @@ int hp_job_flag_key_row(int id) {
     return -1;
 }
 
+int hp_job_flag_canonical(int row) {
+    const hp_job_flag_def *f = &hp_job_flags[row];
+    if (!hp_job_flag_is_key(f) || f->id == F_TT_ONLY || f->id == F_IGNORED) return row;
+    const int k = hp_job_flag_key_row(f->id);
+    return k >= 0 ? k : row;
+}
+
 // A TorchTitan key hp does not implement, at TT's default: "false", 0, "" or [] for a section's
 // "x.*" keys; for a float the same number.
 static int at_tt_default(const hp_job_flag_def *f, const char *v) {
@@ -534,6 +544,7 @@ static int check_type(const hp_job_flag_def *f, const char *label, const char *v
 }
 
 int hp_job_apply_key(hp_job *job, int row, const char *label, const char *value, int from_file) {
+    row = hp_job_flag_canonical(row);   // an older name's value is the key's
     const hp_job_flag_def *f = &hp_job_flags[row];
     const char *key = f->name + 2;
     const char *name = from_file ? strrchr(label, ' ') + 1 : label + 2;   // "job.toml:3: x.y", "--x.y"
@@ -559,6 +570,7 @@ int hp_job_apply_key(hp_job *job, int row, const char *label, const char *value,
         return 0;
     }
     if ((e = hp_job_apply_value(job, f->id, label, value))) return e;
+    if (f->id == F_BATCH && !strcmp(value, "-1")) return 0;   // unset: as if not given
     job->key_text[row] = value;
     job->key_label[row] = label;
     return 0;
@@ -699,6 +711,28 @@ static int resolve_batch(hp_job *job) {
     return 0;
 }
 
+// TorchTitan's named datasets (training.dataset = "c4_test"): TorchTitan downloads and tokenizes
+// them; hp reads token files only, so a name without a dataset_path is an error, never
+// synthetic data in silence. With a path the name is noted and the path read.
+static int resolve_datasets(hp_job *job) {
+    const int tr = hp_job_flag_key_row(F_DATASET), vr = hp_job_flag_key_row(F_VAL_DATASET);
+    if (job->dataset && !job->run.data_path) {
+        fprintf(stderr, "hp: %s = \"%s\": hp reads token files, not TorchTitan's named datasets: give "
+                "training.dataset_path (docs/data.md)\n", job->key_label[tr] ? job->key_label[tr] : "training.dataset",
+                job->dataset);
+        return HP_EXIT_CONFIG;
+    }
+    if (job->val_enable && job->val_dataset && !job->val_path) {
+        fprintf(stderr, "hp: %s = \"%s\": hp reads token files, not TorchTitan's named datasets: give "
+                "validation.dataset_path (docs/data.md)\n", job->key_label[vr] ? job->key_label[vr] : "validation.dataset",
+                job->val_dataset);
+        return HP_EXIT_CONFIG;
+    }
+    if (job->dataset) hp_job_note(job->note_ignored, sizeof job->note_ignored, "training.dataset");
+    if (job->val_dataset) hp_job_note(job->note_ignored, sizeof job->note_ignored, "validation.dataset");
+    return 0;
+}
+
 // Two defaults alike: the same word (any case) or the same number (0 and 0.0).
 static int same_value(const char *a, const char *b) {
     char *ea, *eb;
@@ -710,7 +744,8 @@ static int same_value(const char *a, const char *b) {
 // Flags that only mean something together, applied once all are read (any order).
 int hp_job_resolve(hp_job *job) {
     int e;
-    if ((e = resolve_model(job)) || (e = resolve_ac(job)) || (e = resolve_batch(job))) return e;
+    if ((e = resolve_model(job)) || (e = resolve_ac(job)) || (e = resolve_batch(job)) || (e = resolve_datasets(job)))
+        return e;
     resolve_checkpoint(job);
     const int pp = job->dims.pp;
     if (job->pp_microbatches > 1 && pp <= 1) {   // 1 is every job file's default: harmless

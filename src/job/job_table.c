@@ -12,6 +12,8 @@
 #define KEY(name, id, type, hp, tt) { "--" name, id, (type) != V_BOOL, FOR_ALL, type, hp, tt, NULL }
 #define TT_ONLY(name, type, tt) { "--" name, F_TT_ONLY, (type) != V_BOOL, FOR_ALL, type, NULL, tt, NULL }
 #define IGNORED(name, type, tt) { "--" name, F_IGNORED, (type) != V_BOOL, FOR_ALL, type, NULL, tt, NULL }
+// TorchTitan's older name of a key (a later key row of the same id): read as the key itself
+#define OLD_NAME(name, id, type) { "--" name, id, (type) != V_BOOL, FOR_ALL, type, NULL, NULL, NULL }
 const hp_job_flag_def hp_job_flags[] = {
     // job keys (docs/job_file.md)
     KEY("job.config_file", F_CONFIG, V_PATH, "", ""),
@@ -139,6 +141,19 @@ const hp_job_flag_def hp_job_flags[] = {
     TT_ONLY("memory_estimation.enable", V_BOOL, "false"),
     TT_ONLY("experimental.custom_import", V_STRING, ""),
     TT_ONLY("experimental.custom_args_module", V_STRING, ""),
+    TT_ONLY("job.custom_config_module", V_STRING, ""),
+    TT_ONLY("training.dtype", V_STRING, "float32"),
+    TT_ONLY("parallelism.context_parallel_load_balancer", V_STRING, "headtail"),
+    TT_ONLY("parallelism.expert_parallel_comm_backend", V_STRING, "standard"),
+    TT_ONLY("checkpoint.initial_load_in_hf_quantized", V_BOOL, "false"),
+    TT_ONLY("checkpoint.load_only", V_BOOL, "false"),
+    TT_ONLY("memory_estimation.enabled", V_BOOL, "false"),      // TorchTitan's older name of .enable
+    TT_ONLY("validation.local_batch_size", V_INT, "8"),         // hp validates with the training batch
+    TT_ONLY("validation.seq_len", V_INT, "2048"),               // and seq_len
+    TT_ONLY("quantize.grouped_mm.float8.fqns", V_LIST, ""),
+    TT_ONLY("quantize.grouped_mm.mx.fqns", V_LIST, ""),
+    TT_ONLY("float8.moe_fqns_prototype", V_LIST, ""),
+    TT_ONLY("mx.moe_fqns_prototype", V_LIST, ""),
     TT_ONLY("float8.*", V_ANY, NULL),          // every key: off = false, 0, "" or []
     TT_ONLY("quantize.*", V_ANY, NULL),
     TT_ONLY("mx.*", V_ANY, NULL),
@@ -154,7 +169,6 @@ const hp_job_flag_def hp_job_flags[] = {
     IGNORED("metrics.save_for_all_ranks", V_BOOL, "false"),
     IGNORED("model.tokenizer_path", V_STRING, ""),
     IGNORED("optimizer.implementation", V_STRING, "fused"),
-    IGNORED("training.dataset", V_STRING, "c4_test"),
     IGNORED("training.gc_freq", V_INT, "50"),
     IGNORED("training.gc_debug", V_BOOL, "false"),
     IGNORED("training.enable_cpu_offload", V_BOOL, "false"),
@@ -164,6 +178,31 @@ const hp_job_flag_def hp_job_flags[] = {
     IGNORED("checkpoint.export_dtype", V_STRING, "float32"),
     IGNORED("debug.deterministic_warn_only", V_BOOL, "false"),
     IGNORED("comm.*", V_ANY, NULL),
+    IGNORED("job.save_config_file", V_STRING, ""),              // hp writes {dump_folder}/config.toml
+    IGNORED("profiling.profiler_active", V_INT, "1"),
+    IGNORED("profiling.profiler_warmup", V_INT, "3"),
+    IGNORED("parallelism.pipeline_parallel_expert_parallel_overlap", V_BOOL, "true"),
+    IGNORED("checkpoint.enable_ft_dataloader_checkpoints", V_BOOL, "true"),
+    IGNORED("checkpoint.last_save_model_weights_only", V_BOOL, "false"),   // older last_save_model_only
+    IGNORED("activation_checkpoint.preserve_rng_state", V_BOOL, "true"),   // hp's forward draws no random numbers
+    IGNORED("activation_checkpoint.determinism_check", V_STRING, "default"),
+    IGNORED("activation_checkpoint.debug", V_BOOL, "false"),
+    IGNORED("memory_estimation.disable_fake_mode", V_BOOL, "false"),
+    IGNORED("validation.dataloader.*", V_ANY, NULL),
+    // the settings of a feature that is off unless model.converters / fault_tolerance.enable say so
+    IGNORED("quantize.linear.mx.filter_fqns", V_LIST, "output"),
+    IGNORED("quantize.linear.mx.recipe_name", V_STRING, "mxfp8_cublas"),
+    IGNORED("quantize.linear.mx.mxfp8_dim1_cast_kernel_choice", V_STRING, "triton"),
+    IGNORED("quantize.grouped_mm.mx.recipe_name", V_STRING, "mxfp8"),
+    IGNORED("mx.filter_fqns", V_LIST, "output"),
+    IGNORED("mx.recipe_name", V_STRING, "mxfp8"),
+    IGNORED("mx.mxfp8_dim1_cast_kernel_choice", V_STRING, "triton"),
+    IGNORED("fault_tolerance.process_group", V_STRING, "gloo"),
+    IGNORED("fault_tolerance.process_group_timeout_ms", V_INT, "10000"),
+    IGNORED("fault_tolerance.replica_id", V_INT, "0"),
+    IGNORED("fault_tolerance.group_size", V_INT, "0"),
+    IGNORED("fault_tolerance.min_replica_size", V_INT, "1"),
+    IGNORED("fault_tolerance.semi_sync_method", V_STRING, ""),
     // ---- rows of other features (keys: a dotted name, and a type; a row without one reads any
     // ---- scalar as text); keep above this line's end marker
     // data formats: docs/data.md
@@ -203,6 +242,19 @@ const hp_job_flag_def hp_job_flags[] = {
     { "--temperature", F_SAMPLE_TEMPERATURE, 1, FOR_ALL, 0, 0, 0, 0 },
     { "--top-k", F_SAMPLE_TOP_K, 1, FOR_ALL, 0, 0, 0, 0 },
     { "--top-p", F_SAMPLE_TOP_P, 1, FOR_ALL, 0, 0, 0, 0 },
+    // TorchTitan's named datasets (docs/job_file.md): without a dataset_path an error
+    KEY("training.dataset", F_DATASET, V_STRING, "", "c4_test"),
+    KEY("validation.dataset", F_VAL_DATASET, V_STRING, "", "c4_validation"),
+    // TorchTitan's older names of keys (its job files of 2025: checkpoint.enable_checkpoint, ...)
+    OLD_NAME("checkpoint.enable_checkpoint", F_CKPT_ENABLE, V_BOOL),
+    OLD_NAME("checkpoint.initial_load_model_weights_only", F_INIT_MODEL_ONLY, V_BOOL),
+    OLD_NAME("validation.enabled", F_VAL_ENABLE, V_BOOL),
+    OLD_NAME("lr_scheduler.lr_min", F_MIN_LR, V_FLOAT),
+    OLD_NAME("training.seed", F_SEED, V_INT),
+    OLD_NAME("training.deterministic", F_DETERMINISTIC, V_BOOL),
+    OLD_NAME("float8.recipe_name", F_FLOAT8, V_STRING),
+    OLD_NAME("float8.filter_fqns", F_FLOAT8_FILTER, V_LIST),
+    OLD_NAME("float8.enable_fsdp_float8_all_gather", F_FLOAT8_FSDP_AG, V_BOOL),
     // ---- end of rows of other features
 };
 const int hp_job_n_flags = (int)(sizeof hp_job_flags / sizeof hp_job_flags[0]);

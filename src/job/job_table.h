@@ -37,6 +37,7 @@ typedef enum {
     F_ASYNC_TP,
     F_TOKENIZER, F_SAMPLE_EVERY, F_SAMPLE_PROMPT, F_SAMPLE_MAX_NEW, F_SAMPLE_TEMPERATURE,
     F_SAMPLE_TOP_K, F_SAMPLE_TOP_P, F_PROMPT_IDS,
+    F_DATASET, F_VAL_DATASET,
     F_COUNT_
 } hp_job_flag_id;
 
@@ -63,7 +64,11 @@ extern const int hp_job_n_flags;
 
 static inline int hp_job_flag_is_key(const hp_job_flag_def *f) { return strchr(f->name, '.') != NULL; }
 // The job key row with id, or -1 (F_TT_ONLY and F_IGNORED rows are many: not looked up by id).
+// A key's first row is its name; later key rows of the same id are TorchTitan's older names of it
+// (checkpoint.enable_checkpoint), read as the first.
 int  hp_job_flag_key_row(int id);
+// The row a key's value is kept in: the key's first row for an older name, else row itself.
+int  hp_job_flag_canonical(int row);
 // The row named name ("--training.steps", "--steps"; '-' and '_' alike), or -1. For a boolean
 // key spelt "--s.no_key" the key's row, with *negated = 1.
 int  hp_job_flag_find(const char *name, int *negated);

@@ -123,7 +123,7 @@ static int parse_pass(tool_cli *cli, int pass, int argc, char **argv, int first,
             continue;
         }
         if (f->id == F_CONFIG) continue;
-        const int key_row = is_key ? row : hp_job_flag_key_row(f->id);
+        const int key_row = is_key ? hp_job_flag_canonical(row) : hp_job_flag_key_row(f->id);
         if (key_row < 0) {   // a plain flag
             int e = hp_job_apply_value(cli, f->id, name, value);
             if (e) return e;

@@ -23,15 +23,14 @@ hp=${HP:-$src/build/hp}
 [ -x "$hp" ] || { echo "check_torchtitan: no hp at $hp (build it, or set HP)" >&2; exit 3; }
 if [ -n "${TORCH2_PYTHON:-}" ]; then
   py=$TORCH2_PYTHON
-else
-  py=$(sh "$src/scripts/setup_torch2.sh" --python 2>/dev/null)
+else   # the torch 2 venv with TorchTitan 0.2.2, installed when missing (scripts/setup_torchtitan.sh)
+  py=$(sh "$src/scripts/setup_torchtitan.sh")
   rc=$?
-  [ $rc -eq 77 ] && { echo "check_torchtitan: SKIP: torch 2 is not installable (scripts/setup_torch2.sh)"; exit 77; }
-  [ $rc -eq 0 ] || { echo "check_torchtitan: scripts/setup_torch2.sh failed (exit $rc)" >&2; exit 3; }
+  [ $rc -eq 77 ] && { echo "check_torchtitan: SKIP: torch 2 or torchtitan is not installable (scripts/setup_torchtitan.sh)"; exit 77; }
+  [ $rc -eq 0 ] || { echo "check_torchtitan: scripts/setup_torchtitan.sh failed (exit $rc)" >&2; exit 3; }
 fi
 if ! err=$("$py" -c "import torchtitan.models.llama3, torchtitan.distributed" 2>&1); then
-  echo "check_torchtitan: SKIP: torchtitan does not import in $py ($(echo "$err" | tail -1)); install it with" \
-       "$py -m pip install --no-deps torchtitan==0.2.2 torchdata && $py -m pip install tyro einops tensorboard datasets (docs/torch.md)"
+  echo "check_torchtitan: SKIP: torchtitan does not import in $py ($(echo "$err" | tail -1))"
   exit 77
 fi
 

@@ -106,6 +106,7 @@ typedef struct hp_job {
     int   load_step;             // checkpoint.load_step (-1 = latest)
     const char *init_load;       // checkpoint.initial_load_path (NULL = none)
     int   init_model_only;       // checkpoint.initial_load_model_only
+    int   init_load_in_hf;       // checkpoint.initial_load_in_hf: initial_load_path is a Hugging Face folder
     const char *ac_mode;         // activation_checkpoint.mode: none | full | selective | every:N
     const char *ac_option;       // activation_checkpoint.selective_ac_option: N
     int   ckpt_alias_given;      // --checkpoint-every / --checkpoint-keep spelt so (they need a dir)

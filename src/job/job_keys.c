@@ -285,6 +285,7 @@ int hp_job_apply_value(hp_job *job, int id, const char *flag, const char *v) {
     case F_LOAD_STEP:    return parse_int_or_unset(flag, v, 0, HP_JOB_MAX_STEPS, &job->load_step);
     case F_INIT_LOAD:    job->init_load = or_null(v); return 0;
     case F_INIT_MODEL_ONLY: return parse_bool(flag, v, &job->init_model_only);
+    case F_INIT_LOAD_HF: return parse_bool(flag, v, &job->init_load_in_hf);
     case F_MODEL_CONFIG: job->hf_config = or_null(v); return 0;
     case F_PLAN_MEMORY:  job->plan_memory = 1; return 0;
     case F_PLAN_PARAMS:

@@ -42,8 +42,34 @@ int tool_run_ckpt_flags(const tool_cli *cli) {
     return 0;
 }
 
+// checkpoint.initial_load_in_hf (TorchTitan's): initial_load_path is a Hugging Face folder, read
+// for the model alone. hp tells the folder from a checkpoint by itself; the key is checked, not
+// needed. One line and HP_EXIT_CONFIG, or 0.
+static int check_initial_load_in_hf(const tool_cli *cli) {
+    if (!cli->init_load_in_hf) return 0;
+    if (!cli->init_load) {
+        fprintf(stderr, "hp: checkpoint.initial_load_in_hf needs checkpoint.initial_load_path (the Hugging Face folder)\n");
+        return HP_EXIT_CONFIG;
+    }
+    if (!cli->init_model_only) {
+        fprintf(stderr, "hp: checkpoint.initial_load_in_hf reads a model alone: checkpoint.initial_load_model_only "
+                "must stay true\n");
+        return HP_EXIT_CONFIG;
+    }
+    char cfg[4200];
+    struct stat sb;
+    snprintf(cfg, sizeof cfg, "%s/config.json", cli->init_load);
+    if (stat(cfg, &sb) != 0) {
+        fprintf(stderr, "hp: checkpoint.initial_load_in_hf: %s is not a Hugging Face folder (no config.json)\n",
+                cli->init_load);
+        return HP_EXIT_CONFIG;
+    }
+    return 0;
+}
+
 int tool_run_ckpt_precheck(const tool_cli *cli) {
     if (cli->ckpt_dir && tool_cli_check_dir("--checkpoint-dir", cli->ckpt_dir) != 0) return HP_EXIT_CONFIG;
+    if (check_initial_load_in_hf(cli) != 0) return HP_EXIT_CONFIG;
     if (!cli->resume) return 0;
     char dir[4096], err[1024];
     int step = 0;

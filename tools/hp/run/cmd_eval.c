@@ -20,20 +20,25 @@
 
 // argv of hp eval as hp run's (the launcher starts the ranks with it, so it is its own fixed
 // point): --batches N -> --validation.steps N, --checkpoint D -> --load D (its model alone),
-// --data F -> --validation.dataset_path F (the set evaluated, over a job file's), and
-// --validation.enable once. NULL when out of memory.
+// --data F -> --validation.dataset_path F (the set evaluated, over a job file's),
+// --validation.enable, --checkpoint.no_enable and --sample.every 0 once. NULL when out of memory.
 char **tool_eval_argv(int argc, char **argv, int *out_argc) {
-    char **a = calloc((size_t)argc + 2, sizeof *a);
+    char **a = calloc((size_t)argc + 5, sizeof *a);
     if (!a) return NULL;
-    int n = 0, enabled = 0;
+    int n = 0, enabled = 0, no_ckpt = 0, no_sample = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--batches")) a[n++] = "--validation.steps";
         else if (!strcmp(argv[i], "--checkpoint")) a[n++] = "--load";
         else if (!strcmp(argv[i], "--data")) a[n++] = "--validation.dataset_path";   // over a job file's
         else a[n++] = argv[i];
         enabled |= !strcmp(argv[i], "--validation.enable");
+        no_ckpt |= !strcmp(argv[i], "--checkpoint.no_enable");
+        no_sample |= i > 0 && !strcmp(argv[i - 1], "--sample.every");
     }
     if (!enabled) a[n++] = "--validation.enable";
+    // nothing is trained: a job file's checkpoints are neither resumed from nor saved, no samples
+    if (!no_ckpt) a[n++] = "--checkpoint.no_enable";
+    if (!no_sample) { a[n++] = "--sample.every"; a[n++] = "0"; }
     *out_argc = n;
     return a;
 }

@@ -101,30 +101,7 @@ verdict=$(tail -1 "$dir/compare.out")
 prc=0
 if [ $bf16 = 0 ] && [ "$opt" = sgd ]; then
   # the step itself: PyTorch's parameters after SGD against A's model - lr * A's gradient
-  HERE=$here "$py" - "$dir/A" "$dir/T" "$lr" >"$dir/params.out" 2>&1 <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["HERE"])
-from spec_model import read_safetensors
-a, t, lr = sys.argv[1], sys.argv[2], float(sys.argv[3])
-try:
-    m0, ga = read_safetensors(f"{a}/model.safetensors"), read_safetensors(f"{a}/grads.safetensors")
-    after = read_safetensors(f"{t}/params.safetensors")
-except Exception as e:   # noqa: BLE001 - not a verdict: exit 3
-    print(f"params after the step: cannot read: {e}")
-    sys.exit(3)
-worst, wn = 0.0, None
-for n, p0 in m0.items():
-    ref = (p0.double() - lr * ga[n].double())
-    # room: 1% of the update plus the rounding an fp32 parameter takes (one ulp per element)
-    room = 1e-2 * (lr * ga[n].double()).norm().item() + 2.0 ** -23 * ref.norm().item()
-    err = (after[n].double() - ref).norm().item() / max(room, 1e-30)
-    if err > worst:
-        worst, wn = err, n
-tol = 1.0   # rounding gives ~0.3; an update off by 1% of itself gives >= ~1
-ok = worst <= tol
-print(f"params after the step: worst {wn}, {worst:.3e} of (1% of its update + 1 ulp) (tolerance {tol:g}): {'ok' if ok else 'FAIL'}")
-sys.exit(0 if ok else 1)
-PY
+  "$py" "$here/check_sgd_step.py" "$dir/A" "$dir/T" "$lr" >"$dir/params.out" 2>&1
   prc=$?
   cat "$dir/params.out"
 fi

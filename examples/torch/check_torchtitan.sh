@@ -72,24 +72,7 @@ fi
 grep -E ' FAIL$|^compare: (loss|grad norm)' "$dir/compare.out"
 verdict=$(tail -1 "$dir/compare.out")
 # the step: TorchTitan's parameters after SGD against A's model - lr * A's gradient
-HERE=$here "$py" - "$dir/A" "$dir/T" "$lr" >"$dir/params.out" 2>&1 <<'PY'
-import os, sys
-sys.path.insert(0, os.environ["HERE"])
-from spec_model import read_safetensors
-a, t, lr = sys.argv[1], sys.argv[2], float(sys.argv[3])
-m0, ga = read_safetensors(f"{a}/model.safetensors"), read_safetensors(f"{a}/grads.safetensors")
-after = read_safetensors(f"{t}/params.safetensors")
-worst, wn = 0.0, None
-for n, p0 in m0.items():
-    ref = p0.double() - lr * ga[n].double()
-    room = 1e-2 * (lr * ga[n].double()).norm().item() + 2.0 ** -23 * ref.norm().item()
-    err = (after[n].double() - ref).norm().item() / max(room, 1e-30)
-    if err > worst:
-        worst, wn = err, n
-ok = worst <= 1.0
-print(f"params after the step: worst {wn}, {worst:.3e} of (1% of its update + 1 ulp) (tolerance 1): {'ok' if ok else 'FAIL'}")
-sys.exit(0 if ok else 1)
-PY
+"$py" "$here/check_sgd_step.py" "$dir/A" "$dir/T" "$lr" >"$dir/params.out" 2>&1
 prc=$?
 cat "$dir/params.out"
 echo "check_torchtitan:$label: $verdict"

@@ -13,10 +13,20 @@ import json
 import math
 import os
 import struct
+import sys
 
 import torch
 
 DTYPES = {"F32": torch.float32, "I32": torch.int32}
+
+
+def not_expressible(prog, msg):
+    """The framework (or the program driving it) cannot express the layout: one line from rank 0
+    ("PROG: not expressible: MSG", what check_layout.sh and check_torchtitan.sh read), exit 2 on
+    every rank."""
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"{prog}: not expressible: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 def read_safetensors(path):

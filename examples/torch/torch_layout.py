@@ -53,7 +53,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from layout_model import Transformer  # noqa: E402
-from spec_model import BF, read_safetensors, write_safetensors  # noqa: E402
+from spec_model import BF, not_expressible, read_safetensors, write_safetensors  # noqa: E402
 
 BUGS = {
     "sp-norm-grad": "tp+sp: the norms run on the local sequence shard with a plain (not DTensor) weight, "
@@ -75,10 +75,7 @@ BUGS = {
 
 
 def fail2(msg):
-    """PyTorch (or this program) cannot express the layout: one line, exit 2 (every rank)."""
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(f"torch_layout: not expressible: {msg}", file=sys.stderr)
-    sys.exit(2)
+    not_expressible("torch_layout", msg)
 
 
 def parse():

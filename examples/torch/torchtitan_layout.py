@@ -45,7 +45,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spec_model import read_safetensors, write_safetensors  # noqa: E402
+from spec_model import not_expressible, read_safetensors, write_safetensors  # noqa: E402
 
 BUGS = {
     "loss-per-rank": "dp: each rank divides its CE sum by its own valid labels instead of TorchTitan's "
@@ -56,9 +56,7 @@ BUGS = {
 
 
 def fail2(msg):
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(f"torchtitan_layout: not expressible: {msg}", file=sys.stderr)
-    sys.exit(2)
+    not_expressible("torchtitan_layout", msg)
 
 
 def parse():

@@ -5,6 +5,9 @@
 #   make profiles         the L0, determinism and bf16/float8 recipe tests as if on two narrower
 #                         CPUs (scripts/cpu_profiles.sh: HP_CPU_ISA, ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE)
 #   make matrix           build, then run the completeness matrix into report/ (MATRIX_JOBS=2 at once)
+#   make torch            build, then the matrix's torch column: every recipe PyTorch can express under
+#                         PyTorch's own layout against hp's one process, and its injected faults, into
+#                         report/torch.md (examples/torch/torch_column.py; torch 2 from PyPI when missing)
 #   make determinism      build, then the determinism tests under a second BLAS core and 2 threads
 #                         per rank (scripts/second_config.sh)
 #   make asan             AddressSanitizer + UBSan build in build-asan/, then the L0 tests
@@ -27,7 +30,7 @@ FUZZ_BUILD = sh scripts/setup_fuzz.sh && \
 	cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHP_FUZZ=ON -DCMAKE_C_COMPILER=clang && \
 	cmake --build $(FUZZ_DIR) -j2 --target hp_fuzz fuzz_write_seeds
 
-.PHONY: build test matrix determinism profiles asan fuzz fuzz-ci clean
+.PHONY: build test matrix torch determinism profiles asan fuzz fuzz-ci clean
 
 build:
 	BUILD_DIR=$(BUILD_DIR) sh scripts/setup.sh
@@ -37,6 +40,10 @@ test: build
 
 matrix: build
 	$(BUILD_DIR)/hp matrix --jobs $(MATRIX_JOBS) --report report
+
+torch: build
+	python3 examples/torch/torch_column.py --faults --report report
+	sh tests/check_faults_doc.sh report/torch_faults.md docs/torch.md
 
 determinism: build
 	BUILD_DIR=$(BUILD_DIR) sh scripts/second_config.sh

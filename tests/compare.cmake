@@ -71,3 +71,11 @@ add_test(NAME plan_ranks_per_node_big
                  -- $<TARGET_FILE:hp> plan --model llama3-8b --tp 8 --nproc 128 --batch 16 --memory --hw h100
                     --ranks-per-node 16)
 set_tests_properties(plan_ranks_per_node_4 plan_ranks_per_node_8 plan_ranks_per_node_big PROPERTIES LABELS L0 TIMEOUT 60)
+
+# hp compare's reduce-dtype check (docs/dump.md): hp's bf16 step on dp_shard 2, its partials
+# summed in float32, passes when its result.json says float32; summed in bfloat16 under a
+# float32 said, it fails naming the tensors (the fault torch_layout.py's --bug bf16-reduce makes)
+add_test(NAME compare_reduce_dtype
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_compare_reduce_dtype.sh $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/compare_reduce_dtype)
+set_tests_properties(compare_reduce_dtype PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 2)

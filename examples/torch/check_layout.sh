@@ -34,7 +34,7 @@ else
 fi
 
 # the flags: hp's model/run flags go to both, the degrees and --bug to PyTorch only
-hpflags="" tflags="" world=1 bf16=0 opt=sgd lr=0.01 label=""
+hpflags="" tflags="" world=1 bf16=0 opt=sgd lr=0.01 maxnorm=0 label=""
 while [ $# -gt 0 ]; do
   f=$1
   case $f in
@@ -42,9 +42,13 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "check_layout: $f needs a value" >&2; exit 3; }
       case $f in --ep|--etp) ;; *) world=$((world * $2)) ;; esac   # ep and etp re-use the ranks
       tflags="$tflags $f $2"; label="$label $f $2"; shift 2 ;;
-    --pp-schedule|--pp-microbatches|--pp-virtual|--ac|--bug)
+    --pp-schedule|--pp-microbatches|--pp-virtual|--ac|--bug|--cp-rotate|--microbatches|--reshard-after-forward)
+      [ $# -ge 2 ] || { echo "check_layout: $f needs a value" >&2; exit 3; }
       tflags="$tflags $f $2"; label="$label $f $2"; shift 2 ;;
-    --sp|--no-sp) tflags="$tflags $f"; label="$label $f"; shift ;;
+    --sp|--no-sp|--cp-no-balance) tflags="$tflags $f"; label="$label $f"; shift ;;
+    --max-norm) maxnorm=$2; hpflags="$hpflags $f $2"; tflags="$tflags $f $2"; label="$label $f $2"; shift 2 ;;
+    --mixed-precision-reduce)
+      hpflags="$hpflags $f $2"; tflags="$tflags $f $2"; label="$label $f $2"; shift 2 ;;
     --model|--layers|--seq-len|--batch|--seed)
       hpflags="$hpflags $f $2"; [ "$f" = --model ] && tflags="$tflags $f $2"; label="$label $f $2"; shift 2 ;;
     --mixed-precision-param)
@@ -68,7 +72,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONWARNINGS=ignore
   cat "$dir/hp.log" >&2; echo "check_layout: hp run$hpflags --dump failed" >&2; exit 3; }
 fp32=""
 if [ $bf16 = 1 ]; then
-  nobf=$(echo "$hpflags" | sed 's/--mixed-precision-param bfloat16//')
+  nobf=$(echo "$hpflags" | sed 's/--mixed-precision-param bfloat16//; s/--mixed-precision-reduce bfloat16//')
   # shellcheck disable=SC2086
   "$hp" run --steps 1 --dump "$dir/F" --quiet $nobf >>"$dir/hp.log" 2>&1 || {
     cat "$dir/hp.log" >&2; echo "check_layout: hp run$nobf --dump (the fp32 noise) failed" >&2; exit 3; }
@@ -101,7 +105,7 @@ verdict=$(tail -1 "$dir/compare.out")
 prc=0
 if [ $bf16 = 0 ] && [ "$opt" = sgd ]; then
   # the step itself: PyTorch's parameters after SGD against A's model - lr * A's gradient
-  "$py" "$here/check_sgd_step.py" "$dir/A" "$dir/T" "$lr" >"$dir/params.out" 2>&1
+  "$py" "$here/check_sgd_step.py" "$dir/A" "$dir/T" "$lr" "$maxnorm" >"$dir/params.out" 2>&1
   prc=$?
   cat "$dir/params.out"
 fi

@@ -84,6 +84,8 @@ def parse():
     ap.add_argument("out", nargs="?", help="the dump folder to write")
     for d in ("dp-replicate", "dp-shard", "cp", "tp", "pp", "ep", "etp"):
         ap.add_argument("--" + d, type=int, default=1)
+    ap.add_argument("--cp-rotate", default="allgather", choices=("allgather", "ring"))
+    ap.add_argument("--cp-no-balance", action="store_true")
     ap.add_argument("--pp-schedule", default="1f1b")
     ap.add_argument("--pp-microbatches", type=int, default=1)
     ap.add_argument("--pp-virtual", type=int, default=1)
@@ -91,6 +93,10 @@ def parse():
     ap.add_argument("--mixed-precision-param", default=None, choices=("float32", "bfloat16"),
                     help="default: the dump's precision")
     ap.add_argument("--ac", default="none")
+    ap.add_argument("--microbatches", type=int, default=1, help="gradient accumulation steps")
+    ap.add_argument("--max-norm", type=float, default=0.0)
+    ap.add_argument("--reshard-after-forward", default="default", choices=("default", "always", "never"))
+    ap.add_argument("--mixed-precision-reduce", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--sp", dest="sp", action="store_true", default=None)
     ap.add_argument("--no-sp", dest="sp", action="store_false")
     ap.add_argument("--optimizer", default="sgd", choices=("sgd", "adamw"))
@@ -208,12 +214,16 @@ class LocalNorm(_local_norm_style()):
 def apply_fsdp(model, dp_mesh, a):
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     param = BF if a.mixed_precision_param == "bfloat16" else torch.float32
-    reduce = BF if a.bug == "bf16-reduce" else torch.float32
+    reduce = BF if a.bug == "bf16-reduce" or a.mixed_precision_reduce == "bfloat16" else torch.float32
+    # hp's --reshard-after-forward: default frees the blocks' gathered weights after forward and
+    # keeps the root's (as TorchTitan's default), always / never say it for every module
+    blocks_reshard = a.reshard_after_forward != "never"
+    root_reshard = {"default": a.pp == 1, "always": True, "never": False}[a.reshard_after_forward]
     mp = MixedPrecisionPolicy(param_dtype=param, reduce_dtype=reduce)
     mods = []
     for block in model.layers.values():
-        mods.append(fully_shard(block, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=True))
-    mods.append(fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=a.pp == 1))
+        mods.append(fully_shard(block, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=blocks_reshard))
+    mods.append(fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=root_reshard))
     for m in mods:
         # gloo has no PREMUL_SUM (a custom divide factor's op): sums, scaled before or after
         m.set_force_sum_reduction_for_comms(True)
@@ -269,10 +279,6 @@ def main():
         fail2("the dump's model rescales RoPE; layout_model.py has plain RoPE only")
     if a.ep > 1 or a.etp > 1:
         fail2("--ep/--etp: TorchTitan's ExpertParallel (all-to-all dispatch) is not written in torch_layout.py")
-    if a.cp > 1 and os.environ.get("HP_TORCH_TRY_CP") != "1":   # HP_TORCH_TRY_CP=1 runs it anyway
-        fail2(f"cp {a.cp}: context_parallel's ring attention covers CUDA's SDPA kernels only; on CPU torch "
-              f"{torch.__version__} raises 'NotImplementedError: Operator "
-              "aten._scaled_dot_product_flash_attention_for_cpu.default does not have a sharding strategy registered'")
     if a.mixed_precision_param == "bfloat16" and a.pp > 1:
         fail2("bf16 under pp is not written here")
     if a.ac != "none" and a.pp > 1:
@@ -284,6 +290,12 @@ def main():
     tokens, labels = batch["tokens"].long(), batch["labels"].long()
     B, S = tokens.shape
     dp = a.dp_replicate * a.dp_shard
+    if (B // max(dp, 1)) % a.microbatches:
+        fail2(f"--microbatches {a.microbatches} does not divide the rank's {B // max(dp, 1)} sequences")
+    if a.microbatches > 1 and a.pp > 1:
+        fail2("--microbatches (gradient accumulation) with --pp is not written here")
+    if a.max_norm > 0 and a.pp > 1:
+        fail2("--max-norm with --pp is not written here (the norm over the stages)")
     if B % dp:
         fail2(f"the batch ({B} sequences) does not split over dp_replicate*dp_shard = {dp}")
     for what, n in (("n_heads", cfg["n_heads"]), ("n_kv_heads", cfg["n_kv_heads"]), ("ffn_hidden", cfg["ffn_hidden"]),
@@ -357,40 +369,62 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
     if a.bug in ("pp-microbatch",):
         fail2(f"--bug {a.bug} needs --pp > 1")
 
-    cp_ctx = contextlib.nullcontext()
     if a.cp > 1:
-        from torch.distributed.tensor.experimental import context_parallel
-        cp_ctx = context_parallel(cp_mesh, buffers=[tok, lab, model.rope_cos, model.rope_sin],
-                                  buffer_seq_dims=[1, 1, 0, 0], no_restore_buffers={tok, lab})
+        import cp_cpu   # PyTorch's ring attention given the CPU kernel (cp_cpu.py says why)
+        cp_cpu.enable()
+        cp_cpu.options(a.cp_rotate, not a.cp_no_balance)
     comm = CommDebugMode()
     loss_ctx = contextlib.nullcontext()
     if a.tp > 1:
         from torch.distributed.tensor.parallel import loss_parallel
         loss_ctx = loss_parallel()
-    denom = n_global
-    if a.bug == "loss-per-rank":
-        denom = n_local
-    with comm, cp_ctx:
-        if a.bug == "cp-loss":
-            denom = int((lab != -100).sum())   # this cp rank's own tokens (inside the cp shard)
-        logits = model(tok)
-        with loss_ctx:
-            ce = F.cross_entropy(logits.flatten(0, 1).float(), lab.flatten(0, 1), ignore_index=-100, reduction="sum")
-            loss = ce / denom
-            loss.backward()
-    counts = {str(k).split(".")[-1] if not isinstance(k, str) else k: v for k, v in comm.get_comm_counts().items()}
     from torch.distributed.tensor import DTensor
-    lv = (loss.full_tensor() if isinstance(loss, DTensor) else loss).detach().double().reshape(1)
+    lv = torch.zeros(1, dtype=torch.float64)
+    # gradient accumulation (--microbatches): the rank's sequences in M pieces, one backward each,
+    # every piece's CE sum divided by the global token count, so the accumulated gradient is the step's
+    with comm:
+        for mtok, mlab in zip(tok.chunk(a.microbatches), lab.chunk(a.microbatches)):
+            mtok, mlab = mtok.contiguous(), mlab.contiguous()
+            denom = n_local if a.bug == "loss-per-rank" else n_global
+            cp_ctx = contextlib.nullcontext()
+            if a.cp > 1:   # the piece's tokens, labels and the RoPE tables sharded along the sequence
+                from torch.distributed.tensor.experimental import context_parallel
+                cp_ctx = context_parallel(cp_mesh, buffers=[mtok, mlab, model.rope_cos, model.rope_sin],
+                                          buffer_seq_dims=[1, 1, 0, 0], no_restore_buffers={mtok, mlab})
+            with cp_ctx:
+                if a.bug == "cp-loss":
+                    denom = int((mlab != -100).sum())   # this cp rank's own tokens (inside the cp shard)
+                logits = model(mtok)
+                with loss_ctx:
+                    ce = F.cross_entropy(logits.flatten(0, 1).float(), mlab.flatten(0, 1), ignore_index=-100,
+                                         reduction="sum")
+                    loss = ce / denom
+                    loss.backward()
+            lv += (loss.full_tensor() if isinstance(loss, DTensor) else loss).detach().double().reshape(1)
+    counts = {str(k).split(".")[-1] if not isinstance(k, str) else k: v for k, v in comm.get_comm_counts().items()}
     # the global loss: the local terms summed over the ranks that hold different tokens
     for d in ("dp_replicate", "dp_shard", "cp"):
         if d in names:
             dist.all_reduce(lv, group=mesh[d].get_group())
     grads = {clean_name(n): full(p.grad) if p.grad is not None else torch.zeros(p.shape)
              for n, p in model.named_parameters()}
+    if a.max_norm > 0:
+        clip(model, a.max_norm)
     opt = make_opt(a, model)
     opt.step()
     after = {clean_name(n): full(p) for n, p in model.named_parameters()}
     return lv.item(), {"grads": grads, "params": after, "collectives": counts}
+
+
+def clip(model, max_norm):
+    """--max-norm: torch's clip_grad_norm_ over the sharded gradients, as TorchTitan clips (the
+    DTensor norm made full; the dumped gradients stay the unclipped ones)."""
+    from torch.distributed.tensor import DTensor
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm(grads, foreach=False)
+    if isinstance(norm, DTensor):
+        norm = norm.full_tensor()
+    torch.nn.utils.clip_grads_with_norm_(model.parameters(), max_norm, norm, foreach=False)
 
 
 def make_opt(a, model):
@@ -420,7 +454,11 @@ def write_out(a, result, loss, g, world):
         fw += f", bug {a.bug}"
     res = {"loss": loss, "precision": a.mixed_precision_param, "framework": fw, "model": result["model"],
            "parallel": layout, "run": result.get("run", {}), "optimizer": {"name": a.optimizer, "lr": a.lr},
-           "collectives": g.get("collectives", {}), "bug": a.bug, "ac": a.ac}
+           "collectives": g.get("collectives", {}), "bug": a.bug, "ac": a.ac,
+           # what the policy says the gradient reduction sums in, over how many ranks' partials
+           # (hp compare checks the gradients' bits against it)
+           "reduce": {"dtype": a.mixed_precision_reduce,
+                      "partials": a.dp_replicate * a.dp_shard * (a.cp if a.pp == 1 else 1)}}
     with open(os.path.join(out, "result.json"), "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

@@ -39,6 +39,8 @@ typedef struct hp_dump_comparison {
     int    n;                        // tensors, in A's order
     hp_tensor_diff *grads;           // B against A (TorchTitan names)
     int    worst;                    // by relative error (fp32) or ratio (bf16)
+    int    reduce_partials;          // B's "reduce" says float32 over this many (>= 2), else 0
+    int    reduce_bf16;              // gradients whose every element is a bf16 value (then FAIL)
 } hp_dump_comparison;
 
 // Returns 0 when A and B were compared (out->pass: the verdict), or HP_EXIT_CONFIG with one

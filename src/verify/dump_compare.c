@@ -6,6 +6,7 @@
 // the global gradient norm and every gradient compared.
 // defines: hp_dump_compare, hp_dump_comparison_print, hp_dump_comparison_free
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,10 @@ typedef struct dump {
     char   precision[16];   // "float32" (the default when result.json does not say) or "bfloat16"
     char   framework[64];   // result.json "framework", or ""
     int    world;           // result.json parallel.world, or 0
+    // result.json "reduce": {"dtype", "partials"}: the dtype the framework says it sums its
+    // gradient partials in, over how many ranks ("" and 0 when it does not say)
+    char   reduce_dtype[16];
+    int    reduce_partials;
 } dump;
 
 static int refuse(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -82,6 +87,9 @@ static int read_result(dump *d, char *err, size_t errlen) {
     const cJSON *fw = cJSON_GetObjectItemCaseSensitive(j, "framework");
     const cJSON *par = cJSON_GetObjectItemCaseSensitive(j, "parallel");
     const cJSON *world = cJSON_GetObjectItemCaseSensitive(par, "world");
+    const cJSON *reduce = cJSON_GetObjectItemCaseSensitive(j, "reduce");
+    const cJSON *rdtype = cJSON_GetObjectItemCaseSensitive(reduce, "dtype");
+    const cJSON *rparts = cJSON_GetObjectItemCaseSensitive(reduce, "partials");
     if (!cJSON_IsNumber(loss) || !isfinite(loss->valuedouble)) {
         rc = refuse(err, errlen, "%s: \"loss\" must be a finite number (the loss of step 1)", path);
     } else if (prec && (!cJSON_IsString(prec) || (strcmp(prec->valuestring, "float32") &&
@@ -92,6 +100,8 @@ static int read_result(dump *d, char *err, size_t errlen) {
         snprintf(d->precision, sizeof d->precision, "%s", prec ? prec->valuestring : "float32");
         if (cJSON_IsString(fw)) snprintf(d->framework, sizeof d->framework, "%s", fw->valuestring);
         if (cJSON_IsNumber(world)) d->world = world->valueint;
+        if (cJSON_IsString(rdtype)) snprintf(d->reduce_dtype, sizeof d->reduce_dtype, "%s", rdtype->valuestring);
+        if (cJSON_IsNumber(rparts)) d->reduce_partials = rparts->valueint;
     }
     cJSON_Delete(j);
     return rc;
@@ -221,6 +231,20 @@ static void fail(hp_dump_comparison *c, const char *why) {
     if (!c->failure) c->failure = why;
 }
 
+// The reduce dtype, seen in the bits: a sum in float32 of two or more bf16 partials is rarely a
+// bf16 value itself, so a gradient of 64 or more elements that are every one bf16 values was
+// summed in bfloat16, whatever B says (a bf16 reduce under a float32 policy). Only asked when B
+// says float32 over >= 2 partials of a bfloat16 step.
+static int all_bf16_values(const float *x, int64_t n) {
+    if (n < 64) return 0;
+    for (int64_t e = 0; e < n; e++) {
+        uint32_t u;
+        memcpy(&u, &x[e], 4);
+        if (u & 0xffffu) return 0;
+    }
+    return 1;
+}
+
 // B against A (and F under bf16), every check of the verifier that two dumps can hold.
 static int compare_tensors(hp_dump_comparison *c, const dump *A, const dump *B, const dump *F) {
     const hp_verify_tolerances *tol = &hp_verify_tol;
@@ -241,6 +265,8 @@ static int compare_tensors(hp_dump_comparison *c, const dump *A, const dump *B, 
         if (!(fabs(c->loss_b - c->loss_a) <= tol->loss * fabs(c->loss_a))) fail(c, "loss of step 1");
         if (!(fabs(c->norm_b - c->norm_a) <= tol->grad * c->norm_a)) fail(c, "global gradient norm");
     }
+    const int reduce_fp32 = !strcmp(B->reduce_dtype, "float32") && B->reduce_partials >= 2;
+    c->reduce_partials = reduce_fp32 ? B->reduce_partials : 0;
     c->n = hp_st_count(A->model);
     c->grads = calloc((size_t)c->n, sizeof(hp_tensor_diff));
     if (!c->grads) return -1;
@@ -252,7 +278,13 @@ static int compare_tensors(hp_dump_comparison *c, const dump *A, const dump *B, 
         hp_tensor_diff *d = &c->grads[i];
         if (F) hp_verify_diff_tensor_bf16(d, name, b, a, f, ga->numel, c->closeness);
         else hp_verify_diff_tensor(d, name, b, a, ga->numel, tol->grad);
+        const int summed_in_bf16 = F && reduce_fp32 && all_bf16_values(b, ga->numel);
         free(a); free(b); free(f);
+        if (summed_in_bf16) {
+            d->pass = 0;
+            c->reduce_bf16++;
+            fail(c, "a gradient summed in bfloat16 where B says float32");
+        }
         if (!d->pass) fail(c, "a gradient of step 1");
         const hp_tensor_diff *w = &c->grads[c->worst];
         if (F ? !(d->ratio <= w->ratio) : !(d->rel_fro <= w->rel_fro)) c->worst = i;
@@ -323,6 +355,10 @@ void hp_dump_comparison_print(FILE *out, const hp_dump_comparison *c) {
     }
     hp_verify_print_tensors(out, "gradients of step 1 (before clipping; B against A, TorchTitan names):", c->grads,
                             c->n, c->bf16);
+    if (c->reduce_partials)
+        fprintf(out, "compare: reduce dtype: B says float32 over %d partials; %d gradients are bf16 values in "
+                     "every element (summed in bfloat16): %s\n", c->reduce_partials, c->reduce_bf16,
+                c->reduce_bf16 ? "FAIL" : "ok");
     const hp_tensor_diff *w = c->n ? &c->grads[c->worst] : NULL;
     if (c->bf16)
         fprintf(out, "compare: %s (worst gradient %s, ratio %.3f; bound %g)%s%s\n", c->pass ? "PASS" : "FAIL",

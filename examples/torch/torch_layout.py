@@ -35,7 +35,8 @@ divide factor 1, as TorchTitan disables FSDP's gradient division). Then one opti
 OUT gets A's model.safetensors and batch.safetensors, grads.safetensors (every gradient's
 full_tensor(), F32, the model's order), params.safetensors (every parameter after the step,
 full_tensor(), F32; hp compare ignores it, check_layout.sh checks it) and result.json (the loss,
-precision, the layout, the framework, and the collectives CommDebugMode counted per op).
+precision, the layout, the framework, and the collectives CommDebugMode counted per op, and per op
+and mesh dim: comm_count.py).
 
 --bug NAME injects a fault PyTorch users make (docs/torch.md, "Faults"); --list-bugs names them.
 Exit 2 with one line when PyTorch (or this program) cannot express the layout.
@@ -337,7 +338,7 @@ def main():
 
 
 def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
-    from torch.distributed.tensor.debug import CommDebugMode
+    import comm_count
     tp_mesh = submesh(mesh, names, ("tp",))
     cp_mesh = submesh(mesh, names, ("cp",))
     if a.tp > 1:
@@ -345,6 +346,7 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
     apply_ac(model, a.ac)
     fsdp_dims = [n for n in ("dp_replicate", "dp_shard", "cp") if n in names]
     bf16 = a.mixed_precision_param == "bfloat16"
+    dp_mesh = None
     if fsdp_dims or bf16:
         if "cp" in names:   # TorchTitan: FSDP shards over dp_shard and cp flattened
             shard = [n for n in ("dp_shard", "cp") if n in names]
@@ -373,7 +375,8 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
         import cp_cpu   # PyTorch's ring attention given the CPU kernel (cp_cpu.py says why)
         cp_cpu.enable()
         cp_cpu.options(a.cp_rotate, not a.cp_no_balance)
-    comm = CommDebugMode()
+    fsdp_groups = [] if dp_mesh is None else [(dp_mesh.mesh_dim_names[0] if dp_mesh.ndim == 1 else "fsdp", dp_mesh)]
+    comm = comm_count.Comms(comm_count.mesh_groups(mesh, names, fsdp_groups))
     loss_ctx = contextlib.nullcontext()
     if a.tp > 1:
         from torch.distributed.tensor.parallel import loss_parallel
@@ -401,7 +404,7 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
                     loss = ce / denom
                     loss.backward()
             lv += (loss.full_tensor() if isinstance(loss, DTensor) else loss).detach().double().reshape(1)
-    counts = {str(k).split(".")[-1] if not isinstance(k, str) else k: v for k, v in comm.get_comm_counts().items()}
+    counts, by_dim = comm.counts()
     # the global loss: the local terms summed over the ranks that hold different tokens
     for d in ("dp_replicate", "dp_shard", "cp"):
         if d in names:
@@ -413,7 +416,7 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
     opt = make_opt(a, model)
     opt.step()
     after = {clean_name(n): full(p) for n, p in model.named_parameters()}
-    return lv.item(), {"grads": grads, "params": after, "collectives": counts}
+    return lv.item(), {"grads": grads, "params": after, "collectives": counts, "collectives_by_dim": by_dim}
 
 
 def clip(model, max_norm):
@@ -454,7 +457,8 @@ def write_out(a, result, loss, g, world):
         fw += f", bug {a.bug}"
     res = {"loss": loss, "precision": a.mixed_precision_param, "framework": fw, "model": result["model"],
            "parallel": layout, "run": result.get("run", {}), "optimizer": {"name": a.optimizer, "lr": a.lr},
-           "collectives": g.get("collectives", {}), "bug": a.bug, "ac": a.ac,
+           "collectives": g.get("collectives", {}), "collectives_by_dim": g.get("collectives_by_dim", {}),
+           "bug": a.bug, "ac": a.ac,
            # what the policy says the gradient reduction sums in, over how many ranks' partials
            # (hp compare checks the gradients' bits against it)
            "reduce": {"dtype": a.mixed_precision_reduce,

@@ -57,6 +57,10 @@ set(HP_TORCHTITAN_CASES
   "torchtitan_one:0:-:--dp-shard,1"
   "torchtitan_fsdp2:0:-:--dp-shard,2"
   "torchtitan_tp2:0:-:--tp,2"
+  "torchtitan_cp2:0:-:--cp,2"
+  "torchtitan_fsdp2_cp2:0:-:--dp-shard,2,--cp,2"
+  "torchtitan_cp2_tp2_ring:0:-:--cp,2,--tp,2,--cp-rotate,ring"
+  "torchtitan_bug_cp_loss:1:norm\\.weight:--cp,2,--bug,cp-loss"
   "torchtitan_bug_fsdp_divide:1:output\\.weight:--dp-shard,2,--bug,fsdp-divide"
   "torchtitan_bug_loss_per_rank:1:output\\.weight:--dp-shard,2,--bug,loss-per-rank")
 foreach(case ${HP_TORCHTITAN_CASES})

@@ -40,8 +40,8 @@ while [ $# -gt 0 ]; do
     --dp-replicate|--dp-shard|--tp|--cp|--pp)
       [ $# -ge 2 ] || { echo "check_torchtitan: $1 needs a value" >&2; exit 3; }
       world=$((world * $2)); tflags="$tflags $1 $2"; label="$label $1 $2"; shift 2 ;;
-    --bug) tflags="$tflags $1 $2"; label="$label $1 $2"; shift 2 ;;
-    *) echo "check_torchtitan: unknown flag $1 (--dp-replicate --dp-shard --tp --bug)" >&2; exit 3 ;;
+    --bug|--cp-rotate) tflags="$tflags $1 $2"; label="$label $1 $2"; shift 2 ;;
+    *) echo "check_torchtitan: unknown flag $1 (--dp-replicate --dp-shard --cp --tp --cp-rotate --bug)" >&2; exit 3 ;;
   esac
 done
 if [ -n "${CHECK_LAYOUT_DIR:-}" ]; then

@@ -52,6 +52,8 @@ BUGS = {
                      "global_valid_tokens (the FSDP reductions sum, so every gradient is dp times too large)",
     "fsdp-divide": "dp: FSDP's default gradient mean (divide factor = dp) put back after parallelize_llama "
                    "disabled it, while the loss is already divided by global_valid_tokens",
+    "cp-loss": "cp: the valid labels counted after CP sharded them (each cp rank its own shard's), so the "
+               "CP loss reduction divides by a per-rank count (TorchTitan #3280, #3329)",
 }
 
 
@@ -65,6 +67,7 @@ def parse():
     ap.add_argument("out", nargs="?")
     for d in ("dp-replicate", "dp-shard", "tp", "cp", "pp"):
         ap.add_argument("--" + d, type=int, default=1)
+    ap.add_argument("--cp-rotate", default="allgather", choices=("allgather", "ring"))
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--bug", default="none")
     ap.add_argument("--list-bugs", action="store_true")
@@ -114,9 +117,6 @@ def main():
         fail2("an MoE model: this file builds torchtitan.models.llama3 (dense) only")
     if cfg.get("rope_scaling"):
         fail2("the dump's model rescales RoPE")
-    if a.cp > 1:
-        fail2(f"cp {a.cp}: TorchTitan's apply_cp_to_attention_module wraps SDPA for CUDA's kernels; on CPU "
-              "the flash-attention op has no sharding strategy (docs/torch.md, 'Not expressible here')")
     if a.pp > 1:
         fail2("pp: TorchTitan's pipeline_llm is not driven here (torch_layout.py / pp_layout.py prove "
               "torch.distributed.pipelining)")
@@ -132,22 +132,32 @@ def main():
     tokens, labels = batch["tokens"].long(), batch["labels"].long()
     B, S = tokens.shape
     dp = a.dp_replicate * a.dp_shard
-    if a.dp_replicate * a.dp_shard * a.tp != world:
-        fail2(f"the degrees multiply to {dp * a.tp}, torchrun started {world} processes")
+    if a.dp_replicate * a.dp_shard * a.cp * a.tp != world:
+        fail2(f"the degrees multiply to {dp * a.cp * a.tp}, torchrun started {world} processes")
+    if a.cp > 1 and S % (2 * a.cp * a.tp):
+        fail2(f"cp {a.cp}: 2*cp*tp = {2 * a.cp * a.tp} does not divide the sequence ({S})")
     if B % dp:
         fail2(f"the batch ({B} sequences) does not split over dp = {dp}")
     for what in ("n_heads", "n_kv_heads", "ffn_hidden", "vocab_size"):
         if cfg[what] % a.tp:
             fail2(f"tp {a.tp} does not divide {what} {cfg[what]}")
-    if a.bug != "none" and dp == 1:
+    if a.bug == "cp-loss" and a.cp == 1:
+        fail2("--bug cp-loss needs --cp > 1")
+    if a.bug not in ("none", "cp-loss") and dp == 1:
         fail2(f"--bug {a.bug} needs data parallelism")
 
     dist.init_process_group("gloo", rank=rank, world_size=world)
     # CPU patch 1: TorchTitan builds its meshes on torchtitan.tools.utils.device_type, "cuda"
     # when torch finds no accelerator
     tt_pd.device_type = "cpu"
-    pdims = ParallelDims(dp_replicate=a.dp_replicate, dp_shard=a.dp_shard, cp=1, tp=a.tp, pp=1, ep=1, etp=1,
+    pdims = ParallelDims(dp_replicate=a.dp_replicate, dp_shard=a.dp_shard, cp=a.cp, tp=a.tp, pp=1, ep=1, etp=1,
                          world_size=world)
+    if a.cp > 1:
+        # CPU patch 3: context parallel's ring attention knows CUDA's kernels only; cp_cpu.py gives
+        # it the CPU one, before parallelize_llama turns the CP dispatcher on
+        import cp_cpu
+        cp_cpu.enable()
+        cp_cpu.options(a.cp_rotate, True)
     pdims.build_mesh()
 
     torch.manual_seed(0)
@@ -185,17 +195,24 @@ def main():
     else:
         global_valid = local_valid.float()
     denom = local_valid.float() if a.bug == "loss-per-rank" else global_valid
+    extra = {}
+    if a.cp > 1:   # as Trainer.post_dataloading_process: tokens, labels and positions sharded (head-tail)
+        from torchtitan.distributed.context_parallel import prepare_context_parallel_input
+        tok, lab, extra = prepare_context_parallel_input(tok, lab, extra, pdims.get_mesh("cp"), torch.device("cpu"),
+                                                         jc.parallelism.context_parallel_load_balancer)
+        if a.bug == "cp-loss":
+            denom = (lab != -100).sum().float()
 
     loss_fn = build_cross_entropy_loss(jc)
     train_context = dist_utils.get_train_context(pdims.tp_enabled and not jc.parallelism.disable_loss_parallel)
     with train_context():
-        pred = model(tok)
+        pred = model(tok, **extra)
         loss = loss_fn(pred, lab) / denom
         del pred
         loss.backward()
     from torch.distributed.tensor import DTensor
     lv = (loss.full_tensor() if isinstance(loss, DTensor) else loss).detach().double().reshape(1)
-    if dp > 1:
+    if dp * a.cp > 1:
         dist.all_reduce(lv, group=pdims.get_mesh("loss").get_group())
 
     def full(t):
@@ -220,7 +237,7 @@ def write_out(a, result, loss, grads, after, world, n_global):
     order = list(read_safetensors(os.path.join(a.src, "model.safetensors")))
     write_safetensors(os.path.join(out, "grads.safetensors"), {n: grads[n] for n in order})
     write_safetensors(os.path.join(out, "params.safetensors"), {n: after[n] for n in order})
-    layout = {"dp_replicate": a.dp_replicate, "dp_shard": a.dp_shard, "cp": 1, "tp": a.tp, "pp": 1, "ep": 1,
+    layout = {"dp_replicate": a.dp_replicate, "dp_shard": a.dp_shard, "cp": a.cp, "tp": a.tp, "pp": 1, "ep": 1,
               "etp": 1, "sequence_parallel": a.tp > 1, "world": world}
     lay = " ".join(f"{k} {v}" for k, v in layout.items() if k not in ("world", "sequence_parallel") and v > 1)
     ver = getattr(torchtitan, "__version__", None)

@@ -79,3 +79,10 @@ add_test(NAME compare_reduce_dtype
          COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_compare_reduce_dtype.sh $<TARGET_FILE:hp>
                  ${CMAKE_CURRENT_BINARY_DIR}/compare_reduce_dtype)
 set_tests_properties(compare_reduce_dtype PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 2)
+
+# hp compare's byte-for-byte verdict (--bitwise; docs/dump.md): a rerun is identical and says
+# so, another layout is within the tolerance and its first differing element is named in hex
+add_test(NAME compare_bitwise
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/run_compare_bitwise.sh $<TARGET_FILE:hp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/compare_bitwise)
+set_tests_properties(compare_bitwise PROPERTIES LABELS L0 TIMEOUT 120 PROCESSORS 2)

@@ -41,6 +41,12 @@ typedef struct hp_dump_comparison {
     int    worst;                    // by relative error (fp32) or ratio (bf16)
     int    reduce_partials;          // B's "reduce" says float32 over this many (>= 2), else 0
     int    reduce_bf16;              // gradients whose every element is a bf16 value (then FAIL)
+    // byte for byte: the loss and every gradient identical; else the first differing element
+    int    identical;
+    int    bitwise;                  // asked for (--bitwise): a difference is a FAIL
+    char   diff_name[128];           // "" when identical, "loss" when only the loss differs
+    long long diff_index;
+    unsigned diff_a, diff_b;         // the element's bits in A and in B (float32)
 } hp_dump_comparison;
 
 // Returns 0 when A and B were compared (out->pass: the verdict), or HP_EXIT_CONFIG with one
@@ -49,6 +55,10 @@ typedef struct hp_dump_comparison {
 // that differ, bfloat16 dumps without fp32_dir (NULL: none).
 int  hp_dump_compare(const char *a, const char *b, const char *fp32_dir, hp_dump_comparison *out,
                      char *err, size_t errlen);
+// The same, and with bitwise set, B must equal A byte for byte (the loss and every gradient): a
+// difference fails, naming the first tensor, its flat index and both values in hex.
+int  hp_dump_compare_bitwise(const char *a, const char *b, const char *fp32_dir, int bitwise,
+                             hp_dump_comparison *out, char *err, size_t errlen);
 void hp_dump_comparison_print(FILE *out, const hp_dump_comparison *c);
 void hp_dump_comparison_free(hp_dump_comparison *c);
 

@@ -4,7 +4,7 @@
 // line: files missing or corrupt, names, dtypes or shapes that differ, batches that differ,
 // initial models that are not bit-identical, precisions that differ. Only then are the loss,
 // the global gradient norm and every gradient compared.
-// defines: hp_dump_compare, hp_dump_comparison_print, hp_dump_comparison_free
+// defines: hp_dump_compare, hp_dump_compare_bitwise, hp_dump_comparison_print, hp_dump_comparison_free
 #include <math.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -245,6 +245,23 @@ static int all_bf16_values(const float *x, int64_t n) {
     return 1;
 }
 
+// Byte for byte: the first element whose bits differ, if any (then c->identical = 0).
+static void first_difference(hp_dump_comparison *c, const char *name, const float *a, const float *b, int64_t n) {
+    for (int64_t e = 0; e < n; e++) {
+        uint32_t ua, ub;
+        memcpy(&ua, &a[e], 4);
+        memcpy(&ub, &b[e], 4);
+        if (ua != ub) {
+            c->identical = 0;
+            snprintf(c->diff_name, sizeof c->diff_name, "%s", name);
+            c->diff_index = (long long)e;
+            c->diff_a = ua;
+            c->diff_b = ub;
+            return;
+        }
+    }
+}
+
 // B against A (and F under bf16), every check of the verifier that two dumps can hold.
 static int compare_tensors(hp_dump_comparison *c, const dump *A, const dump *B, const dump *F) {
     const hp_verify_tolerances *tol = &hp_verify_tol;
@@ -265,6 +282,7 @@ static int compare_tensors(hp_dump_comparison *c, const dump *A, const dump *B, 
         if (!(fabs(c->loss_b - c->loss_a) <= tol->loss * fabs(c->loss_a))) fail(c, "loss of step 1");
         if (!(fabs(c->norm_b - c->norm_a) <= tol->grad * c->norm_a)) fail(c, "global gradient norm");
     }
+    c->identical = 1;
     const int reduce_fp32 = !strcmp(B->reduce_dtype, "float32") && B->reduce_partials >= 2;
     c->reduce_partials = reduce_fp32 ? B->reduce_partials : 0;
     c->n = hp_st_count(A->model);
@@ -279,6 +297,7 @@ static int compare_tensors(hp_dump_comparison *c, const dump *A, const dump *B, 
         if (F) hp_verify_diff_tensor_bf16(d, name, b, a, f, ga->numel, c->closeness);
         else hp_verify_diff_tensor(d, name, b, a, ga->numel, tol->grad);
         const int summed_in_bf16 = F && reduce_fp32 && all_bf16_values(b, ga->numel);
+        if (c->identical) first_difference(c, name, a, b, ga->numel);
         free(a); free(b); free(f);
         if (summed_in_bf16) {
             d->pass = 0;
@@ -289,12 +308,23 @@ static int compare_tensors(hp_dump_comparison *c, const dump *A, const dump *B, 
         const hp_tensor_diff *w = &c->grads[c->worst];
         if (F ? !(d->ratio <= w->ratio) : !(d->rel_fro <= w->rel_fro)) c->worst = i;
     }
+    if (c->identical && memcmp(&c->loss_a, &c->loss_b, sizeof c->loss_a)) {
+        c->identical = 0;
+        snprintf(c->diff_name, sizeof c->diff_name, "loss");
+    }
+    if (c->bitwise && !c->identical) fail(c, "not identical byte for byte");
     return 0;
 }
 
 int hp_dump_compare(const char *a, const char *b, const char *fp32_dir, hp_dump_comparison *out,
                     char *err, size_t errlen) {
+    return hp_dump_compare_bitwise(a, b, fp32_dir, 0, out, err, errlen);
+}
+
+int hp_dump_compare_bitwise(const char *a, const char *b, const char *fp32_dir, int bitwise,
+                            hp_dump_comparison *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    out->bitwise = bitwise;
     dump A, B, F;
     memset(&F, 0, sizeof F);
     int rc = dump_open(&A, a, err, errlen);
@@ -334,6 +364,13 @@ int hp_dump_compare(const char *a, const char *b, const char *fp32_dir, hp_dump_
     return rc;
 }
 
+static float bits_float(unsigned u) {
+    float f;
+    uint32_t v = u;
+    memcpy(&f, &v, 4);
+    return f;
+}
+
 void hp_dump_comparison_print(FILE *out, const hp_dump_comparison *c) {
     const hp_verify_tolerances *tol = &hp_verify_tol;
     fprintf(out, "compare: A = %s\ncompare: B = %s\n", c->about_a, c->about_b);
@@ -359,14 +396,24 @@ void hp_dump_comparison_print(FILE *out, const hp_dump_comparison *c) {
         fprintf(out, "compare: reduce dtype: B says float32 over %d partials; %d gradients are bf16 values in "
                      "every element (summed in bfloat16): %s\n", c->reduce_partials, c->reduce_bf16,
                 c->reduce_bf16 ? "FAIL" : "ok");
+    if (c->identical)
+        fprintf(out, "compare: byte for byte: identical (the loss and %d gradients)\n", c->n);
+    else if (!strcmp(c->diff_name, "loss"))
+        fprintf(out, "compare: byte for byte: the gradients are identical, the loss is not (A %a, B %a)%s\n",
+                c->loss_a, c->loss_b, c->bitwise ? ": FAIL" : "");
+    else
+        fprintf(out, "compare: byte for byte: first difference %s[%lld]: A 0x%08x (%.9g), B 0x%08x (%.9g)%s\n",
+                c->diff_name, c->diff_index, c->diff_a, bits_float(c->diff_a), c->diff_b, bits_float(c->diff_b),
+                c->bitwise ? ": FAIL" : "");
+    const char *same = c->identical ? "; identical byte for byte" : "";
     const hp_tensor_diff *w = c->n ? &c->grads[c->worst] : NULL;
     if (c->bf16)
-        fprintf(out, "compare: %s (worst gradient %s, ratio %.3f; bound %g)%s%s\n", c->pass ? "PASS" : "FAIL",
-                w ? w->name : "-", w ? w->ratio : 0.0, c->closeness, c->failure ? ": " : "",
+        fprintf(out, "compare: %s (worst gradient %s, ratio %.3f; bound %g%s)%s%s\n", c->pass ? "PASS" : "FAIL",
+                w ? w->name : "-", w ? w->ratio : 0.0, c->closeness, same, c->failure ? ": " : "",
                 c->failure ? c->failure : "");
     else
-        fprintf(out, "compare: %s (worst gradient %s, %.3e relative; tolerance %g)%s%s\n", c->pass ? "PASS" : "FAIL",
-                w ? w->name : "-", w ? w->rel_fro : 0.0, tol->grad, c->failure ? ": " : "",
+        fprintf(out, "compare: %s (worst gradient %s, %.3e relative; tolerance %g%s)%s%s\n", c->pass ? "PASS" : "FAIL",
+                w ? w->name : "-", w ? w->rel_fro : 0.0, tol->grad, same, c->failure ? ": " : "",
                 c->failure ? c->failure : "");
 }
 

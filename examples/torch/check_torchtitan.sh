@@ -34,14 +34,15 @@ if ! err=$("$py" -c "import torchtitan.models.llama3, torchtitan.distributed" 2>
   exit 77
 fi
 
-tflags="" world=1 label=""
+tflags="" world=1 label="" bf16=0
 while [ $# -gt 0 ]; do
   case $1 in
     --dp-replicate|--dp-shard|--tp|--cp|--pp)
       [ $# -ge 2 ] || { echo "check_torchtitan: $1 needs a value" >&2; exit 3; }
       world=$((world * $2)); tflags="$tflags $1 $2"; label="$label $1 $2"; shift 2 ;;
-    --bug|--cp-rotate) tflags="$tflags $1 $2"; label="$label $1 $2"; shift 2 ;;
-    *) echo "check_torchtitan: unknown flag $1 (--dp-replicate --dp-shard --cp --tp --cp-rotate --bug)" >&2; exit 3 ;;
+    --bug|--cp-rotate|--ac) tflags="$tflags $1 $2"; label="$label $1 $2"; shift 2 ;;
+    --mixed-precision-param) [ "$2" = bfloat16 ] && bf16=1; label="$label $1 $2"; shift 2 ;;
+    *) echo "check_torchtitan: unknown flag $1 (--dp-replicate --dp-shard --cp --tp --cp-rotate --ac --mixed-precision-param --bug)" >&2; exit 3 ;;
   esac
 done
 if [ -n "${CHECK_LAYOUT_DIR:-}" ]; then
@@ -51,7 +52,14 @@ else
 fi
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONWARNINGS=ignore
 lr=0.01
-"$hp" run --model tiny --steps 1 --lr $lr --dump "$dir/A" --quiet >"$dir/hp.log" 2>&1 || {
+prec="" fp32=""
+if [ $bf16 = 1 ]; then   # hp's bf16 step, and its fp32 step: the closeness rule's noise
+  prec="--mixed-precision-param bfloat16" fp32="--fp32 $dir/F"
+  "$hp" run --model tiny --steps 1 --lr $lr --dump "$dir/F" --quiet >"$dir/hp.log" 2>&1 || {
+    cat "$dir/hp.log" >&2; echo "check_torchtitan: hp run --dump (fp32) failed" >&2; exit 3; }
+fi
+# shellcheck disable=SC2086
+"$hp" run --model tiny --steps 1 --lr $lr --dump "$dir/A" --quiet $prec >>"$dir/hp.log" 2>&1 || {
   cat "$dir/hp.log" >&2; echo "check_torchtitan: hp run --dump failed" >&2; exit 3; }
 # shellcheck disable=SC2086
 "$py" -m torch.distributed.run --standalone --nproc-per-node "$world" \
@@ -64,17 +72,21 @@ if [ $trc -ne 0 ] || [ ! -f "$dir/T/result.json" ]; then
   echo "check_torchtitan:$label: torchrun of torchtitan_layout.py failed (exit $trc; $dir/torch.log)" >&2; exit 3
 fi
 grep '^torchtitan_layout: ' "$dir/torch.log"
-"$hp" compare "$dir/A" "$dir/T" >"$dir/compare.out" 2>&1
+# shellcheck disable=SC2086
+"$hp" compare "$dir/A" "$dir/T" $fp32 >"$dir/compare.out" 2>&1
 crc=$?
 if [ $crc -eq 2 ]; then
   cat "$dir/compare.out" >&2; echo "check_torchtitan:$label: hp compare could not compare the dumps" >&2; exit 3
 fi
 grep -E ' FAIL$|^compare: (loss|grad norm)' "$dir/compare.out"
 verdict=$(tail -1 "$dir/compare.out")
-# the step: TorchTitan's parameters after SGD against A's model - lr * A's gradient
-"$py" "$here/check_sgd_step.py" "$dir/A" "$dir/T" "$lr" >"$dir/params.out" 2>&1
-prc=$?
-cat "$dir/params.out"
+# the step: TorchTitan's parameters after SGD against A's model - lr * A's gradient (fp32)
+prc=0
+if [ $bf16 = 0 ]; then
+  "$py" "$here/check_sgd_step.py" "$dir/A" "$dir/T" "$lr" >"$dir/params.out" 2>&1
+  prc=$?
+  cat "$dir/params.out"
+fi
 echo "check_torchtitan:$label: $verdict"
 [ $crc -eq 0 ] && [ $prc -eq 0 ] && exit 0
 { [ $crc -eq 1 ] || [ $prc -eq 1 ]; } && exit 1

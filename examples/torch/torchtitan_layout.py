@@ -68,6 +68,7 @@ def parse():
     for d in ("dp-replicate", "dp-shard", "tp", "cp", "pp"):
         ap.add_argument("--" + d, type=int, default=1)
     ap.add_argument("--cp-rotate", default="allgather", choices=("allgather", "ring"))
+    ap.add_argument("--ac", default="none")
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--bug", default="none")
     ap.add_argument("--list-bugs", action="store_true")
@@ -111,8 +112,12 @@ def main():
     torch.set_num_threads(1)
     result = json.load(open(os.path.join(a.src, "result.json")))
     cfg = result["model"]
-    if result.get("precision", "float32") != "float32":
-        fail2("a bf16 dump: only fp32 is written here")
+    prec = result.get("precision", "float32")
+    if prec == "bfloat16" and a.dp_shard * a.cp == 1:
+        fail2("bf16 without FSDP: TorchTitan then trains under torch.autocast (maybe_enable_amp), not hp's "
+              "bf16 policy, which is FSDP's MixedPrecisionPolicy: give --dp-shard or --cp > 1")
+    if a.ac not in ("none", "full"):
+        fail2(f"--ac {a.ac}: TorchTitan's full AC is run here; its selective AC is op- or layer-based")
     if cfg.get("num_experts", 0) > 0:
         fail2("an MoE model: this file builds torchtitan.models.llama3 (dense) only")
     if cfg.get("rope_scaling"):
@@ -172,9 +177,9 @@ def main():
 
     jc = JobConfig()
     jc.training.seq_len = S
-    jc.training.mixed_precision_param = "float32"
+    jc.training.mixed_precision_param = prec
     jc.training.mixed_precision_reduce = "float32"
-    jc.activation_checkpoint.mode = "none"
+    jc.activation_checkpoint.mode = a.ac
     jc.compile.enable = False
     jc.parallelism.disable_loss_parallel = False
     model = parallelize_llama(model, pdims, jc)
@@ -218,17 +223,21 @@ def main():
     def full(t):
         return (t.full_tensor() if isinstance(t, DTensor) else t).detach().float().clone()
 
-    grads = {n: full(p.grad) if p.grad is not None else torch.zeros(p.shape) for n, p in model.named_parameters()}
+    def plain(n):   # TorchTitan's AC wraps each block (checkpoint_wrapper): its names, less the wrapper
+        return n.replace("_checkpoint_wrapped_module.", "")
+
+    grads = {plain(n): full(p.grad) if p.grad is not None else torch.zeros(p.shape)
+             for n, p in model.named_parameters()}
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, foreach=False)
     opt.step()
-    after = {n: full(p) for n, p in model.named_parameters()}
+    after = {plain(n): full(p) for n, p in model.named_parameters()}
     if rank == 0:
-        write_out(a, result, lv.item(), grads, after, world, int(global_valid.item()))
+        write_out(a, result, lv.item(), grads, after, world, int(global_valid.item()), prec)
     dist.barrier()
     dist.destroy_process_group()
 
 
-def write_out(a, result, loss, grads, after, world, n_global):
+def write_out(a, result, loss, grads, after, world, n_global, prec):
     import torchtitan
     out = a.out
     os.makedirs(out, exist_ok=True)
@@ -247,9 +256,11 @@ def write_out(a, result, loss, grads, after, world, n_global):
     fw = f"torchtitan {ver} ({lay or 'one process'}; torch {torch.__version__.split('+')[0]}, gloo)"
     if a.bug != "none":
         fw += f", bug {a.bug}"
-    res = {"loss": loss, "precision": "float32", "framework": fw, "model": result["model"], "parallel": layout,
-           "run": result.get("run", {}), "optimizer": {"name": "sgd", "lr": a.lr}, "bug": a.bug,
-           "global_valid_tokens": n_global}
+    res = {"loss": loss, "precision": prec, "framework": fw, "model": result["model"], "parallel": layout,
+           "run": result.get("run", {}), "optimizer": {"name": "sgd", "lr": a.lr}, "bug": a.bug, "ac": a.ac,
+           "global_valid_tokens": n_global,
+           # TorchTitan's mixed_precision_reduce, over the FSDP mesh (hp compare checks the bits)
+           "reduce": {"dtype": "float32", "partials": a.dp_replicate * a.dp_shard * a.cp}}
     with open(os.path.join(out, "result.json"), "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")

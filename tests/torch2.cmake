@@ -24,7 +24,20 @@ set(HP_TORCH2_CASES
   "torch2_bug_sp_norm_grad:L1:1:layers\\.[01]\\.(attention|ffn)_norm\\.weight:--tp,2,--bug,sp-norm-grad"
   "torch2_bug_loss_per_rank:L1:1:output\\.weight:--dp-shard,2,--bug,loss-per-rank"
   "torch2_bug_fsdp_divide:L1:1:output\\.weight:--dp-shard,2,--bug,fsdp-divide"
-  "torch2_bug_norm_replicate:L1:1:norm\\.weight:--tp,2,--bug,norm-replicate")
+  "torch2_bug_norm_replicate:L1:1:norm\\.weight:--tp,2,--bug,norm-replicate"
+  "torch2_pp_gpipe_l4:L1:0:-:--pp,2,--layers,4,--pp-schedule,gpipe,--pp-microbatches,4"
+  "torch2_pp4_1f1b:L1:0:-:--pp,4,--layers,4,--pp-schedule,1f1b,--pp-microbatches,8,--batch,8"
+  "torch2_pp_interleaved:L1:0:-:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
+  "torch2_pp_zbv:L1:0:-:--pp,2,--layers,4,--pp-schedule,zbv,--pp-microbatches,4"
+  "torch2_pp_uneven:L1:0:-:--pp,2,--layers,5,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
+  "torch2_pp_fsdp2:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4"
+  "torch2_pp_fsdp2_zbv:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,zbv,--pp-microbatches,4"
+  "torch2_pp_tp2:L1:0:-:--tp,2,--pp,2,--sp,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4"
+  "torch2_pp_hsdp_tp2_interleaved:L1:0:-:--dp-replicate,2,--tp,2,--pp,2,--sp,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
+  "torch2_pp_bf16:L1:0:-:--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4,--mixed-precision-param,bfloat16"
+  "torch2_pp_fsdp2_bf16:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4,--mixed-precision-param,bfloat16"
+  "torch2_pp_not_expressible:L1:2:-:--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,1"
+  "torch2_bug_pp_stage_order:L1:1:layers\\.[12]\\.attention\\.wo\\.weight:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4,--bug,pp-stage-order")
 foreach(case ${HP_TORCH2_CASES})
   string(REPLACE ":" ";" parts "${case}")
   list(GET parts 0 name)

@@ -71,6 +71,8 @@ BUGS = {
                "then summed (the CP loss reduction skipped; TorchTitan #3280, #3329)",
     "pp-microbatch": "pp: the schedule's default scale_grads=True kept with a loss already divided by "
                      "the global token count (each microbatch's gradient divided again by M)",
+    "pp-stage-order": "pp interleaved: rank r's chunk c built from the blocks of stage r*V+c (contiguous) "
+                      "while declared stage c*P+r, the schedule's loop order: the blocks run out of order",
 }
 
 
@@ -273,8 +275,6 @@ def main():
         fail2(f"cp {a.cp}: context_parallel's ring attention covers CUDA's SDPA kernels only; on CPU torch "
               f"{torch.__version__} raises 'NotImplementedError: Operator "
               "aten._scaled_dot_product_flash_attention_for_cpu.default does not have a sharding strategy registered'")
-    if a.mixed_precision_param == "bfloat16" and a.pp > 1:
-        fail2("bf16 under pp is not written here")
     if a.ac != "none" and a.pp > 1:
         fail2("--ac with --pp is not written here")
     if a.sp and a.tp == 1:

@@ -3,7 +3,8 @@
 # HSDP, DTensor TP/SP, MixedPrecisionPolicy, pipelining; torch_layout.py) and hp compare.
 # torch 2 lives in its own venv (scripts/setup_torch2.sh, installed from PyPI when missing); where
 # pip cannot reach PyPI every test here is skipped (77), never passed. The build and the C tests
-# never need it. Each test runs at most 4 ranks of the tiny model on gloo, one thread each.
+# never need it. Each test runs at most 4 ranks of the tiny model on gloo, one thread each
+# (torch2_pp_hsdp_tp2_interleaved, hp's recipe P8, runs 8).
 set(HP_TORCH2_RUN sh ${CMAKE_SOURCE_DIR}/tests/run_torch2_layout.sh $<TARGET_FILE:hp>)
 # NAME:LABEL:WANT:TENSOR:FLAGS (FLAGS with ',' for ' '; TENSOR a grep -E pattern or '-')
 set(HP_TORCH2_CASES

@@ -3,7 +3,8 @@
 # HSDP, DTensor TP/SP, MixedPrecisionPolicy, pipelining; torch_layout.py) and hp compare.
 # torch 2 lives in its own venv (scripts/setup_torch2.sh, installed from PyPI when missing); where
 # pip cannot reach PyPI every test here is skipped (77), never passed. The build and the C tests
-# never need it. Each test runs at most 4 ranks of the tiny model on gloo, one thread each.
+# never need it. Each test runs at most 4 ranks of the tiny model on gloo, one thread each
+# (torch2_pp_hsdp_tp2_interleaved, hp's recipe P8, runs 8).
 set(HP_TORCH2_RUN sh ${CMAKE_SOURCE_DIR}/tests/run_torch2_layout.sh $<TARGET_FILE:hp>)
 # NAME:LABEL:WANT:TENSOR:FLAGS (FLAGS with ',' for ' '; TENSOR a grep -E pattern or '-')
 set(HP_TORCH2_CASES
@@ -29,7 +30,20 @@ set(HP_TORCH2_CASES
   "torch2_bug_sp_norm_grad:L1:1:layers\\.[01]\\.(attention|ffn)_norm\\.weight:--tp,2,--bug,sp-norm-grad"
   "torch2_bug_loss_per_rank:L1:1:output\\.weight:--dp-shard,2,--bug,loss-per-rank"
   "torch2_bug_fsdp_divide:L1:1:output\\.weight:--dp-shard,2,--bug,fsdp-divide"
-  "torch2_bug_norm_replicate:L1:1:norm\\.weight:--tp,2,--bug,norm-replicate")
+  "torch2_bug_norm_replicate:L1:1:norm\\.weight:--tp,2,--bug,norm-replicate"
+  "torch2_pp_gpipe_l4:L1:0:-:--pp,2,--layers,4,--pp-schedule,gpipe,--pp-microbatches,4"
+  "torch2_pp4_1f1b:L1:0:-:--pp,4,--layers,4,--pp-schedule,1f1b,--pp-microbatches,8,--batch,8"
+  "torch2_pp_interleaved:L1:0:-:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
+  "torch2_pp_zbv:L1:0:-:--pp,2,--layers,4,--pp-schedule,zbv,--pp-microbatches,4"
+  "torch2_pp_uneven:L1:0:-:--pp,2,--layers,5,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
+  "torch2_pp_fsdp2:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4"
+  "torch2_pp_fsdp2_zbv:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,zbv,--pp-microbatches,4"
+  "torch2_pp_tp2:L1:0:-:--tp,2,--pp,2,--sp,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4"
+  "torch2_pp_hsdp_tp2_interleaved:L1:0:-:--dp-replicate,2,--tp,2,--pp,2,--sp,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
+  "torch2_pp_bf16:L1:0:-:--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4,--mixed-precision-param,bfloat16"
+  "torch2_pp_fsdp2_bf16:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4,--mixed-precision-param,bfloat16"
+  "torch2_pp_not_expressible:L1:2:-:--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,1"
+  "torch2_bug_pp_stage_order:L1:1:layers\\.[12]\\.attention\\.wo\\.weight:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4,--bug,pp-stage-order")
 foreach(case ${HP_TORCH2_CASES})
   string(REPLACE ":" ";" parts "${case}")
   list(GET parts 0 name)

@@ -24,7 +24,8 @@ modules (layout_model.py) and parallelizes it the way TorchTitan's parallelize_l
 - dp: fully_shard per block and on the root over dp_shard (HSDP: the 2-D (dp_replicate, dp_shard)
   mesh; with cp, dp_shard and cp flattened as TorchTitan's dp_shard_cp), MixedPrecisionPolicy
   (param_dtype from --mixed-precision-param, reduce_dtype fp32);
-- pp: torch.distributed.pipelining (PipelineStage per rank, ScheduleGPipe / Schedule1F1B);
+- pp: torch.distributed.pipelining (pp_layout.py: a PipelineStage per stage, one or several per rank, under
+  ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B or ScheduleZBVZeroBubble);
 - --ac full: torch.utils.checkpoint per block (checkpoint_wrapper, as TorchTitan's full AC).
 
 The loss is TorchTitan's token-sum loss: every rank's CE sum divided by the global count of valid
@@ -72,6 +73,8 @@ BUGS = {
                "then summed (the CP loss reduction skipped; TorchTitan #3280, #3329)",
     "pp-microbatch": "pp: the schedule's default scale_grads=True kept with a loss already divided by "
                      "the global token count (each microbatch's gradient divided again by M)",
+    "pp-stage-order": "pp interleaved: rank r's chunk c built from the blocks of stage r*V+c (contiguous) "
+                      "while declared stage c*P+r, the schedule's loop order: the blocks run out of order",
 }
 
 
@@ -280,8 +283,6 @@ def main():
         fail2("the dump's model rescales RoPE; layout_model.py has plain RoPE only")
     if a.ep > 1 or a.etp > 1:
         fail2("--ep/--etp: TorchTitan's ExpertParallel (all-to-all dispatch) is not written in torch_layout.py")
-    if a.mixed_precision_param == "bfloat16" and a.pp > 1:
-        fail2("bf16 under pp is not written here")
     if a.ac != "none" and a.pp > 1:
         fail2("--ac with --pp is not written here")
     if a.sp and a.tp == 1:
@@ -368,7 +369,7 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
         fail2("--bug sp-norm-grad needs --tp > 1 with sequence parallel")
     if a.bug == "cp-loss" and a.cp == 1:
         fail2("--bug cp-loss needs --cp > 1")
-    if a.bug in ("pp-microbatch",):
+    if a.bug in ("pp-microbatch", "pp-stage-order"):
         fail2(f"--bug {a.bug} needs --pp > 1")
 
     if a.cp > 1:

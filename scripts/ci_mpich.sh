@@ -61,7 +61,7 @@ l0=0
 # the fuzz corpora, the benchmarks' smoke tests) have nothing to learn from another MPI, nor
 # PyTorch's layouts (torch2_*: their side runs on torchrun and gloo) or the export formats.
 ctest --test-dir "$BUILD_DIR" -j2 -L L0 --output-on-failure \
-  -E "^recipe_neg-|^bad_inputs$|^comm_(small_pieces_|async_)?np8$|^cli_|^plan_(search|params|hf_config|semantics|library|world|check|json|run_405b|ranks)|^fuzz_|^bench_|^(bf16|float8)_exhaustive$|^float8_linear$|^gemm_|^test_|^kernels|^lr_schedule$|^memtrack$|^st_|^recipes_|^readme_|^examples_recipes|^layers_point_down$|^torch2_|^hf_|^flags_doc$" || l0=$?
+  -E "^recipe_neg-|^bad_inputs$|^comm_(small_pieces_|async_)?np8$|^cli_|^plan_(search|params|hf_config|semantics|library|world|check|json|run_405b|ranks)|^fuzz_|^bench_|^(bf16|float8)_exhaustive$|^float8_linear$|^gemm_|^test_|^kernels|^lr_schedule$|^memtrack$|^st_|^recipes_|^readme_|^examples_recipes|^layers_point_down$|^torch(2|titan)_|^hf_|^flags_doc$" || l0=$?
 
 # ---- 4. recipes started by mpiexec.mpich, and one started by hp itself ------------------------
 export OPENBLAS_NUM_THREADS=1

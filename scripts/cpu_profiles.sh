@@ -49,7 +49,7 @@ for p in $HP_CPU_PROFILES; do
     echo "$v"; echo "cpu_profiles: profile $p does not hold here (cpu, core $core, oneDNN $want_isa)"; exit 1; }
   echo "cpu_profiles: [$p] HP_CPU_ISA=$p ONEDNN_MAX_CPU_ISA=$isa OPENBLAS_CORETYPE=$core"
   rc=0
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 -L L0 -E '^recipe_|^failpoint_|^torch2_' >"$BUILD_DIR/profile-$p-L0.log" 2>&1 || rc=1
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 -L L0 -E '^recipe_|^failpoint_|^torch(2|titan)_' >"$BUILD_DIR/profile-$p-L0.log" 2>&1 || rc=1
   ctest --test-dir "$BUILD_DIR" --output-on-failure -L determinism >"$BUILD_DIR/profile-$p-determinism.log" 2>&1 || rc=1
   ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 -R '^recipe_.*-(bf16r?|f8[a-z]+)(-async)?$' >"$BUILD_DIR/profile-$p-recipes.log" 2>&1 || rc=1
   for part in L0 determinism recipes; do

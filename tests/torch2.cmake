@@ -15,13 +15,13 @@ set(HP_TORCH2_CASES
   "torch2_fsdp2_tp2:L1:0:-:--dp-shard,2,--tp,2"
   "torch2_hsdp:L1:0:-:--dp-replicate,2,--dp-shard,2"
   "torch2_ddp:L1:0:-:--dp-replicate,2"
-  "torch2_fsdp2_bf16:L1:0:-:--dp-shard,2,--mixed-precision-param,bfloat16"
+  "torch2_fsdp2_bf16:L0:0:-:--dp-shard,2,--mixed-precision-param,bfloat16"
   "torch2_fsdp2_ac:L1:0:-:--dp-shard,2,--ac,full"
   "torch2_moe_fsdp2:L1:0:-:--model,tiny-moe,--dp-shard,2"
   "torch2_pp_gpipe:L1:0:-:--pp,2,--pp-schedule,gpipe,--pp-microbatches,2"
   "torch2_pp_1f1b:L1:0:-:--pp,2,--pp-schedule,1f1b,--pp-microbatches,4"
   "torch2_cp2:L1:0:-:--cp,2"
-  "torch2_cp2_ring_tp2:L1:0:-:--cp,2,--tp,2,--cp-rotate,ring"
+  "torch2_cp2_ring_tp2:L0:0:-:--cp,2,--tp,2,--cp-rotate,ring"
   "torch2_fsdp2_cp2_bf16:L1:0:-:--dp-shard,2,--cp,2,--mixed-precision-param,bfloat16"
   "torch2_ga_clip:L1:0:-:--dp-shard,2,--microbatches,2,--max-norm,0.1"
   "torch2_bug_cp_loss:L1:1:norm\\.weight:--cp,2,--bug,cp-loss"
@@ -33,10 +33,10 @@ set(HP_TORCH2_CASES
   "torch2_bug_norm_replicate:L1:1:norm\\.weight:--tp,2,--bug,norm-replicate"
   "torch2_pp_gpipe_l4:L1:0:-:--pp,2,--layers,4,--pp-schedule,gpipe,--pp-microbatches,4"
   "torch2_pp4_1f1b:L1:0:-:--pp,4,--layers,4,--pp-schedule,1f1b,--pp-microbatches,8,--batch,8"
-  "torch2_pp_interleaved:L1:0:-:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
-  "torch2_pp_zbv:L1:0:-:--pp,2,--layers,4,--pp-schedule,zbv,--pp-microbatches,4"
+  "torch2_pp_interleaved:L0:0:-:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
+  "torch2_pp_zbv:L0:0:-:--pp,2,--layers,4,--pp-schedule,zbv,--pp-microbatches,4"
   "torch2_pp_uneven:L1:0:-:--pp,2,--layers,5,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
-  "torch2_pp_fsdp2:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4"
+  "torch2_pp_fsdp2:L0:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4"
   "torch2_pp_fsdp2_zbv:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,zbv,--pp-microbatches,4"
   "torch2_pp_tp2:L1:0:-:--tp,2,--pp,2,--sp,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4"
   "torch2_pp_hsdp_tp2_interleaved:L1:0:-:--dp-replicate,2,--tp,2,--pp,2,--sp,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4"
@@ -66,23 +66,26 @@ endforeach()
 # torchtitan's own parallelize_llama and ParallelDims (examples/torch/check_torchtitan.sh). Skipped
 # (77) where torchtitan does not import in the torch 2 venv; pinned to 0.2.2, the last release
 # with TOML job files (docs/torch.md says how to install it).
-# NAME:WANT:TENSOR:FLAGS as above
+# NAME:LABEL:WANT:TENSOR:FLAGS as above
 set(HP_TORCHTITAN_CASES
-  "torchtitan_one:0:-:--dp-shard,1"
-  "torchtitan_fsdp2:0:-:--dp-shard,2"
-  "torchtitan_tp2:0:-:--tp,2"
-  "torchtitan_cp2:0:-:--cp,2"
-  "torchtitan_fsdp2_cp2:0:-:--dp-shard,2,--cp,2"
-  "torchtitan_cp2_tp2_ring:0:-:--cp,2,--tp,2,--cp-rotate,ring"
-  "torchtitan_bug_cp_loss:1:norm\\.weight:--cp,2,--bug,cp-loss"
-  "torchtitan_bug_fsdp_divide:1:output\\.weight:--dp-shard,2,--bug,fsdp-divide"
-  "torchtitan_bug_loss_per_rank:1:output\\.weight:--dp-shard,2,--bug,loss-per-rank")
+  "torchtitan_one:L1:0:-:--dp-shard,1"
+  "torchtitan_fsdp2:L0:0:-:--dp-shard,2"
+  "torchtitan_tp2:L0:0:-:--tp,2"
+  "torchtitan_cp2:L0:0:-:--cp,2"
+  "torchtitan_fsdp2_cp2:L1:0:-:--dp-shard,2,--cp,2"
+  "torchtitan_cp2_tp2_ring:L1:0:-:--cp,2,--tp,2,--cp-rotate,ring"
+  "torchtitan_bug_cp_loss:L1:1:norm\\.weight:--cp,2,--bug,cp-loss"
+  "torchtitan_bug_fsdp_divide:L1:1:output\\.weight:--dp-shard,2,--bug,fsdp-divide"
+  "torchtitan_bug_loss_per_rank:L1:1:output\\.weight:--dp-shard,2,--bug,loss-per-rank"
+  "torchtitan_fsdp2_bf16:L1:0:-:--dp-shard,2,--mixed-precision-param,bfloat16"
+  "torchtitan_fsdp2_cp2_bf16_ac:L1:0:-:--dp-shard,2,--cp,2,--mixed-precision-param,bfloat16,--ac,full")
 foreach(case ${HP_TORCHTITAN_CASES})
   string(REPLACE ":" ";" parts "${case}")
   list(GET parts 0 name)
-  list(GET parts 1 want)
-  list(GET parts 2 tensor)
-  list(GET parts 3 flags)
+  list(GET parts 1 label)
+  list(GET parts 2 want)
+  list(GET parts 3 tensor)
+  list(GET parts 4 flags)
   string(REPLACE "," ";" flags "${flags}")
   if(tensor STREQUAL "-")
     set(tensor "")
@@ -90,6 +93,6 @@ foreach(case ${HP_TORCHTITAN_CASES})
   add_test(NAME ${name}
            COMMAND env TORCH2_CHECK=check_torchtitan ${HP_TORCH2_RUN} ${CMAKE_CURRENT_BINARY_DIR}/${name} ${want}
                    ${tensor} -- ${flags})
-  set_tests_properties(${name} PROPERTIES LABELS "L1;torch2" TIMEOUT 900 PROCESSORS 2
+  set_tests_properties(${name} PROPERTIES LABELS "${label};torch2" TIMEOUT 900 PROCESSORS 2
                        SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv)
 endforeach()

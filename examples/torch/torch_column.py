@@ -57,6 +57,7 @@ FAULTS = [
     ("loss-per-rank", "M4-s2", r"output\.weight", []),
     ("fsdp-divide", "M4-s2", r"output\.weight", []),
     ("pp-microbatch", "P1-1f1b", r"output\.weight", []),
+    ("pp-stage-order", "P3", r"layers\.[12]\.attention\.wo\.weight", []),
     ("bf16-reduce", "M4-s4-bf16", r"output\.weight", []),
     ("cp-loss", "M5-s1-ag", r"norm\.weight", []),
     ("ep-combine-twice", "A-EP", r"layers\.[01]\.moe\.experts\.w[123]", []),

@@ -23,7 +23,7 @@ set(HP_TORCH2_CASES
   "torch2_cp2:L1:0:-:--cp,2"
   "torch2_cp2_ring_tp2:L0:0:-:--cp,2,--tp,2,--cp-rotate,ring"
   "torch2_fsdp2_cp2_bf16:L1:0:-:--dp-shard,2,--cp,2,--mixed-precision-param,bfloat16"
-  "torch2_ga_clip:L1:0:-:--dp-shard,2,--microbatches,2,--max-norm,0.1"
+  "torch2_ga_clip:L1:0:-:--dp-shard,2,--tp,2,--microbatches,2,--max-norm,0.1"
   "torch2_bug_cp_loss:L1:1:norm\\.weight:--cp,2,--bug,cp-loss"
   "torch2_bug_bf16_reduce:L1:1:output\\.weight:--dp-shard,2,--mixed-precision-param,bfloat16,--bug,bf16-reduce"
   "torch2_bug_pp_microbatch:L1:1:output\\.weight:--pp,2,--pp-microbatches,2,--bug,pp-microbatch"

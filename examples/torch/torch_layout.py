@@ -378,10 +378,10 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
         cp_cpu.options(a.cp_rotate, not a.cp_no_balance)
     fsdp_groups = [] if dp_mesh is None else [(dp_mesh.mesh_dim_names[0] if dp_mesh.ndim == 1 else "fsdp", dp_mesh)]
     comm = comm_count.Comms(comm_count.mesh_groups(mesh, names, fsdp_groups))
-    loss_ctx = contextlib.nullcontext()
+    loss_ctx = contextlib.nullcontext   # a context per microbatch (loss_parallel's is single-use)
     if a.tp > 1:
         from torch.distributed.tensor.parallel import loss_parallel
-        loss_ctx = loss_parallel()
+        loss_ctx = loss_parallel
     from torch.distributed.tensor import DTensor
     lv = torch.zeros(1, dtype=torch.float64)
     # gradient accumulation (--microbatches): the rank's sequences in M pieces, one backward each,
@@ -399,7 +399,7 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
                 if a.bug == "cp-loss":
                     denom = int((mlab != -100).sum())   # this cp rank's own tokens (inside the cp shard)
                 logits = model(mtok)
-                with loss_ctx:
+                with loss_ctx():
                     ce = F.cross_entropy(logits.flatten(0, 1).float(), mlab.flatten(0, 1), ignore_index=-100,
                                          reduction="sum")
                     loss = ce / denom

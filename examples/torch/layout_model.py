@@ -7,6 +7,7 @@ FSDP2 need modules, so this file is the same model with TorchTitan's module tree
     tok_embeddings (nn.Embedding)      layers.{l}.attention_norm / ffn_norm (RMSNorm)
     layers.{l}.attention.wq/wk/wv/wo   layers.{l}.feed_forward.w1/w2/w3 (nn.Linear, no bias)
     layers.{l}.moe.router.gate, .experts.w1/w2/w3 [E, ., .], .shared_experts.w1/w2/w3
+    (and moe.reorderer, TorchTitan's parameterless TokenReorderer)
     norm (RMSNorm)                     output (nn.Linear)
 
 so that named_parameters() are the dump's names. The ops are written so that DTensor runs them
@@ -31,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spec_model import BF, moe as spec_moe  # noqa: E402
+from spec_model import BF, moe as spec_moe, route as spec_route  # noqa: E402
 
 
 class RMSNorm(nn.Module):
@@ -110,38 +111,107 @@ class FeedForward(nn.Module):
 
 
 class Router(nn.Module):
+    """The gate: the router's logits of every row (fp32 in bf16). Under tp ep_layout.py makes the
+    weight a Replicate DTensor (TorchTitan's NoParallel on moe.router.gate)."""
+
     def __init__(self, dim, E):
         super().__init__()
         self.gate = nn.Linear(dim, E, bias=False)
 
+    def forward(self, x):
+        return self.gate(x)
+
+
+class TokenReorderer(nn.Module):
+    """TorchTitan's TokenReorderer: the (row, k) entries sorted by expert id (stable: a row's
+    entries and the rows keep their order inside one expert), their scores and the count per
+    expert. Under tp with etp = 1 ep_layout.py splits the rows over the tp ranks here
+    (TorchTitan's ReordererSequenceParallel)."""
+
+    def __init__(self, E, K):
+        super().__init__()
+        self.E, self.K = E, K
+
+    def forward(self, g, idx):
+        order = torch.argsort(idx.reshape(-1), stable=True)          # entry = row * K + k
+        counts = torch.bincount(idx.reshape(-1), minlength=self.E)
+        return g.reshape(-1)[order], order, counts
+
+
+class RoutedRows(nn.Module):
+    """The rows the routed experts read (an identity). With ep > 1, etp = 1 under tp each tp rank
+    routes its own rows, so their gradient is a partial sum over tp: ep_layout.py declares it so
+    here, before the rows are gathered per entry."""
+
+    def forward(self, x):
+        return x
+
 
 class GroupedExperts(nn.Module):
+    """The routed experts: forward(x, counts, scores) runs expert e on the next counts[e] rows of x
+    (rows sorted by expert; a for-loop, TorchTitan's _run_experts_for_loop). The scores are the
+    rows' gates; the experts do not use them (model.md weights each expert's output in the
+    combine, after the experts), they ride along for a dispatcher that would. Under ep
+    ep_layout.py's styles dispatch the rows to the experts' owners and combine them back, and the
+    weights are DTensors (their local experts / hidden shards run here)."""
+
     def __init__(self, dim, hidden, E):
         super().__init__()
         self.w1 = nn.Parameter(torch.zeros(E, hidden, dim))
         self.w2 = nn.Parameter(torch.zeros(E, dim, hidden))
         self.w3 = nn.Parameter(torch.zeros(E, hidden, dim))
 
+    def forward(self, x, counts, scores=None):
+        from torch.distributed.tensor import DTensor
+        w1, w2, w3 = (w.to_local() if isinstance(w, DTensor) else w for w in (self.w1, self.w2, self.w3))
+        outs = []
+        for e, xe in enumerate(torch.split(x, counts.tolist())):
+            outs.append(F.linear(F.silu(F.linear(xe, w1[e])) * F.linear(xe, w3[e]), w2[e]))
+        return torch.cat(outs) if outs else x[:0]
+
 
 class MoE(nn.Module):
-    """TorchTitan's names; the computation is spec_model.moe (the router, top-k, the experts)."""
+    """TorchTitan's module tree and names (router.gate, experts.w1/w2/w3, shared_experts); the math
+    is spec_model.moe's (model.md, MoE): the router on every row, top-k with ties to the lower id,
+    the gates g_k (route_norm, route_scale), out = sum_k g_k Expert_{e_k}(x) + SharedFFN(x), no
+    auxiliary loss, no capacity (no token dropped). fp32 runs it as TorchTitan's MoE.forward does
+    (router, reorderer, routed experts, combine in k order), so ep_layout.py's tensor and expert
+    parallel styles can take each part; bf16 runs spec_model.moe itself (one process and dp)."""
 
     def __init__(self, cfg):
         super().__init__()
         D, E, Fe = cfg["dim"], cfg["num_experts"], cfg["moe_hidden"]
         self.cfg = cfg
         self.router = Router(D, E)
+        self.reorderer = TokenReorderer(E, cfg["top_k"])
+        self.routed_rows = RoutedRows()
         self.experts = GroupedExperts(D, Fe, E)
         self.shared_experts = FeedForward(D, Fe * cfg["n_shared_experts"]) if cfg["n_shared_experts"] > 0 else None
 
     def forward(self, x):
+        if x.dtype == BF:
+            return self._spec_bf16(x)
+        B, S, D = x.shape
+        K = self.cfg["top_k"]
+        xt = x.reshape(B * S, D)
+        N = xt.shape[0]
+        idx, g = spec_route(self.router(xt), self.cfg)               # (N, K) each
+        g_sorted, order, counts = self.reorderer(g, idx)
+        y = self.experts(self.routed_rows(xt)[order // K], counts, g_sorted)   # the entries' outputs, unweighted
+        y_entry = y.new_zeros(N * K, D).index_copy(0, order, y)      # back to (row, k) order
+        out = (g.reshape(N, K, 1) * y_entry.reshape(N, K, D)).sum(1)   # the combine: sum_k g_k y_k
+        if self.shared_experts is not None:
+            out = out + self.shared_experts(xt)
+        return out.reshape(B, S, D)
+
+    def _spec_bf16(self, x):
         p = {"layers.0.moe.router.gate.weight": self.router.gate.weight,
              "layers.0.moe.experts.w1": self.experts.w1, "layers.0.moe.experts.w2": self.experts.w2,
              "layers.0.moe.experts.w3": self.experts.w3}
         if self.shared_experts is not None:
             for w in ("w1", "w2", "w3"):
                 p[f"layers.0.moe.shared_experts.{w}.weight"] = getattr(self.shared_experts, w).weight
-        return spec_moe(x, p, 0, self.cfg, bf16=x.dtype == BF)
+        return spec_moe(x, p, 0, self.cfg, bf16=True)
 
 
 class TransformerBlock(nn.Module):

@@ -56,6 +56,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from layout_model import Transformer  # noqa: E402
 from spec_model import BF, not_expressible, read_safetensors, write_safetensors  # noqa: E402
+import ep_layout  # noqa: E402  (the MoE blocks under tp / ep: TorchTitan's apply_moe_ep_tp)
 
 BUGS = {
     "sp-norm-grad": "tp+sp: the norms run on the local sequence shard with a plain (not DTensor) weight, "
@@ -75,6 +76,7 @@ BUGS = {
                      "the global token count (each microbatch's gradient divided again by M)",
     "pp-stage-order": "pp interleaved: rank r's chunk c built from the blocks of stage r*V+c (contiguous) "
                       "while declared stage c*P+r, the schedule's loop order: the blocks run out of order",
+    **ep_layout.BUGS,
 }
 
 
@@ -91,6 +93,7 @@ def parse():
     ap.add_argument("--cp-rotate", default="allgather", choices=("allgather", "ring"))
     ap.add_argument("--cp-no-balance", action="store_true")
     ap.add_argument("--pp-schedule", default="1f1b")
+    ap.add_argument("--dispatcher", default="alltoall", choices=("alltoall", "allgather"))
     ap.add_argument("--pp-microbatches", type=int, default=1)
     ap.add_argument("--pp-virtual", type=int, default=1)
     ap.add_argument("--model", default=None, help="checked against the dump's model name")
@@ -177,9 +180,9 @@ def apply_tp(model, tp_mesh, sp, bug):
             if bug == "sp-norm-grad":
                 plan["attention_norm"] = LocalNorm(tp_mesh)
                 plan["ffn_norm"] = LocalNorm(tp_mesh)
-        if block.is_moe:
-            fail2("an MoE block under tp: TorchTitan's TensorParallel / ExpertParallel styles for "
-                  "GroupedExperts are not written in torch_layout.py (MoE runs under dp only)")
+        if block.is_moe:   # the MoE part: ep_layout.parallelize_moe (TorchTitan's apply_moe_ep_tp)
+            parallelize_module(block, tp_mesh, plan)
+            continue
         plan.update({"feed_forward.w1": ColwiseParallel(), "feed_forward.w3": ColwiseParallel(),
                      "feed_forward.w2": RowwiseParallel(output_layouts=seq)})
         if sp:
@@ -215,7 +218,7 @@ class LocalNorm(_local_norm_style()):
 
 
 # ---- data parallel: FSDP2 / HSDP -------------------------------------------------------------------
-def apply_fsdp(model, dp_mesh, a):
+def apply_fsdp(model, dp_mesh, a, moe=None):
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     param = BF if a.mixed_precision_param == "bfloat16" else torch.float32
     reduce = BF if a.bug == "bf16-reduce" or a.mixed_precision_reduce == "bfloat16" else torch.float32
@@ -226,6 +229,8 @@ def apply_fsdp(model, dp_mesh, a):
     mp = MixedPrecisionPolicy(param_dtype=param, reduce_dtype=reduce)
     mods = []
     for block in model.layers.values():
+        if moe is not None:   # ep: the routed experts are their own unit over (dp_replicate, efsdp)
+            moe.shard_experts(block, mp, blocks_reshard)
         mods.append(fully_shard(block, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=blocks_reshard))
     mods.append(fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=root_reshard))
     for m in mods:
@@ -281,8 +286,7 @@ def main():
         a.mixed_precision_param = result["precision"]
     if cfg.get("rope_scaling"):
         fail2("the dump's model rescales RoPE; layout_model.py has plain RoPE only")
-    if a.ep > 1 or a.etp > 1:
-        fail2("--ep/--etp: TorchTitan's ExpertParallel (all-to-all dispatch) is not written in torch_layout.py")
+    ep_layout.check(a, cfg)
     if a.ac != "none" and a.pp > 1:
         fail2("--ac with --pp is not written here")
     if a.sp and a.tp == 1:
@@ -301,7 +305,7 @@ def main():
     if B % dp:
         fail2(f"the batch ({B} sequences) does not split over dp_replicate*dp_shard = {dp}")
     for what, n in (("n_heads", cfg["n_heads"]), ("n_kv_heads", cfg["n_kv_heads"]), ("ffn_hidden", cfg["ffn_hidden"]),
-                    ("vocab_size", cfg["vocab_size"])):
+                    ("vocab_size", cfg["vocab_size"]), ("moe_hidden", cfg.get("moe_hidden") or a.tp)):
         if n % a.tp:
             fail2(f"tp {a.tp} does not divide {what} {n}")
     if S % (2 * a.cp) and a.cp > 1:
@@ -344,10 +348,11 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
     cp_mesh = submesh(mesh, names, ("cp",))
     if a.tp > 1:
         apply_tp(model, tp_mesh, a.sp, a.bug)
-    apply_ac(model, a.ac)
     fsdp_dims = [n for n in ("dp_replicate", "dp_shard", "cp") if n in names]
     bf16 = a.mixed_precision_param == "bfloat16"
     dp_mesh = None
+    moe = ep_layout.parallelize_moe(a, model, mesh, names, dist.get_world_size(), bool(fsdp_dims or bf16))
+    apply_ac(model, a.ac)
     if fsdp_dims or bf16:
         if "cp" in names:   # TorchTitan: FSDP shards over dp_shard and cp flattened
             shard = [n for n in ("dp_shard", "cp") if n in names]
@@ -362,7 +367,7 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
             if a.tp > 1:
                 fail2("bf16 with tp and no dp: MixedPrecisionPolicy needs fully_shard over a dp mesh")
             dp_mesh = mesh
-        apply_fsdp(model, dp_mesh, a)
+        apply_fsdp(model, dp_mesh, a, moe)
     elif a.bug in ("fsdp-divide", "bf16-reduce", "loss-per-rank"):
         fail2(f"--bug {a.bug} needs data parallelism")
     if a.bug == "sp-norm-grad" and not a.sp:

@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "check_layout: $f needs a value" >&2; exit 3; }
       case $f in --ep|--etp) ;; *) world=$((world * $2)) ;; esac   # ep and etp re-use the ranks
       tflags="$tflags $f $2"; label="$label $f $2"; shift 2 ;;
-    --pp-schedule|--pp-microbatches|--pp-virtual|--ac|--bug|--cp-rotate|--microbatches|--reshard-after-forward)
+    --pp-schedule|--pp-microbatches|--pp-virtual|--ac|--bug|--cp-rotate|--microbatches|--reshard-after-forward|--dispatcher)
       [ $# -ge 2 ] || { echo "check_layout: $f needs a value" >&2; exit 3; }
       tflags="$tflags $f $2"; label="$label $f $2"; shift 2 ;;
     --sp|--no-sp|--cp-no-balance) tflags="$tflags $f"; label="$label $f"; shift ;;

@@ -83,6 +83,8 @@ def check(a, cfg):
         fail2("--etp > 1 needs --ep > 1")
     if etp not in (1, tp):
         fail2(f"--etp {etp}: TorchTitan (and hp) take etp = 1 or etp = tp ({tp})")
+    if a.pp > 1:
+        fail2("ep with pp is not written here (pp_layout.py splits the blocks, not the experts)")
     region = a.dp_shard * a.cp * tp
     if region % (ep * etp):
         fail2(f"ep {ep} * etp {etp} does not divide dp_shard * cp * tp = {region}")
@@ -91,8 +93,6 @@ def check(a, cfg):
               "does not divide it")
     if cfg["num_experts"] % ep:
         fail2(f"ep {ep} does not divide the {cfg['num_experts']} experts")
-    if a.pp > 1:
-        fail2("ep with pp is not written here (pp_layout.py splits the blocks, not the experts)")
     if a.mixed_precision_param == "bfloat16":
         fail2("bf16 under ep is not written here (layout_model.py's bf16 MoE is spec_model.moe, one piece)")
 
@@ -173,8 +173,8 @@ class ExpertsTP(_style_base()):
                 mod.register_parameter(n, nn.Parameter(distribute_tensor(getattr(mod, n), m, [Shard(d)])))
 
         def inp(mod, inputs, m):
-            x, counts, scores = inputs
-            return _partial_grad(x, m), counts, scores
+            x, counts = inputs
+            return _partial_grad(x, m), counts
         return distribute_module(module, mesh, part, inp)
 
 
@@ -204,8 +204,9 @@ class ExpertParallel(_style_base()):
                 pl = [Shard(0), Shard(d)] if self.etp_mesh is not None else [Shard(0)]
                 mod.register_parameter(n, nn.Parameter(distribute_tensor(getattr(mod, n), m, pl)))
 
-        def dispatch(mod, inputs, m):
-            x, counts, scores = inputs
+        def dispatch(mod, inputs, kwargs):
+            x, counts = inputs
+            scores = kwargs.get("scores")
             if self.partial_mesh is not None:
                 x = _partial_grad(x, self.partial_mesh)
             if self.bug == "ep-combine-twice":
@@ -227,12 +228,33 @@ class ExpertParallel(_style_base()):
             perm = [i for e in range(El) for s in range(ep) for i in range(start[s][e], start[s][e] + rc[s][e])]
             perm = torch.tensor(perm, dtype=torch.long)
             st.update(perm=perm, send=send_splits, recv=recv_splits)
-            return xr[perm], recv.view(ep, El).sum(0), None
+            return (xr[perm], recv.view(ep, El).sum(0)), {}
 
-        def combine(mod, y, m):
+        def combine(mod, inputs, y):
             back = y.new_zeros(y.shape).index_copy(0, st["perm"], y)
             return all_to_all_single_autograd(back, st["send"], st["recv"], group)
-        return distribute_module(module, mesh, part, dispatch, combine)
+        distribute_module(module, mesh, part)
+        module.register_forward_pre_hook(dispatch, with_kwargs=True)   # the scores ride as a keyword
+        module.register_forward_hook(combine)
+        return module
+
+
+def torchtitan_styles():
+    """HP_TORCH_EP_STYLES=torchtitan: TorchTitan 0.2.2's own styles (NoParallel, TensorParallel,
+    ExpertParallel, ExpertTensorParallel, ReordererSequenceParallel) on layout_model's modules, in
+    place of the ones above. One CPU patch, outside TorchTitan's math: its _permute asks
+    generate_permute_indices for the Triton kernel; on CPU it gets the same function's own CPU
+    path (use_cpu=True)."""
+    try:
+        import functools
+        import torchtitan.models.moe.utils as tt_utils
+        from torchtitan.distributed import NoParallel
+        from torchtitan.distributed import expert_parallel as tt_ep
+        from torchtitan.models.moe.kernels import generate_permute_indices
+    except Exception as e:   # noqa: BLE001 - any import failure means: not installed here
+        fail2(f"HP_TORCH_EP_STYLES=torchtitan: torchtitan does not import ({type(e).__name__}: {e})")
+    tt_utils.generate_permute_indices = functools.partial(generate_permute_indices, use_cpu=True)
+    return NoParallel, tt_ep
 
 
 # ---- applying them -----------------------------------------------------------------------------------
@@ -284,6 +306,11 @@ def parallelize_moe(a, model, mesh, names, world, dense_fsdp):
             etp_mesh, ep_etp_mesh = sm["etp"], sm[("ep", "etp")]
         edp_mesh = sm[("dp_replicate", "efsdp")] if a.dp_replicate > 1 else sm["efsdp"]
     seq = Shard(1) if a.sp else Replicate()
+    titan = os.environ.get("HP_TORCH_EP_STYLES") == "torchtitan"
+    if titan:
+        if a.bug in BUGS:
+            fail2(f"--bug {a.bug} is written in ep_layout.py's styles, not under HP_TORCH_EP_STYLES=torchtitan")
+        NoParallel, tt = torchtitan_styles()
     for block in blocks:
         if tp_mesh is not None:
             plan = {
@@ -299,8 +326,17 @@ def parallelize_moe(a, model, mesh, names, world, dense_fsdp):
                 plan.update({"moe.shared_experts.w1": ColwiseParallel(),
                              "moe.shared_experts.w2": RowwiseParallel(output_layouts=Partial()),
                              "moe.shared_experts.w3": ColwiseParallel()})
+            if titan:
+                plan["moe.router.gate"] = NoParallel()
+                plan.pop("moe.routed_rows", None)
+                if "moe.reorderer" in plan:
+                    plan["moe.reorderer"] = tt.ReordererSequenceParallel()
             parallelize_module(block, tp_mesh, plan)
-        if a.ep == 1:
+        if titan:
+            style = (tt.TensorParallel() if a.ep == 1 else tt.ExpertParallel() if etp_mesh is None
+                     else tt.ExpertTensorParallel())
+            parallelize_module(block.moe.experts, tp_mesh if a.ep == 1 else ep_etp_mesh or ep_mesh, style)
+        elif a.ep == 1:
             parallelize_module(block.moe.experts, tp_mesh, ExpertsTP())
         elif etp_mesh is None:
             parallelize_module(block.moe.experts, ep_mesh, ExpertParallel(ep_mesh, None, None, a.bug))

@@ -148,8 +148,9 @@ class RoutedRows(nn.Module):
 
 
 class GroupedExperts(nn.Module):
-    """The routed experts: forward(x, counts, scores) runs expert e on the next counts[e] rows of x
-    (rows sorted by expert; a for-loop, TorchTitan's _run_experts_for_loop). The scores are the
+    """The routed experts: forward(x, counts, scores=) runs expert e on the next counts[e] rows of x
+    (rows sorted by expert; a for-loop, TorchTitan's _run_experts_for_loop; rows past sum(counts),
+    the padding of TorchTitan's own dispatch, give zeros). The scores are the
     rows' gates; the experts do not use them (model.md weights each expert's output in the
     combine, after the experts), they ride along for a dispatcher that would. Under ep
     ep_layout.py's styles dispatch the rows to the experts' owners and combine them back, and the
@@ -164,10 +165,12 @@ class GroupedExperts(nn.Module):
     def forward(self, x, counts, scores=None):
         from torch.distributed.tensor import DTensor
         w1, w2, w3 = (w.to_local() if isinstance(w, DTensor) else w for w in (self.w1, self.w2, self.w3))
-        outs = []
-        for e, xe in enumerate(torch.split(x, counts.tolist())):
-            outs.append(F.linear(F.silu(F.linear(xe, w1[e])) * F.linear(xe, w3[e]), w2[e]))
-        return torch.cat(outs) if outs else x[:0]
+        c = [int(n) for n in counts.tolist()]
+        outs = [F.linear(F.silu(F.linear(xe, w1[e])) * F.linear(xe, w3[e]), w2[e])
+                for e, xe in enumerate(torch.split(x[:sum(c)], c))]
+        if x.shape[0] > sum(c):
+            outs.append(x.new_zeros(x.shape[0] - sum(c), w2.shape[1]))
+        return torch.cat(outs)
 
 
 class MoE(nn.Module):
@@ -196,8 +199,9 @@ class MoE(nn.Module):
         xt = x.reshape(B * S, D)
         N = xt.shape[0]
         idx, g = spec_route(self.router(xt), self.cfg)               # (N, K) each
+        idx, g = idx.contiguous(), g.contiguous()
         g_sorted, order, counts = self.reorderer(g, idx)
-        y = self.experts(self.routed_rows(xt)[order // K], counts, g_sorted)   # the entries' outputs, unweighted
+        y = self.experts(self.routed_rows(xt)[order // K], counts, scores=g_sorted)   # the entries' outputs, unweighted
         y_entry = y.new_zeros(N * K, D).index_copy(0, order, y)      # back to (row, k) order
         out = (g.reshape(N, K, 1) * y_entry.reshape(N, K, D)).sum(1)   # the combine: sum_k g_k y_k
         if self.shared_experts is not None:

@@ -1,6 +1,7 @@
 # torch2.cmake - PyTorch's own parallelisms proven by hp (docs/torch.md, issue 39):
 # examples/torch/check_layout.sh runs hp's one-process dump, the layout under torchrun (FSDP2,
-# HSDP, DTensor TP/SP, MixedPrecisionPolicy, pipelining; torch_layout.py) and hp compare.
+# HSDP, DTensor TP/SP, MixedPrecisionPolicy, pipelining; torch_layout.py; MoE under tp and ep,
+# ep_layout.py) and hp compare.
 # torch 2 lives in its own venv (scripts/setup_torch2.sh, installed from PyPI when missing); where
 # pip cannot reach PyPI every test here is skipped (77), never passed. The build and the C tests
 # never need it. Each test runs at most 4 ranks of the tiny model on gloo, one thread each
@@ -9,7 +10,7 @@ set(HP_TORCH2_RUN sh ${CMAKE_SOURCE_DIR}/tests/run_torch2_layout.sh $<TARGET_FIL
 # NAME:LABEL:WANT:TENSOR:FLAGS (FLAGS with ',' for ' '; TENSOR a grep -E pattern or '-')
 set(HP_TORCH2_CASES
   "torch2_fsdp2:L0:0:-:--dp-shard,2"
-  "torch2_not_expressible:L0:2:-:--model,tiny-moe,--tp,2"
+  "torch2_not_expressible:L0:2:-:--model,tiny-moe,--dp-shard,2,--ep,2,--dispatcher,allgather"
   "torch2_tp2_sp:L1:0:-:--tp,2"
   "torch2_tp2_nosp:L1:0:-:--tp,2,--no-sp"
   "torch2_fsdp2_tp2:L1:0:-:--dp-shard,2,--tp,2"
@@ -18,6 +19,13 @@ set(HP_TORCH2_CASES
   "torch2_fsdp2_bf16:L0:0:-:--dp-shard,2,--mixed-precision-param,bfloat16"
   "torch2_fsdp2_ac:L1:0:-:--dp-shard,2,--ac,full"
   "torch2_moe_fsdp2:L1:0:-:--model,tiny-moe,--dp-shard,2"
+  "torch2_moe_tp2:L1:0:-:--model,tiny-moe,--tp,2"
+  "torch2_moe_fsdp2_tp2:L1:0:-:--model,tiny-moe,--dp-shard,2,--tp,2"
+  "torch2_ep_aep:L1:0:-:--model,tiny-moe,--dp-shard,2,--ep,2,--etp,1"
+  "torch2_ep_s1:L1:0:-:--model,tiny-moe,--dp-shard,4,--ep,4"
+  "torch2_ep_s1b:L1:0:-:--model,tiny-moe,--dp-shard,2,--tp,2,--sp,--ep,4,--etp,1"
+  "torch2_ep_s2:L1:0:-:--model,tiny-moe,--dp-shard,2,--tp,2,--sp,--ep,2,--etp,2"
+  "torch2_ep_efsdp2:L1:0:-:--model,tiny-moe,--dp-shard,4,--ep,2"
   "torch2_pp_gpipe:L1:0:-:--pp,2,--pp-schedule,gpipe,--pp-microbatches,2"
   "torch2_pp_1f1b:L1:0:-:--pp,2,--pp-schedule,1f1b,--pp-microbatches,4"
   "torch2_cp2:L1:0:-:--cp,2"
@@ -43,7 +51,10 @@ set(HP_TORCH2_CASES
   "torch2_pp_bf16:L1:0:-:--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4,--mixed-precision-param,bfloat16"
   "torch2_pp_fsdp2_bf16:L1:0:-:--dp-shard,2,--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,4,--mixed-precision-param,bfloat16"
   "torch2_pp_not_expressible:L1:2:-:--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,1"
-  "torch2_bug_pp_stage_order:L1:1:layers\\.[12]\\.attention\\.wo\\.weight:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4,--bug,pp-stage-order")
+  "torch2_bug_pp_stage_order:L1:1:layers\\.[12]\\.attention\\.wo\\.weight:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4,--bug,pp-stage-order"
+  "torch2_bug_ep_combine_twice:L1:1:layers\\.[01]\\.moe\\.experts\\.w[123]:--model,tiny-moe,--dp-shard,2,--ep,2,--bug,ep-combine-twice"
+  "torch2_bug_expert_divide:L1:1:layers\\.[01]\\.moe\\.experts\\.w[123]:--model,tiny-moe,--dp-shard,4,--ep,2,--bug,expert-divide"
+  "torch2_bug_router_replicate:L1:1:layers\\.[01]\\.moe\\.router\\.gate\\.weight:--model,tiny-moe,--tp,2,--bug,router-replicate")
 foreach(case ${HP_TORCH2_CASES})
   string(REPLACE ":" ";" parts "${case}")
   list(GET parts 0 name)

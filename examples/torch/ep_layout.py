@@ -46,6 +46,9 @@ BUGS = {
     "ep-combine-twice": "ep: the dispatch scales each routed row by its gate before the all-to-all (DeepEP's "
                         "score_before_experts) while the combine weights the experts' outputs by the gates "
                         "again, so every routed output is g * Expert(g * x)",
+    "router-replicate": "MoE under tp: the router's logits handed back local with their gradient taken as "
+                        "Replicate (to_local() without grad_placements, TorchTitan 0.2.2's NoParallel), while "
+                        "each tp rank holds a partial sum of it (pytorch/torchtitan #2387)",
     "expert-divide": "ep: the divide factor 1 set on the dense FSDP units only; the routed experts' own "
                      "fully_shard over (dp_replicate, efsdp) keeps FSDP's default mean, dividing the experts' "
                      "summed gradients by that smaller degree",
@@ -67,7 +70,9 @@ def check(a, cfg):
     if a.dispatcher != "alltoall" and ep > 1:
         fail2(f"--dispatcher {a.dispatcher}: TorchTitan's ExpertParallel dispatches with all-to-all only "
               "(hp's allgather dispatcher all-gathers every row to every ep member; no PyTorch style does that)")
-    if a.bug in BUGS and ep == 1:
+    if a.bug == "router-replicate" and not (moe and tp > 1):
+        fail2("--bug router-replicate needs an MoE model under --tp > 1")
+    if a.bug in BUGS and a.bug != "router-replicate" and ep == 1:
         fail2(f"--bug {a.bug} needs --ep > 1")
     if a.cp > 1 and (ep > 1 or etp > 1 or (moe and tp > 1)):
         fail2("ep, or an MoE under tp, with cp is not written here (ep_layout.py's meshes leave cp out)")
@@ -111,7 +116,12 @@ def _style_base():
 
 class RouterNoParallel(_style_base()):
     """moe.router.gate under tp: the weight Replicate on tp (TorchTitan's NoParallel), the input the
-    block's replicated local rows, the logits handed back local with their gradient Partial."""
+    block's replicated local rows, the logits handed back local with their gradient Partial
+    (replicate=True: the fault router-replicate, TorchTitan 0.2.2's to_local())."""
+
+    def __init__(self, replicate=False):
+        super().__init__()
+        self.replicate = replicate
 
     def _apply(self, module, mesh):
         from torch.distributed.tensor import DTensor, Replicate, distribute_module, distribute_tensor
@@ -125,7 +135,7 @@ class RouterNoParallel(_style_base()):
 
         def out(mod, o, m):
             from torch.distributed.tensor import Partial
-            return o.to_local(grad_placements=(Partial(),))
+            return o.to_local() if self.replicate else o.to_local(grad_placements=(Partial(),))
         return distribute_module(module, mesh, part, inp, out)
 
 
@@ -317,7 +327,7 @@ def parallelize_moe(a, model, mesh, names, world, dense_fsdp):
                 "moe": PrepareModuleInputOutput(input_layouts=(seq,), desired_input_layouts=(Replicate(),),
                                                 use_local_input=True, output_layouts=(Partial(),),
                                                 desired_output_layouts=(seq,)),
-                "moe.router.gate": RouterNoParallel(),
+                "moe.router.gate": RouterNoParallel(replicate=a.bug == "router-replicate"),
             }
             if a.ep > 1 and a.etp == 1:
                 plan["moe.reorderer"] = TokenSplit()

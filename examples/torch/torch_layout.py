@@ -27,6 +27,9 @@ modules (layout_model.py) and parallelizes it the way TorchTitan's parallelize_l
 - pp: torch.distributed.pipelining (pp_layout.py: a PipelineStage per stage, one or several per rank, under
   ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B or ScheduleZBVZeroBubble);
 - --ac full: torch.utils.checkpoint per block (checkpoint_wrapper, as TorchTitan's full AC).
+- MoE under tp and ep (--ep, --etp borrow those ranks): ep_layout.py, TorchTitan's
+  apply_moe_ep_tp (ExpertParallel's all-to-all, ExpertTensorParallel, TensorParallel on the
+  experts, the experts' own FSDP unit over (dp_replicate, efsdp)).
 
 The loss is TorchTitan's token-sum loss: every rank's CE sum divided by the global count of valid
 labels (counted over the batch mesh and cp), and the gradient reductions are sums (FSDP's

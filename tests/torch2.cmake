@@ -53,7 +53,7 @@ set(HP_TORCH2_CASES
   "torch2_pp_not_expressible:L1:2:-:--pp,2,--layers,4,--pp-schedule,1f1b,--pp-microbatches,1"
   "torch2_bug_pp_stage_order:L1:1:layers\\.[12]\\.attention\\.wo\\.weight:--pp,2,--layers,4,--pp-schedule,interleaved-1f1b,--pp-virtual,2,--pp-microbatches,4,--bug,pp-stage-order"
   "torch2_bug_ep_combine_twice:L1:1:layers\\.[01]\\.moe\\.experts\\.w[123]:--model,tiny-moe,--dp-shard,2,--ep,2,--bug,ep-combine-twice"
-  "torch2_bug_expert_divide:L1:1:layers\\.[01]\\.moe\\.experts\\.w[123]:--model,tiny-moe,--dp-shard,4,--ep,2,--bug,expert-divide"
+  "torch2_bug_expert_divide:L1:1:layers\\.[01]\\.moe\\.experts\\.w[123]:--model,tiny-moe,--dp-shard,2,--ep,2,--bug,expert-divide"
   "torch2_bug_router_replicate:L1:1:layers\\.[01]\\.moe\\.router\\.gate\\.weight:--model,tiny-moe,--tp,2,--bug,router-replicate")
 foreach(case ${HP_TORCH2_CASES})
   string(REPLACE ":" ";" parts "${case}")

@@ -49,9 +49,10 @@ BUGS = {
     "router-replicate": "MoE under tp: the router's logits handed back local with their gradient taken as "
                         "Replicate (to_local() without grad_placements, TorchTitan 0.2.2's NoParallel), while "
                         "each tp rank holds a partial sum of it (pytorch/torchtitan #2387)",
-    "expert-divide": "ep: the divide factor 1 set on the dense FSDP units only; the routed experts' own "
-                     "fully_shard over (dp_replicate, efsdp) keeps FSDP's default mean, dividing the experts' "
-                     "summed gradients by that smaller degree",
+    "expert-divide": "ep: the routed experts' own fully_shard given the data-parallel degree as its divide "
+                     "factor (VeOmni's set_gradient_divide_factor for experts, TorchTitan's "
+                     "ParallelDims.fsdp_gradient_divide_factor = dp_replicate*dp_shard*cp) while the dense units "
+                     "sum (factor 1) under the token-sum loss: the experts' gradients come out divided by dp",
 }
 
 
@@ -285,7 +286,9 @@ class MoELayout:
         m = fully_shard(block.moe.experts, mesh=self.edp_mesh, mp_policy=mp, reshard_after_forward=reshard,
                         shard_placement_fn=place)
         m.set_force_sum_reduction_for_comms(True)   # gloo: no PREMUL_SUM
-        if self.a.bug != "expert-divide":
+        if self.a.bug == "expert-divide":   # the experts' mesh is smaller, so "divide by the whole dp"
+            m.set_gradient_divide_factor(float(self.a.dp_replicate * self.a.dp_shard * self.a.cp))
+        else:
             m.set_gradient_divide_factor(1.0)
         return m
 

@@ -8,8 +8,13 @@ count as hp bench, so the GFLOP/s figures compare.
 
 usage:
   bench_torch.py [--model bench] [--seq-len 512] [--batch 4] [--steps 3] [--warmup 1]
-                 [--threads N] [--json FILE]
+                 [--threads N] [--compile] [--json FILE]
       times forward + backward + AdamW step; prints one JSON object on stdout
+      --compile (torch >= 2): the model under torch.compile (inductor's CPU C++ code; the
+      optimizer step stays eager); the compile runs in one untimed step before the warm-up
+      steps and its seconds are reported (compile_s). TORCHINDUCTOR_CACHE_DIR says where
+      inductor keeps its code (bench/run.sh: under its OUT folder). When inductor cannot
+      compile here, the JSON says why ("error": the line that stopped it) and the exit is 3.
   bench_torch.py --check DIR
       DIR from `hp run --dump DIR` (dense models): loads its initial model and batch, computes
       the loss and every gradient here and compares them with hyperpar's; exit 1 on a miss.
@@ -168,6 +173,16 @@ def blas_core():
     return ""
 
 
+def torch_blas():
+    """What this torch multiplies with: Debian's 1.13 calls the system OpenBLAS; PyPI's 2.x wheels
+    carry MKL (and oneDNN) linked in."""
+    cfg = torch.__config__.show()
+    for key in ("BLAS_INFO=", "blas_info="):
+        if key in cfg:
+            return cfg.split(key, 1)[1].split(",")[0].strip()
+    return "mkl" if torch.backends.mkl.is_available() else ""
+
+
 def bench(args):
     torch.set_num_threads(args.threads)
     V, D, L, H, Hkv, Fh = MODELS[args.model]
@@ -176,43 +191,92 @@ def bench(args):
     model = Model(V, D, L, H, Hkv, Fh, S)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
                             weight_decay=0.1)
+    impl = "pytorch-eager-bf16-autocast" if args.bf16 else "pytorch-eager"
+    run = model
+    compile_s = None
+    if args.compile:
+        impl = "pytorch-compile-bf16-autocast" if args.bf16 else "pytorch-compile"
+        if not hasattr(torch, "compile"):
+            return fail(args, impl, f"torch {torch.__version__} has no torch.compile (2.0 or later)")
+        run = torch.compile(model)   # backend inductor: C++/OpenMP kernels on the CPU
     g = torch.Generator().manual_seed(1)
-    times, loss = [], 0.0
-    for s in range(args.warmup + args.steps):
+
+    def one_step():
         ids = torch.randint(0, V, (B, S + 1), generator=g)
         tokens, labels = ids[:, :S].contiguous(), ids[:, 1:].contiguous()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         # --bf16: PyTorch's bf16 autocast (fp32 parameters and AdamW, bf16 matmuls), what a
         # user of hp's --mixed-precision-param bfloat16 compares with
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-            l = model(tokens, labels)
+            l = run(tokens, labels)
         l.backward()
         opt.step()
-        dt = (time.perf_counter() - t0) * 1e3
         loss = l.item()
+        return (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3, loss
+
+    if args.compile:
+        # the compile warm-up, untimed: dynamo traces, inductor writes and builds its C++
+        # (forward and backward graphs) on this first call
+        try:
+            dt, _, loss = one_step()
+        except Exception as e:   # noqa: BLE001 - the reason is the result
+            return fail(args, impl, reason_line(e))
+        compile_s = dt * 1e-3
+        print(f"  torch compile step (untimed): {compile_s:.1f} s, loss {loss:.4f}", file=sys.stderr)
+    times, cpus, loss = [], [], 0.0
+    for s in range(args.warmup + args.steps):
+        dt, ct, loss = one_step()
         if s >= args.warmup:
             times.append(dt)
-        print(f"  torch step {s + 1}{' (warm-up)' if s < args.warmup else ''}: {dt:.1f} ms, "
-              f"loss {loss:.4f}", file=sys.stderr)
+            cpus.append(ct)
+        print(f"  torch step {s + 1}{' (warm-up)' if s < args.warmup else ''}: {dt:.1f} ms "
+              f"(cpu {ct:.0f} ms), loss {loss:.4f}", file=sys.stderr)
     times.sort()
     n = len(times)
     median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
     matmul, attn = step_flops(V, D, L, H, Hkv, Fh, B, S)
     res = {
-        "impl": "pytorch-eager-bf16-autocast" if args.bf16 else "pytorch-eager", "torch": torch.__version__, "model": args.model, "batch": B,
+        "impl": impl, "torch": torch.__version__, "model": args.model, "batch": B,
         "seq_len": S, "threads": torch.get_num_threads(),
         "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""), "steps": args.steps,
-        "ms_best": times[0], "ms_median": median, "tokens_per_s": B * S / (times[0] * 1e-3),
+        "ms_best": times[0], "ms_median": median,
+        # the process's CPU time (all its threads) of the least-CPU step: on a shared machine it
+        # moves much less than the wall time (hp bench's cpu_ms_best is the same measure)
+        "cpu_ms_best": min(cpus), "tokens_per_s": B * S / (times[0] * 1e-3),
         "flops_per_step": matmul + attn, "gflops": (matmul + attn) / (times[0] * 1e-3) * 1e-9,
-        "loss_last": loss, "blas_core": blas_core(),
+        "loss_last": loss, "blas_core": blas_core(), "blas": torch_blas(),
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
     }
+    if compile_s is not None:
+        res["compile_s"] = compile_s
+        res["inductor_cache_dir"] = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
+    write_json(args, res)
+    return 0
+
+
+def write_json(args, res):
     text = json.dumps(res, indent=1)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
             f.write(text + "\n")
+
+
+def reason_line(e):
+    """The line that stops a compile: the last non-empty line of the exception's message that is
+    not dynamo's advice (inductor wraps a C++ build failure in several lines)."""
+    # dynamo appends its advice ("Set TORCHDYNAMO_VERBOSE=1 ...", "You can suppress ..."): not a cause
+    advice = ("Set TORCHDYNAMO_VERBOSE", "You can suppress", "For even more developer context")
+    lines = [l.strip() for l in str(e).splitlines() if l.strip() and not l.strip().startswith(advice)]
+    return f"{type(e).__name__}: {lines[-1] if lines else ''}"
+
+
+def fail(args, impl, reason):
+    print(f"bench_torch.py: {impl} not run: {reason}", file=sys.stderr)
+    write_json(args, {"impl": impl, "torch": torch.__version__, "model": args.model,
+                      "threads": args.threads, "error": reason})
+    return 3
 
 
 # ---- --check: the same function as hyperpar, on hyperpar's own dump ------------------------
@@ -266,14 +330,15 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--check", metavar="DIR")
     ap.add_argument("--bf16", action="store_true", help="the step under torch.autocast(cpu, bfloat16)")
+    ap.add_argument("--compile", action="store_true",
+                    help="the model under torch.compile (inductor, torch >= 2); compile step untimed")
     args = ap.parse_args()
     if args.check:
         return check(args)
     if args.steps < 1 or args.batch < 1 or args.seq_len < 1 or args.threads < 1:
         print("bench_torch.py: --steps, --batch, --seq-len and --threads must be >= 1", file=sys.stderr)
         return 2
-    bench(args)
-    return 0
+    return bench(args)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,15 @@
 #                                     # BUILD_DIR (default build), OUT (default /tmp/hp-bench)
 #   PRECISION=bf16 bench/run.sh       # hp --mixed-precision-param bfloat16 --gemm onednn against
 #                                     # PyTorch's bf16 autocast (target 1.5x at 1 and 2 threads)
+#   TORCH2=0 bench/run.sh             # only Debian's 1.13 (default 1: torch 2.x rows as well)
+#   TORCH2_PYTHON=/path/python bench/run.sh   # the torch 2.x interpreter (default: the venv of
+#                                     # scripts/setup_torch2.sh, made when missing; exit 77 there:
+#                                     # one line, the torch 2 rows are skipped)
+# Beside Debian's PyTorch 1.13 eager (on the system OpenBLAS), torch 2.x (PyPI's wheel: MKL and
+# oneDNN inside) runs the same model and step eager and under torch.compile (inductor's C++ code
+# for the CPU; the compile is one untimed step before the warm-up, its code cached under
+# $OUT/inductor-t<threads>). A compile that fails shows its row as not run, with the line that
+# stopped it.
 # The machine may be shared: each round runs hyperpar then PyTorch back to back, ROUNDS times
 # (default 2), and the best step of each side counts.
 set -euo pipefail
@@ -33,6 +42,7 @@ case "$PRECISION" in
   *) echo "run.sh: PRECISION is fp32 or bf16, got '$PRECISION'" >&2; exit 2 ;;
 esac
 PY=/usr/bin/python3   # Debian's python3, the one python3-torch installs into
+TORCH2=${TORCH2:-1}
 
 if ! "$PY" -c 'import torch' 2>/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -53,6 +63,37 @@ build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD_DIR/CMakeCache.txt"
 [ "$build_type" = Release ] ||
   echo "run.sh: note: $BUILD_DIR is a ${build_type:-non-CMake} build; bench/README.md's figures are of a Release build (cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release)" >&2
 mkdir -p "$OUT"
+rm -f "$OUT"/torch2e_t*_r*.json "$OUT"/torch2c_t*_r*.json "$OUT"/torch2_skipped
+
+# torch 2.x: the interpreter of scripts/setup_torch2.sh (or TORCH2_PYTHON); never a failure of
+# this script when it is missing: one line, and those rows are skipped
+PY2=
+if [ "$TORCH2" != 0 ]; then
+  if [ -n "${TORCH2_PYTHON:-}" ]; then
+    PY2=$TORCH2_PYTHON
+  else
+    rc2=0
+    PY2=$(sh scripts/setup_torch2.sh --python) || rc2=$?
+    if [ "$rc2" != 0 ]; then
+      why="scripts/setup_torch2.sh exit $rc2"
+      [ "$rc2" = 77 ] && why="$why: torch 2 is not installable here"
+      PY2=
+    fi
+  fi
+  if [ -n "$PY2" ] && ! v2=$(OMP_NUM_THREADS=1 "$PY2" -c 'import sys, torch
+v = torch.__version__; print(v); sys.exit(0 if int(v.split(".")[0]) >= 2 else 1)' 2>/dev/null); then
+    why="$PY2 does not import torch >= 2"
+    PY2=
+  fi
+  if [ -z "$PY2" ]; then
+    echo "run.sh: torch 2 rows skipped: $why"
+    echo "$why" >"$OUT/torch2_skipped"
+  else
+    echo "run.sh: torch 2 rows: torch $v2 ($PY2)"
+  fi
+else
+  echo "torch 2 rows not asked for (TORCH2=0)" >"$OUT/torch2_skipped"
+fi
 
 for t in $THREADS; do
   for r in $(seq 1 "$ROUNDS"); do
@@ -67,6 +108,20 @@ for t in $THREADS; do
     OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t "$PY" bench/bench_torch.py --model "$MODEL" \
       --seq-len "$SEQ" --batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --threads "$t" \
       ${torch_precision[@]+"${torch_precision[@]}"} --json "$OUT/torch_t${t}_r${r}.json" >/dev/null
+    if [ -n "$PY2" ]; then
+      echo "== threads $t, round $r: torch 2 eager"
+      OMP_NUM_THREADS=$t MKL_NUM_THREADS=$t "$PY2" bench/bench_torch.py --model "$MODEL" \
+        --seq-len "$SEQ" --batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --threads "$t" \
+        ${torch_precision[@]+"${torch_precision[@]}"} --json "$OUT/torch2e_t${t}_r${r}.json" >/dev/null ||
+        echo "run.sh: torch 2 eager, threads $t: exit $? (row not run)"
+      echo "== threads $t, round $r: torch 2 torch.compile (inductor; compile step untimed)"
+      # one cache per thread count: inductor's C++ kernels are built for the thread count
+      TORCHINDUCTOR_CACHE_DIR="$OUT/inductor-t$t" OMP_NUM_THREADS=$t MKL_NUM_THREADS=$t \
+        "$PY2" bench/bench_torch.py --model "$MODEL" --compile \
+        --seq-len "$SEQ" --batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --threads "$t" \
+        ${torch_precision[@]+"${torch_precision[@]}"} --json "$OUT/torch2c_t${t}_r${r}.json" >/dev/null ||
+        echo "run.sh: torch 2 torch.compile, threads $t: exit $? (row not run; reason in the table)"
+    fi
   done
 done
 
@@ -109,6 +164,60 @@ for t in threads:
     summary.append({"threads": int(t), "hyperpar": h, "torch": p, "sgemm_gflops": sg, "peak_gflops": pk,
                     "speedup_vs_torch": speed, "fraction_of_sgemm": frac, "fraction_of_peak": of_peak,
                     "sgemm_of_peak": sg_peak})
+# torch 2.x eager and torch.compile beside Debian's 1.13: ms of the best step, and hyperpar's
+# speed-up against each (hp tok/s / torch tok/s); a row that did not run says why
+skipped = os.path.join(out, "torch2_skipped")
+torch2 = {}
+if os.path.exists(skipped):
+    print(f"torch 2 rows skipped: {open(skipped).read().strip()}")
+else:
+    def best2(prefix, t):
+        runs, errs = [], []
+        for r in range(1, rounds + 1):
+            f = os.path.join(out, f"{prefix}_t{t}_r{r}.json")
+            if not os.path.exists(f):
+                errs.append("no result (the program failed before writing one; see its output above)")
+                continue
+            j = json.load(open(f))
+            (errs.append(j["error"]) if "error" in j else runs.append(j))
+        if not runs:
+            return None, errs[0] if errs else "not run"
+        b = dict(min(runs, key=lambda j: j["ms_best"]))
+        b["compile_s_rounds"] = [j["compile_s"] for j in runs if "compile_s" in j]
+        return b, None
+    print(f"\n{'threads':>7} | {'hyperpar ms':>11} | {'torch ' + p0.get('torch', '?') + ' eager':>22} | "
+          f"{'torch 2 eager':>22} | {'torch 2 compile':>22} | compile s | cpu ms: hp / 1.13 / 2 eager / 2 compile")
+    for i, t in enumerate(threads):
+        h, p = best("hp", t), best("torch", t)
+        cells, row = [], {"threads": int(t)}
+        for key, (j, err) in (("eager", best2("torch2e", t)), ("compile", best2("torch2c", t))):
+            if j is None:
+                cells.append(f"{'not run':>22}")
+                row[key] = {"error": err}
+                print(f"  (threads {t}: torch 2 {key} not run: {err})")
+            else:
+                sp = h["tokens_per_s"] / j["tokens_per_s"]
+                cells.append(f"{j['ms_best']:>9.0f} ms ({sp:>5.2f}x hp)")
+                row[key] = j
+                row[key + "_speedup_vs_hp"] = sp
+        c = "/".join(f"{x:.0f}" for x in row["compile"].get("compile_s_rounds", []))
+        cpu_ms = [h.get("cpu_ms_best"), p.get("cpu_ms_best"), row["eager"].get("cpu_ms_best"),
+                  row["compile"].get("cpu_ms_best")]
+        cpu_s = " / ".join("-" if x is None else f"{x:.0f}" for x in cpu_ms)
+        print(f"{t:>7} | {h['ms_best']:>11.0f} | {p['ms_best']:>9.0f} ms "
+              f"({h['tokens_per_s'] / p['tokens_per_s']:>5.2f}x hp) | {cells[0]} | {cells[1]} | "
+              f"{c:>9} | {cpu_s}")
+        torch2[t] = row
+        summary[i]["torch2_eager"] = row["eager"]
+        summary[i]["torch2_compile"] = row["compile"]
+        for k in ("eager", "compile"):
+            if k + "_speedup_vs_hp" in row:
+                summary[i][f"speedup_vs_torch2_{k}"] = row[k + "_speedup_vs_hp"]
+    print("(NNx hp = hyperpar tokens/s / that torch's tokens/s: above 1, hyperpar is faster; cpu ms: "
+          "each side's least CPU time of a measured step, all its threads, which a shared machine moves "
+          "less than the wall time; "
+          "compile s: the untimed first step, round by round: the first builds the C++, later ones "
+          "find it in inductor's cache)")
 json.dump({"cpu": cpu, "cores": os.cpu_count(), "results": summary},
           open(os.path.join(out, "summary.json"), "w"), indent=1)
 print(f"(targets: speed-up >= 1.25x at 1 thread and 1.8x at 2, step/peak >= 0.5, step/sgemm >= 0.60; "

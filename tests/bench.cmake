@@ -33,6 +33,11 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME bench_scaling COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_bench.py
            scaling $<TARGET_FILE:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_scaling.json)
   set_tests_properties(bench_scaling PROPERTIES LABELS L1 TIMEOUT 120 PROCESSORS 2)
+  # bench/run.sh with torch 2 missing (a bogus TORCH2_PYTHON): the table of hp and Debian's
+  # torch 1.13, and one line saying the torch 2 rows are skipped (77 without Debian's torch)
+  add_test(NAME bench_run_torch2_skip COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tests/run_bench_torch2_skip.sh
+           $<TARGET_FILE_DIR:hp> ${CMAKE_CURRENT_BINARY_DIR}/bench_run_torch2_skip)
+  set_tests_properties(bench_run_torch2_skip PROPERTIES LABELS L1 TIMEOUT 300 SKIP_RETURN_CODE 77)
 else()
   message(STATUS "bench.cmake: python3 not found, skipping the hp bench smoke tests")
 endif()

@@ -5,7 +5,8 @@
 #   make profiles         the L0, determinism and bf16/float8 recipe tests as if on two narrower
 #                         CPUs (scripts/cpu_profiles.sh: HP_CPU_ISA, ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE)
 #   make matrix           build, then run the completeness matrix into report/ (MATRIX_JOBS=2 at once)
-#   make torch            build, then every PyTorch check: the torch2 CTests (TorchTitan's among them),
+#   make torch            build, then every PyTorch check: the torch2 CTests (TorchTitan's among them,
+#                         and Megatron-Core's and DeepSpeed's, label beyond),
 #                         the matrix's torch column (every recipe PyTorch can express, under PyTorch's
 #                         own layout, against hp's one process) and its injected faults, into
 #                         report/torch.md (examples/torch/torch_column.py; torch 2 from PyPI when missing)
@@ -43,7 +44,7 @@ matrix: build
 	$(BUILD_DIR)/hp matrix --jobs $(MATRIX_JOBS) --report report
 
 torch: build
-	sh scripts/run_ctest.sh $(BUILD_DIR) --output-on-failure -L torch2
+	sh scripts/run_ctest.sh $(BUILD_DIR) --output-on-failure -L 'torch2|beyond'
 	python3 examples/torch/torch_column.py --faults --report report --hp $(BUILD_DIR)/hp
 	sh tests/check_faults_doc.sh report/torch_faults.md docs/torch.md
 

@@ -6,7 +6,9 @@ torch_layout.py. Written from TorchTitan's design, not its code:
   get TorchTitan's sparse mesh, the same world unflattened as (dp_replicate, efsdp, ep, etp) with
   efsdp = dp_shard * cp * tp / (ep * etp). So ep borrows ranks and never multiplies the world:
   with etp = 1 an ep group is a contiguous block of the dp_shard * cp * tp ranks (it takes in the
-  tp ranks), with etp = tp it is that block strided by tp (hp's --ep/--etp, docs/moe.md);
+  tp ranks), with etp = tp it is that block strided by tp (hp's --ep/--etp, docs/moe.md). Under
+  cp an ep group spans cp ranks too: the MoE is token-wise, so each rank dispatches the rows of
+  its own sequence shard, and the experts' FSDP unit (efsdp) takes in cp as the dense one does;
 - under tp the MoE block's boundary is TorchTitan's PrepareModuleInputOutput: the input Shard(1)
   (SP) all-gathered to Replicate and handed over as a local tensor, the output a Partial sum over
   tp reduce-scattered back to Shard(1) (all-reduced to Replicate without SP), local as the
@@ -75,8 +77,6 @@ def check(a, cfg):
         fail2("--bug router-replicate needs an MoE model under --tp > 1")
     if a.bug in BUGS and a.bug != "router-replicate" and ep == 1:
         fail2(f"--bug {a.bug} needs --ep > 1")
-    if a.cp > 1 and (ep > 1 or etp > 1 or (moe and tp > 1)):
-        fail2("ep, or an MoE under tp, with cp is not written here (ep_layout.py's meshes leave cp out)")
     if ep == 1 and etp == 1:
         if moe and tp > 1 and a.mixed_precision_param == "bfloat16":
             fail2("bf16 MoE under tp is not written here (layout_model.py's bf16 MoE is spec_model.moe, one piece)")

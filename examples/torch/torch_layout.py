@@ -432,11 +432,19 @@ def clip(model, max_norm):
     """--max-norm: torch's clip_grad_norm_ over the sharded gradients, as TorchTitan clips (the
     DTensor norm made full; the dumped gradients stay the unclipped ones)."""
     from torch.distributed.tensor import DTensor
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    norm = torch.nn.utils.get_total_norm(grads, foreach=False)
-    if isinstance(norm, DTensor):
-        norm = norm.full_tensor()
-    torch.nn.utils.clip_grads_with_norm_(model.parameters(), max_norm, norm, foreach=False)
+    # the gradients on each mesh apart (under ep the experts' mesh is another one, and DTensor
+    # cannot stack norms across meshes), each group's norm made full, then the groups' combined:
+    # TorchTitan's clip_grad_norm_ with ep does the same
+    groups = {}
+    for p in model.parameters():
+        if p.grad is not None:
+            key = id(p.grad.device_mesh) if isinstance(p.grad, DTensor) else None
+            groups.setdefault(key, []).append(p.grad)
+    sq = torch.zeros((), dtype=torch.float32)
+    for grads in groups.values():
+        norm = torch.nn.utils.get_total_norm(grads, foreach=False)
+        sq = sq + (norm.full_tensor() if isinstance(norm, DTensor) else norm) ** 2
+    torch.nn.utils.clip_grads_with_norm_(model.parameters(), max_norm, sq.sqrt(), foreach=False)
 
 
 def make_opt(a, model):

@@ -8,22 +8,27 @@
 # 77 (torch 2 not installable: scripts/setup_torch2.sh found no PyPI) passes through: skipped.
 # 3 (no verdict: hp, torchrun or hp compare did not run through) is tried once more.
 # TORCH2_CHECK=check_torchtitan runs examples/torch/check_torchtitan.sh instead (TorchTitan's own
-# model and parallelize_llama; its 77 also means torchtitan is not installed).
+# model and parallelize_llama; its 77 also means torchtitan is not installed); a path under
+# examples/, TORCH2_CHECK=beyond/check_beyond, runs that script (Megatron-Core, DeepSpeed).
 set -u
 check=${TORCH2_CHECK:-check_layout}
+case $check in
+  */*) script=examples/$check.sh check=${check##*/} ;;
+  *) script=examples/torch/$check.sh ;;
+esac
 hp=$1 dir=$2 want=$3; shift 3
 tensor=""
 [ "${1:-}" = "--" ] || { tensor=$1; shift; }
 [ "${1:-}" = "--" ] && shift
 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$dir"; mkdir -p "$dir"
-HP=$hp CHECK_LAYOUT_DIR=$dir/work sh "$src/examples/torch/$check.sh" "$@" >"$dir/out" 2>"$dir/err"
+HP=$hp CHECK_LAYOUT_DIR=$dir/work sh "$src/$script" "$@" >"$dir/out" 2>"$dir/err"
 got=$?
 if [ $got -eq 3 ] && [ "$want" -ne 3 ]; then   # no verdict: a run failed to start or finish (gloo's
   # rendezvous on a loaded machine); once more, saying so, with the first try's words kept
   echo "run_torch2_layout: no verdict (exit 3): $(tail -1 "$dir/err"); once more"
   cp "$dir/err" "$dir/err.first"
-  HP=$hp CHECK_LAYOUT_DIR=$dir/work sh "$src/examples/torch/$check.sh" "$@" >"$dir/out" 2>"$dir/err"
+  HP=$hp CHECK_LAYOUT_DIR=$dir/work sh "$src/$script" "$@" >"$dir/out" 2>"$dir/err"
   got=$?
 fi
 cat "$dir/out" "$dir/err"

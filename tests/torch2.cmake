@@ -6,8 +6,8 @@
 # pip cannot reach PyPI every test here is skipped (77), never passed. The build and the C tests
 # never need it. Each test runs at most 4 ranks of the tiny model on gloo, one thread each
 # (torch2_pp_hsdp_tp2_interleaved, hp's recipe P8, runs 8).
-set(HP_TORCH2_RUN sh ${CMAKE_SOURCE_DIR}/tests/run_torch2_layout.sh $<TARGET_FILE:hp>)
-# NAME:LABEL:WANT:TENSOR:FLAGS (FLAGS with ',' for ' '; TENSOR a grep -E pattern or '-')
+include(${CMAKE_SOURCE_DIR}/tests/cmake/outside_layout_cases.cmake)
+# NAME:LABEL:WANT:TENSOR:FLAGS (tests/cmake/outside_layout_cases.cmake)
 set(HP_TORCH2_CASES
   "torch2_fsdp2:L0:0:-:--dp-shard,2"
   "torch2_not_expressible:L0:2:-:--model,tiny-moe,--dp-shard,2,--ep,2,--dispatcher,allgather"
@@ -58,23 +58,7 @@ set(HP_TORCH2_CASES
   "torch2_bug_ep_combine_twice:L1:1:layers\\.[01]\\.moe\\.experts\\.w[123]:--model,tiny-moe,--dp-shard,2,--ep,2,--bug,ep-combine-twice"
   "torch2_bug_expert_divide:L1:1:layers\\.[01]\\.moe\\.experts\\.w[123]:--model,tiny-moe,--dp-shard,2,--ep,2,--bug,expert-divide"
   "torch2_bug_router_replicate:L1:1:layers\\.[01]\\.moe\\.router\\.gate\\.weight:--model,tiny-moe,--tp,2,--bug,router-replicate")
-foreach(case ${HP_TORCH2_CASES})
-  string(REPLACE ":" ";" parts "${case}")
-  list(GET parts 0 name)
-  list(GET parts 1 label)
-  list(GET parts 2 want)
-  list(GET parts 3 tensor)
-  list(GET parts 4 flags)
-  string(REPLACE "," ";" flags "${flags}")
-  if(tensor STREQUAL "-")
-    set(tensor "")
-  endif()
-  add_test(NAME ${name}
-           COMMAND ${HP_TORCH2_RUN} ${CMAKE_CURRENT_BINARY_DIR}/${name} ${want} ${tensor} -- ${flags})
-  # the first test on a fresh machine installs torch 2 (about 3 minutes): the timeout covers it
-  set_tests_properties(${name} PROPERTIES LABELS "${label};torch2" TIMEOUT 900 PROCESSORS 2
-                       SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv)
-endforeach()
+hp_outside_layout_tests(check_layout torch2 ${HP_TORCH2_CASES})
 
 # TorchTitan itself (docs/torch.md, "TorchTitan itself"): torchtitan.models.llama3's model under
 # torchtitan's own parallelize_llama and ParallelDims (examples/torch/check_torchtitan.sh). Skipped
@@ -93,20 +77,4 @@ set(HP_TORCHTITAN_CASES
   "torchtitan_bug_loss_per_rank:L1:1:output\\.weight:--dp-shard,2,--bug,loss-per-rank"
   "torchtitan_fsdp2_bf16:L1:0:-:--dp-shard,2,--mixed-precision-param,bfloat16"
   "torchtitan_fsdp2_cp2_bf16_ac:L1:0:-:--dp-shard,2,--cp,2,--mixed-precision-param,bfloat16,--ac,full")
-foreach(case ${HP_TORCHTITAN_CASES})
-  string(REPLACE ":" ";" parts "${case}")
-  list(GET parts 0 name)
-  list(GET parts 1 label)
-  list(GET parts 2 want)
-  list(GET parts 3 tensor)
-  list(GET parts 4 flags)
-  string(REPLACE "," ";" flags "${flags}")
-  if(tensor STREQUAL "-")
-    set(tensor "")
-  endif()
-  add_test(NAME ${name}
-           COMMAND env TORCH2_CHECK=check_torchtitan ${HP_TORCH2_RUN} ${CMAKE_CURRENT_BINARY_DIR}/${name} ${want}
-                   ${tensor} -- ${flags})
-  set_tests_properties(${name} PROPERTIES LABELS "${label};torch2" TIMEOUT 900 PROCESSORS 2
-                       SKIP_RETURN_CODE 77 RESOURCE_LOCK torch2_venv)
-endforeach()
+hp_outside_layout_tests(check_torchtitan torch2 ${HP_TORCHTITAN_CASES})

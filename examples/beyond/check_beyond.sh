@@ -16,7 +16,7 @@
 # (scripts/setup_beyond.sh: PyPI unreachable), 3 on any other error - examples/torch/check_layout.sh's
 # convention.
 #
-# HP: the hp binary (default build/hp); CHECK_BEYOND_DIR: the work folder (default a temporary one,
+# HP: the hp binary (default build/hp); CHECK_LAYOUT_DIR: the work folder (default a temporary one,
 # removed); BEYOND_PYTHON: an interpreter with torch 2, megatron-core and deepspeed (default:
 # scripts/setup_beyond.sh's).
 set -u
@@ -50,8 +50,8 @@ else
   [ $rc -eq 77 ] && { echo "check_beyond: SKIP: megatron-core / deepspeed are not installable here (scripts/setup_beyond.sh)"; exit 77; }
   [ $rc -eq 0 ] || { echo "check_beyond: scripts/setup_beyond.sh failed (exit $rc)" >&2; exit 3; }
 fi
-if [ -n "${CHECK_BEYOND_DIR:-}" ]; then
-  dir=$CHECK_BEYOND_DIR; rm -rf "$dir"; mkdir -p "$dir"
+if [ -n "${CHECK_LAYOUT_DIR:-}" ]; then
+  dir=$CHECK_LAYOUT_DIR; rm -rf "$dir"; mkdir -p "$dir"
 else
   dir=$(mktemp -d "${TMPDIR:-/tmp}/check_beyond.XXXXXX"); trap 'rm -rf "$dir"' EXIT
 fi

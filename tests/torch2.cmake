@@ -17,6 +17,8 @@ set(HP_TORCH2_CASES
   "torch2_hsdp:L1:0:-:--dp-replicate,2,--dp-shard,2"
   "torch2_ddp:L1:0:-:--dp-replicate,2"
   "torch2_fsdp2_bf16:L0:0:-:--dp-shard,2,--mixed-precision-param,bfloat16"
+  "torch2_tp2_bf16:L1:0:-:--tp,2,--mixed-precision-param,bfloat16"
+  "torch2_ac_every2:L1:0:-:--dp-shard,2,--tp,2,--ac,every:2"
   "torch2_fsdp2_ac:L1:0:-:--dp-shard,2,--ac,full"
   "torch2_moe_fsdp2:L1:0:-:--model,tiny-moe,--dp-shard,2"
   "torch2_moe_tp2:L1:0:-:--model,tiny-moe,--tp,2"

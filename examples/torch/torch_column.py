@@ -105,8 +105,13 @@ def hp_verdicts(report):
 def check(flags, work, env):
     os.makedirs(work, exist_ok=True)
     t0 = time.time()
-    p = subprocess.run(["sh", os.path.join(HERE, "check_layout.sh")] + flags, capture_output=True, text=True,
-                       env=dict(env, CHECK_LAYOUT_DIR=os.path.join(work, "work")))
+    for attempt in (1, 2):   # exit 3 (no verdict: a run that did not start or finish) once more
+        p = subprocess.run(["sh", os.path.join(HERE, "check_layout.sh")] + flags, capture_output=True, text=True,
+                           env=dict(env, CHECK_LAYOUT_DIR=os.path.join(work, "work")))
+        if p.returncode != 3:
+            break
+        print(f"torch_column: no verdict (exit 3): {(p.stderr.strip().splitlines() or [''])[-1]}; once more",
+              flush=True)
     text = p.stdout + p.stderr
     with open(os.path.join(work, "out"), "w") as f:
         f.write(text)

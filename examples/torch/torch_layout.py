@@ -137,8 +137,11 @@ def build_mesh(a, world):
     if prod != world:
         fail2(f"the degrees multiply to {prod}, torchrun started {world} processes")
     # dp_replicate alone is DDP: FSDP2 over a (dp_replicate, dp_shard=1) mesh, HSDP that only
-    # all-reduces (a 1-D dp_replicate mesh would shard)
-    used = [(n, d) for n, d in dims if d > 1 or (n == "dp_shard" and a.dp_replicate > 1)] or [("dp_shard", 1)]
+    # all-reduces (a 1-D dp_replicate mesh would shard); bf16 under tp without dp keeps a dp_shard
+    # dim of 1 too, for FSDP2 to carry the MixedPrecisionPolicy beside tp (pp builds its own)
+    bf16_tp = a.mixed_precision_param == "bfloat16" and a.tp > 1 and a.pp == 1
+    used = [(n, d) for n, d in dims if d > 1 or (n == "dp_shard" and (a.dp_replicate > 1 or bf16_tp))] \
+        or [("dp_shard", 1)]
     mesh = init_device_mesh("cpu", tuple(d for _, d in used), mesh_dim_names=tuple(n for n, _ in used))
     return mesh, [n for n, _ in used]
 
@@ -249,12 +252,20 @@ def apply_fsdp(model, dp_mesh, a, moe=None):
 def apply_ac(model, mode):
     if mode == "none":
         return
+    every = 1
     if mode != "full":
-        fail2(f"--ac {mode}: only none and full are written here (TorchTitan's selective AC is op-based, "
-              "hp's every:N is per block)")
+        # hp's every:N checkpoints block l when (l+1) % N == 0: TorchTitan's selective layer AC
+        # (selective_ac_option "N") wraps every N-th block the same way
+        try:
+            assert mode.startswith("every:")
+            every = int(mode[6:])
+            assert every >= 1
+        except (AssertionError, ValueError):
+            fail2(f"--ac {mode}: none, full or every:N")
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     for k, block in list(model.layers.items()):
-        model.layers[k] = checkpoint_wrapper(block, preserve_rng_state=False)
+        if (int(k) + 1) % every == 0:
+            model.layers[k] = checkpoint_wrapper(block, preserve_rng_state=False)
 
 
 # ---- gathering the full tensors -----------------------------------------------------------------------
@@ -366,9 +377,6 @@ def run_spmd(a, model, mesh, names, tok, lab, n_global, n_local, cfg):
         elif fsdp_dims:
             dp_mesh = submesh(mesh, names, ("dp_replicate", "dp_shard"))
         else:   # bf16 without dp: FSDP2 on a 1-rank mesh carries the MixedPrecisionPolicy
-            from torch.distributed.device_mesh import init_device_mesh
-            if a.tp > 1:
-                fail2("bf16 with tp and no dp: MixedPrecisionPolicy needs fully_shard over a dp mesh")
             dp_mesh = mesh
         apply_fsdp(model, dp_mesh, a, moe)
     elif a.bug in ("fsdp-divide", "bf16-reduce", "loss-per-rank"):

@@ -95,6 +95,13 @@ static int read_result(dump *d, char *err, size_t errlen) {
     } else if (prec && (!cJSON_IsString(prec) || (strcmp(prec->valuestring, "float32") &&
                                                   strcmp(prec->valuestring, "bfloat16")))) {
         rc = refuse(err, errlen, "%s: \"precision\" must be \"float32\" or \"bfloat16\"", path);
+    } else if (reduce && (!cJSON_IsObject(reduce) || !cJSON_IsString(rdtype) ||
+                          (strcmp(rdtype->valuestring, "float32") && strcmp(rdtype->valuestring, "bfloat16")))) {
+        rc = refuse(err, errlen, "%s: \"reduce\" must be {\"dtype\": \"float32\" or \"bfloat16\", \"partials\": N}",
+                    path);
+    } else if (reduce && (!cJSON_IsNumber(rparts) || rparts->valuedouble < 1 || rparts->valuedouble > 1e9 ||
+                          rparts->valuedouble != (double)(int)rparts->valuedouble)) {
+        rc = refuse(err, errlen, "%s: \"reduce\".\"partials\" must be a whole number of ranks >= 1", path);
     } else {
         d->loss = loss->valuedouble;
         snprintf(d->precision, sizeof d->precision, "%s", prec ? prec->valuestring : "float32");

@@ -95,7 +95,7 @@ printf '[training]\nlocal_batch_size = 3\nglobal_batch_size = 8\n[parallelism]\n
 "$hp" run --steps 1 --dump "$FILES/dump" --quiet >/dev/null 2>&1
 "$hp" run --steps 1 --seed 7 --dump "$FILES/dump-seed7" --quiet >/dev/null 2>&1
 "$hp" run --steps 1 --mixed-precision-param bfloat16 --dump "$FILES/dump-bf16" --quiet >/dev/null 2>&1
-for c in nograds trunc json noloss fp16 batch init nobatch names shape dtype; do cp -r "$FILES/dump" "$FILES/dump-$c"; done
+for c in nograds trunc json noloss fp16 batch init nobatch names shape dtype reduce partials; do cp -r "$FILES/dump" "$FILES/dump-$c"; done
 rm "$FILES/dump-nograds/grads.safetensors"
 cp "$FILES/dump-seed7/batch.safetensors" "$FILES/dump-batch/"
 cp "$FILES/dump-seed7/model.safetensors" "$FILES/dump-init/"
@@ -103,6 +103,8 @@ cp "$FILES/dump/model.safetensors" "$FILES/dump-nobatch/batch.safetensors"
 printf '{"loss": ' >"$FILES/dump-json/result.json"
 sed -i 's/"loss":.*/"loss": "high",/' "$FILES/dump-noloss/result.json"
 sed -i 's/"float32"/"float16"/' "$FILES/dump-fp16/result.json"
+sed -i 's/^{/{"reduce": {"dtype": "float16", "partials": 2},/' "$FILES/dump-reduce/result.json"
+sed -i 's/^{/{"reduce": {"dtype": "float32", "partials": 0},/' "$FILES/dump-partials/result.json"
 python3 - "$FILES" <<'PY'
 import json, os, struct, sys
 d = sys.argv[1]

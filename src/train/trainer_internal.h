@@ -1,5 +1,5 @@
 // trainer_internal.h - the state of one rank's training job, private to the library: the train
-// layer (trainer.c, trainer_hooks.c, pipeline_run.c) and above it src/verify/dump.c and
+// layer (trainer.c, trainer_hooks.c, pipeline_run.c) and above it src/verify/dump/dump.c and
 // src/checkpoint (save / load a trainer's shards); never a public header. It owns one state per
 // parallel style and the model, and hands the model the styles' calls as hooks.
 #ifndef HP_TRAINER_INTERNAL_H

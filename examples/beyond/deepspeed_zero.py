@@ -28,7 +28,6 @@ params.safetensors and result.json (loss, layout, framework).
 import argparse
 import json
 import os
-import shutil
 import sys
 import warnings
 
@@ -38,7 +37,7 @@ import torch.distributed as dist
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "torch"))
 from layout_model import Transformer  # noqa: E402
-from spec_model import not_expressible, read_safetensors, write_safetensors  # noqa: E402
+from spec_model import not_expressible, read_safetensors, write_step_dump  # noqa: E402
 
 
 def main():
@@ -110,11 +109,6 @@ def main():
     dist.all_reduce(loss)   # the batch's loss: the ranks' CE sums / the global count, summed
 
     if rank == 0:
-        os.makedirs(a.out, exist_ok=True)
-        for f in ("model.safetensors", "batch.safetensors"):
-            shutil.copyfile(os.path.join(a.src, f), os.path.join(a.out, f))
-        write_safetensors(os.path.join(a.out, "grads.safetensors"), grads)
-        write_safetensors(os.path.join(a.out, "params.safetensors"), after)
         layout = {"dp_replicate": 1, "dp_shard": world, "cp": 1, "tp": 1, "pp": 1, "ep": 1, "etp": 1,
                   "sequence_parallel": False, "world": world}
         fw = f"deepspeed {deepspeed.__version__} ZeRO stage {a.stage} (dp {world}) on torch {torch.__version__} gloo"
@@ -123,9 +117,7 @@ def main():
         res = {"loss": loss.item(), "precision": "float32", "framework": fw, "model": cfg, "parallel": layout,
                "run": result.get("run", {}), "optimizer": {"name": "sgd", "lr": a.lr}, "bug": a.bug,
                "zero_grad_source": source}
-        with open(os.path.join(a.out, "result.json"), "w") as f:
-            json.dump(res, f, indent=1)
-            f.write("\n")
+        write_step_dump(a.src, a.out, grads, after, res)
         print(f"deepspeed_zero: {a.out}: loss {loss.item():.9f} ({fw}); full gradients from "
               + ", ".join(f"{k} ({v} tensors)" for k, v in sorted(source.items())))
     dist.barrier()

@@ -26,7 +26,6 @@ params.safetensors (after the step, likewise) and result.json (loss, layout, fra
 import argparse
 import json
 import os
-import shutil
 import sys
 import warnings
 
@@ -36,7 +35,7 @@ import torch.distributed as dist
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "torch"))
 from layout_model import Transformer  # noqa: E402
-from spec_model import not_expressible, read_safetensors, write_safetensors  # noqa: E402
+from spec_model import not_expressible, read_safetensors, write_step_dump  # noqa: E402
 
 COLUMN = ("attention.wq", "attention.wk", "attention.wv", "feed_forward.w1", "feed_forward.w3")
 ROW = ("attention.wo", "feed_forward.w2")
@@ -143,20 +142,13 @@ def main():
     after = {n: full(n, params[n]) for n in order}
 
     if rank == 0:
-        os.makedirs(a.out, exist_ok=True)
-        for f in ("model.safetensors", "batch.safetensors"):
-            shutil.copyfile(os.path.join(a.src, f), os.path.join(a.out, f))
-        write_safetensors(os.path.join(a.out, "grads.safetensors"), grads)
-        write_safetensors(os.path.join(a.out, "params.safetensors"), after)
         layout = {"dp_replicate": 1, "dp_shard": 1, "cp": 1, "tp": a.tp, "pp": 1, "ep": 1, "etp": 1,
                   "sequence_parallel": False, "world": world}
         fw = (f"megatron-core {megatron.core.__version__} tensor_parallel (Column/RowParallelLinear, tp {a.tp}, "
               f"no sp) on torch {torch.__version__} gloo")
         res = {"loss": loss.item(), "precision": "float32", "framework": fw, "model": cfg, "parallel": layout,
                "run": result.get("run", {}), "optimizer": {"name": "sgd", "lr": a.lr}}
-        with open(os.path.join(a.out, "result.json"), "w") as f:
-            json.dump(res, f, indent=1)
-            f.write("\n")
+        write_step_dump(a.src, a.out, grads, after, res)
         print(f"megatron_tp: {a.out}: loss {loss.item():.9f} ({fw})")
     dist.barrier()
     ps.destroy_model_parallel()

@@ -46,6 +46,24 @@ def read_safetensors(path):
 
 
 
+def write_step_dump(src, out, grads, params, result):
+    """Another framework's step 1 as a dump folder OUT for `hp compare SRC OUT` (docs/dump.md):
+    SRC's model and batch copied, grads.safetensors and params.safetensors (full F32 tensors, in
+    SRC's model order) and result.json (the dict result)."""
+    import json
+    import os
+    import shutil
+    os.makedirs(out, exist_ok=True)
+    for f in ("model.safetensors", "batch.safetensors"):
+        shutil.copyfile(os.path.join(src, f), os.path.join(out, f))
+    order = list(read_safetensors(os.path.join(src, "model.safetensors")))
+    write_safetensors(os.path.join(out, "grads.safetensors"), {n: grads[n].float() for n in order})
+    write_safetensors(os.path.join(out, "params.safetensors"), {n: params[n].float() for n in order})
+    with open(os.path.join(out, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+
+
 def write_safetensors(path, tensors):
     """tensors: {name: tensor} of float32 or int32, written in that order (little-endian)."""
     names = {torch.float32: "F32", torch.int32: "I32"}

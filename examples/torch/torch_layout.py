@@ -49,7 +49,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import sys
 
 import torch
@@ -58,7 +57,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from layout_model import Transformer  # noqa: E402
-from spec_model import BF, not_expressible, read_safetensors, write_safetensors  # noqa: E402
+from spec_model import BF, not_expressible, read_safetensors, write_step_dump  # noqa: E402
 import ep_layout  # noqa: E402  (the MoE blocks under tp / ep: TorchTitan's apply_moe_ep_tp)
 
 BUGS = {
@@ -464,12 +463,6 @@ def make_opt(a, model):
 
 def write_out(a, result, loss, g, world):
     out = a.out
-    os.makedirs(out, exist_ok=True)
-    for f in ("model.safetensors", "batch.safetensors"):
-        shutil.copyfile(os.path.join(a.src, f), os.path.join(out, f))
-    order = list(read_safetensors(os.path.join(a.src, "model.safetensors")))
-    write_safetensors(os.path.join(out, "grads.safetensors"), {n: g["grads"][n].float() for n in order})
-    write_safetensors(os.path.join(out, "params.safetensors"), {n: g["params"][n].float() for n in order})
     layout = {"dp_replicate": a.dp_replicate, "dp_shard": a.dp_shard, "cp": a.cp, "tp": a.tp, "pp": a.pp,
               "ep": a.ep, "etp": a.etp, "sequence_parallel": bool(a.sp), "world": world}
     lay = " ".join(f"{k} {v}" for k, v in layout.items() if k not in ("world", "sequence_parallel") and v > 1)
@@ -488,9 +481,7 @@ def write_out(a, result, loss, g, world):
            # (hp compare checks the gradients' bits against it)
            "reduce": {"dtype": a.mixed_precision_reduce,
                       "partials": a.dp_replicate * a.dp_shard * (a.cp if a.pp == 1 else 1)}}
-    with open(os.path.join(out, "result.json"), "w") as f:
-        json.dump(res, f, indent=1)
-        f.write("\n")
+    write_step_dump(a.src, out, g["grads"], g["params"], res)
     print(f"torch_layout: {out}: loss {loss:.9f} ({fw}, {a.mixed_precision_param}); collectives "
           + (", ".join(f"{k} {v}" for k, v in sorted(g.get("collectives", {}).items())) or "none counted"))
 

@@ -38,14 +38,13 @@ OUT gets the files torch_layout.py writes (grads.safetensors, params.safetensors
 import argparse
 import json
 import os
-import shutil
 import sys
 
 import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spec_model import not_expressible, read_safetensors, write_safetensors  # noqa: E402
+from spec_model import not_expressible, read_safetensors, write_step_dump  # noqa: E402
 
 BUGS = {
     "loss-per-rank": "dp: each rank divides its CE sum by its own valid labels instead of TorchTitan's "
@@ -240,12 +239,6 @@ def main():
 def write_out(a, result, loss, grads, after, world, n_global, prec):
     import torchtitan
     out = a.out
-    os.makedirs(out, exist_ok=True)
-    for f in ("model.safetensors", "batch.safetensors"):
-        shutil.copyfile(os.path.join(a.src, f), os.path.join(out, f))
-    order = list(read_safetensors(os.path.join(a.src, "model.safetensors")))
-    write_safetensors(os.path.join(out, "grads.safetensors"), {n: grads[n] for n in order})
-    write_safetensors(os.path.join(out, "params.safetensors"), {n: after[n] for n in order})
     layout = {"dp_replicate": a.dp_replicate, "dp_shard": a.dp_shard, "cp": a.cp, "tp": a.tp, "pp": 1, "ep": 1,
               "etp": 1, "sequence_parallel": a.tp > 1, "world": world}
     lay = " ".join(f"{k} {v}" for k, v in layout.items() if k not in ("world", "sequence_parallel") and v > 1)
@@ -261,9 +254,7 @@ def write_out(a, result, loss, grads, after, world, n_global, prec):
            "global_valid_tokens": n_global,
            # TorchTitan's mixed_precision_reduce, over the FSDP mesh (hp compare checks the bits)
            "reduce": {"dtype": "float32", "partials": a.dp_replicate * a.dp_shard * a.cp}}
-    with open(os.path.join(out, "result.json"), "w") as f:
-        json.dump(res, f, indent=1)
-        f.write("\n")
+    write_step_dump(a.src, out, grads, after, res)
     print(f"torchtitan_layout: {out}: loss {loss:.9f} ({fw})")
 
 
